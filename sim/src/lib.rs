@@ -1,1 +1,10 @@
-//! placeholder
+//! Dovetail's deterministic simulator.
+//!
+//! One scenario and one seed become a turmoil world in which the production controller
+//! talks real Kubernetes REST to a simulated API server ([`apiserver`]) and real EC2 to a
+//! fake cloud, while cluster actors play kube-scheduler, kubelets and workload
+//! controllers. Same seed, same build: byte-identical trace ([`world`]).
+
+pub mod apiserver;
+pub mod kube_client;
+pub mod world;
