@@ -7,4 +7,6 @@
 
 pub mod apiserver;
 pub mod kube_client;
+pub mod run;
+pub mod scenario;
 pub mod world;

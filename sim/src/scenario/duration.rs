@@ -1,0 +1,97 @@
+//! Durations as people write them in scenarios: `90s`, `10m`, `1h30m`, `500ms`.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A scenario duration. Parses Go-style duration strings (the format Kubernetes and
+/// Karpenter manifests use), so one notation serves the whole file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SimDuration(pub Duration);
+
+impl SimDuration {
+    /// Parses `1h30m`, `45s`, `250ms`, `2.5m`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        if s == "0" {
+            return Ok(Self(Duration::ZERO));
+        }
+        let mut total = 0f64;
+        let mut rest = s;
+        if rest.is_empty() {
+            return Err("empty duration".into());
+        }
+        while !rest.is_empty() {
+            let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+            if num_end == 0 {
+                return Err(format!("invalid duration {s:?}: expected a number at {rest:?}"));
+            }
+            let n: f64 = rest[..num_end].parse().map_err(|_| format!("invalid duration {s:?}"))?;
+            rest = &rest[num_end..];
+            let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+            let unit = &rest[..unit_end];
+            rest = &rest[unit_end..];
+            let secs = match unit {
+                "h" => 3600.0,
+                "m" => 60.0,
+                "s" => 1.0,
+                "ms" => 0.001,
+                "" => return Err(format!("invalid duration {s:?}: missing unit (use h, m, s or ms)")),
+                u => return Err(format!("invalid duration {s:?}: unknown unit {u:?} (use h, m, s or ms)")),
+            };
+            total += n * secs;
+        }
+        Ok(Self(Duration::from_secs_f64(total)))
+    }
+}
+
+impl std::fmt::Display for SimDuration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = self.0.as_millis();
+        if ms % 1000 != 0 {
+            return write!(f, "{ms}ms");
+        }
+        let s = ms / 1000;
+        let (h, m, s) = (s / 3600, (s % 3600) / 60, s % 60);
+        let mut out = String::new();
+        if h > 0 {
+            out += &format!("{h}h");
+        }
+        if m > 0 {
+            out += &format!("{m}m");
+        }
+        if s > 0 || out.is_empty() {
+            out += &format!("{s}s");
+        }
+        f.write_str(&out)
+    }
+}
+
+impl<'de> Deserialize<'de> for SimDuration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        SimDuration::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for SimDuration {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_prints_go_durations() {
+        assert_eq!(SimDuration::parse("1h30m").unwrap().0, Duration::from_secs(5400));
+        assert_eq!(SimDuration::parse("250ms").unwrap().0, Duration::from_millis(250));
+        assert_eq!(SimDuration::parse("2.5m").unwrap().0, Duration::from_secs(150));
+        assert!(SimDuration::parse("10").unwrap_err().contains("missing unit"));
+        assert!(SimDuration::parse("3d").unwrap_err().contains("unknown unit"));
+        assert_eq!(SimDuration(Duration::from_secs(5400)).to_string(), "1h30m");
+        assert_eq!(SimDuration(Duration::from_millis(1500)).to_string(), "1500ms");
+    }
+}
