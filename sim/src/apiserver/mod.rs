@@ -1,0 +1,3 @@
+//! The simulated Kubernetes API server.
+
+pub mod schema;
