@@ -76,20 +76,111 @@ fn every_karpenter_crd_compiles() {
     }
 }
 
+/// Upstream's `windows-custom-userdata.yaml` sets `nodeClassRef.group: karpenter.k8s.aws/v1`,
+/// which the CRD's own `pattern: ^[^/]*$` rejects: EKS refuses that document too, so we must.
+const UPSTREAM_BROKEN_EXAMPLE: &str = "windows-custom-userdata.yaml";
+
 #[test]
-fn every_example_manifest_is_admitted() {
+fn every_example_manifest_is_admitted_with_defaults_applied() {
     let pools = node_pools();
     let classes = node_classes();
-    for (file, mut doc) in examples() {
-        let schema = match doc["kind"].as_str() {
-            Some("NodePool") => &pools,
-            Some("EC2NodeClass") => &classes,
+    let mut admitted = 0;
+    for (file, original) in examples() {
+        let mut doc = original.clone();
+        let kind = doc["kind"].as_str().unwrap_or_default().to_string();
+        let schema = match kind.as_str() {
+            "NodePool" => &pools,
+            "EC2NodeClass" => &classes,
             other => panic!("{file}: unexpected kind {other:?}"),
         };
-        if let Err(e) = schema.admit(&mut doc, None, true) {
-            panic!("{file}: {e:?}");
+        let result = schema.admit(&mut doc, None, true);
+        if file == UPSTREAM_BROKEN_EXAMPLE && kind == "NodePool" {
+            let Err(Rejection::Invalid(errors)) = result else {
+                panic!("{file}: the upstream typo must be rejected, got {result:?}");
+            };
+            assert_eq!(
+                errors
+                    .iter()
+                    .map(|e| e.message.as_str())
+                    .collect::<Vec<_>>(),
+                [
+                    r#"spec.template.spec.nodeClassRef.group: Invalid value: "karpenter.k8s.aws/v1": spec.template.spec.nodeClassRef.group in body should match '^[^/]*$'"#
+                ]
+            );
+            continue;
+        }
+        let admitted_doc = result
+            .map(|_| doc)
+            .unwrap_or_else(|e| panic!("{file}: {e:?}"));
+        admitted += 1;
+        let had = |p: &str| original.pointer(p).is_some();
+        if kind == "NodePool" {
+            let d = &admitted_doc["spec"]["disruption"];
+            assert!(
+                d["consolidateAfter"].is_string(),
+                "{file}: consolidateAfter defaulted"
+            );
+            assert!(
+                d["consolidationPolicy"].is_string(),
+                "{file}: consolidationPolicy defaulted"
+            );
+            if !had("/spec/disruption/budgets") {
+                assert_eq!(
+                    d["budgets"],
+                    json!([{"nodes": "10%"}]),
+                    "{file}: budgets default"
+                );
+            }
+            if !had("/spec/disruption") {
+                assert_eq!(d["consolidateAfter"], json!("0s"), "{file}");
+                assert_eq!(
+                    d["consolidationPolicy"],
+                    json!("WhenEmptyOrUnderutilized"),
+                    "{file}"
+                );
+            }
+            if !had("/spec/template/spec/expireAfter") {
+                assert_eq!(
+                    admitted_doc["spec"]["template"]["spec"]["expireAfter"],
+                    json!("720h"),
+                    "{file}"
+                );
+            }
+        } else if !had("/spec/metadataOptions") {
+            assert_eq!(
+                admitted_doc["spec"]["metadataOptions"],
+                json!({"httpEndpoint": "enabled", "httpProtocolIPv6": "disabled", "httpPutResponseHopLimit": 1, "httpTokens": "required"}),
+                "{file}"
+            );
         }
     }
+    assert_eq!(admitted, 44, "every other example document is admitted");
+}
+
+#[test]
+fn nested_defaults_fill_in_partially_given_objects() {
+    let classes = node_classes();
+    let mut obj = edit(
+        class(),
+        "/spec/metadataOptions",
+        Some(json!({"httpTokens": "optional"})),
+    );
+    classes.admit(&mut obj, None, true).expect("admitted");
+    assert_eq!(
+        obj["spec"]["metadataOptions"],
+        json!({"httpTokens": "optional", "httpEndpoint": "enabled", "httpProtocolIPv6": "disabled", "httpPutResponseHopLimit": 1})
+    );
+    let pools = node_pools();
+    let mut obj = edit(
+        pool(),
+        "/spec/disruption",
+        Some(json!({"consolidateAfter": "1m"})),
+    );
+    pools.admit(&mut obj, None, true).expect("admitted");
+    assert_eq!(
+        obj["spec"]["disruption"],
+        json!({"consolidateAfter": "1m", "budgets": [{"nodes": "10%"}], "consolidationPolicy": "WhenEmptyOrUnderutilized"})
+    );
 }
 
 /// A valid NodePool (Karpenter's general-purpose example).
@@ -445,4 +536,340 @@ impl PipePush for Value {
             .push(item);
         self
     }
+}
+
+/// A value with every property present, one item per list and one entry per map, built from the
+/// raw schema, so that every rule finds something to look at.
+fn sample(schema: &Value) -> Value {
+    if let Some(first) = schema["enum"].as_array().and_then(|e| e.first()) {
+        return first.clone();
+    }
+    if schema["x-kubernetes-int-or-string"] == json!(true) {
+        return json!("1");
+    }
+    match schema["type"].as_str() {
+        Some("object") => {
+            let mut out = serde_json::Map::new();
+            if let Some(props) = schema["properties"].as_object() {
+                for (k, sub) in props {
+                    out.insert(k.clone(), sample(sub));
+                }
+            }
+            if schema["additionalProperties"].is_object() {
+                out.insert("key1".into(), sample(&schema["additionalProperties"]));
+            }
+            Value::Object(out)
+        }
+        Some("array") => json!([sample(&schema["items"])]),
+        Some("string") if schema["format"] == json!("date-time") => json!("2024-01-01T00:00:00Z"),
+        Some("string") => json!("1"),
+        Some("integer") => schema.get("minimum").cloned().unwrap_or(json!(1)),
+        Some("number") => json!(1.5),
+        Some("boolean") => json!(true),
+        _ => json!({}),
+    }
+}
+
+/// `spec.list[0].x` → `spec.list[*].x`, to match a rule outcome to its rule site.
+fn site_of(field: &str) -> String {
+    regex::Regex::new(r"\[[^\]]*\]")
+        .expect("regex")
+        .replace_all(field, "[*]")
+        .into_owned()
+}
+
+#[test]
+fn every_cel_rule_in_the_karpenter_crds_compiles_and_evaluates() {
+    let files = [
+        ("karpenter.sh_nodepools.yaml", 20),
+        ("karpenter.sh_nodeclaims.yaml", 10),
+        ("karpenter.k8s.aws_ec2nodeclasses.yaml", 54),
+        ("karpenter.sh_nodeoverlays.yaml", 8),
+        ("upstream-core/karpenter.sh_nodepools.yaml", 18),
+        ("upstream-core/karpenter.sh_nodeclaims.yaml", 9),
+    ];
+    let mut not_evaluated = Vec::new();
+    let mut total = 0;
+    for (file, expected_rules) in files {
+        let schema = crd(file);
+        let raw = read_yaml(&format!("{CRDS}/{file}")).remove(0);
+        let version = raw["spec"]["versions"]
+            .as_array()
+            .and_then(|v| v.iter().find(|v| v["name"] == json!(schema.version())))
+            .expect("version")
+            .clone();
+        let mut obj = sample(&version["schema"]["openAPIV3Schema"]);
+        obj["metadata"] = json!({"name": "sample"});
+        let sites = schema.rule_sites();
+        assert_eq!(sites.len(), expected_rules, "{file}: rule count");
+        total += sites.len();
+        let outcomes = schema.evaluate_rules(&obj, Some(&obj));
+        for (site, rule) in &sites {
+            let ran: Vec<&RuleResult> = outcomes
+                .iter()
+                .filter(|o| &site_of(&o.field) == site && &o.rule == rule)
+                .map(|o| &o.result)
+                .collect();
+            let evaluated = ran
+                .iter()
+                .any(|r| matches!(r, RuleResult::Passed | RuleResult::Failed(_)));
+            let errored: Vec<_> = ran
+                .iter()
+                .filter(|r| matches!(r, RuleResult::Errored(_)))
+                .collect();
+            if !evaluated || !errored.is_empty() {
+                not_evaluated.push(format!("{file} {site}: {rule} -> {ran:?}"));
+            }
+        }
+    }
+    assert_eq!(total, 119);
+    assert!(
+        not_evaluated.is_empty(),
+        "rules kube-cel did not evaluate:\n{}",
+        not_evaluated.join("\n")
+    );
+}
+
+fn admitted(schema: &CrdSchema, mut obj: Value) -> Value {
+    schema
+        .admit(&mut obj, None, true)
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    obj
+}
+
+fn update_errors(schema: &CrdSchema, old: &Value, mut new: Value) -> Vec<String> {
+    match schema.admit(&mut new, Some(old), true) {
+        Ok(_) => Vec::new(),
+        Err(Rejection::Invalid(errors)) => errors.into_iter().map(|e| e.message).collect(),
+        Err(other) => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn transition_rules_reject_changes_to_immutable_fields_on_update_only() {
+    let pools = node_pools();
+    let old = admitted(&pools, pool());
+    let changed = edit(
+        old.clone(),
+        "/spec/template/spec/nodeClassRef/group",
+        Some(json!("example.com")),
+    );
+    assert_eq!(
+        update_errors(&pools, &old, changed.clone()),
+        [
+            r#"spec.template.spec.nodeClassRef: Invalid value: "object": nodeClassRef.group is immutable"#
+        ]
+    );
+    // The same object is fine on create: transition rules need an old object.
+    admitted(&pools, changed);
+    // Unchanged updates pass.
+    assert!(update_errors(&pools, &old, old.clone()).is_empty());
+    // Static <-> dynamic provisioning is a transition rule on spec.
+    let made_static = edit(
+        edit(old.clone(), "/spec/replicas", Some(json!(2))),
+        "/spec/limits",
+        None,
+    );
+    assert_eq!(
+        update_errors(&pools, &old, made_static),
+        [
+            r#"spec: Invalid value: "object": Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes"#
+        ]
+    );
+
+    let claims = crd("karpenter.sh_nodeclaims.yaml");
+    let claim = admitted(
+        &claims,
+        json!({
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodeClaim",
+            "metadata": {"name": "default-abcde"},
+            "spec": {
+                "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}],
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
+            }
+        }),
+    );
+    let resized = edit(
+        claim.clone(),
+        "/spec/requirements/0/values",
+        Some(json!(["arm64"])),
+    );
+    assert_eq!(
+        update_errors(&claims, &claim, resized),
+        [r#"spec: Invalid value: "object": spec is immutable"#]
+    );
+    let relabelled = edit(
+        claim.clone(),
+        "/metadata/labels",
+        Some(json!({"team": "a"})),
+    );
+    assert!(
+        update_errors(&claims, &claim, relabelled).is_empty(),
+        "metadata is not under the rule"
+    );
+}
+
+#[test]
+fn unknown_fields_are_pruned_and_reported() {
+    let pools = node_pools();
+    let with_unknown = || {
+        let mut obj = edit(pool(), "/spec/template/spec/colour", Some(json!("blue")));
+        obj = edit(
+            obj,
+            "/spec/template/spec/requirements/0/weight",
+            Some(json!(3)),
+        );
+        obj = edit(obj, "/metadata/bogus", Some(json!(true)));
+        edit(obj, "/extra", Some(json!({})))
+    };
+    let mut obj = with_unknown();
+    let admitted = pools
+        .admit(&mut obj, None, false)
+        .expect("lenient admission");
+    assert_eq!(
+        admitted.pruned,
+        [
+            "metadata.bogus",
+            "spec.template.spec.requirements[0].weight",
+            "spec.template.spec.colour",
+            "extra"
+        ]
+    );
+    assert_eq!(admitted.warnings[0], r#"unknown field "metadata.bogus""#);
+    assert!(obj.pointer("/spec/template/spec/colour").is_none());
+    assert!(obj.get("extra").is_none());
+    assert_eq!(obj["metadata"], json!({"name": "default"}));
+    // Map keys (additionalProperties) are data, not unknown fields.
+    assert_eq!(obj["spec"]["limits"], json!({"cpu": 1000}));
+
+    let mut obj = with_unknown();
+    let Err(rejection) = pools.admit(&mut obj, None, true) else {
+        panic!("strict must reject")
+    };
+    let Rejection::UnknownFields(fields) = &rejection else {
+        panic!("{rejection:?}")
+    };
+    assert_eq!(fields.len(), 4);
+    let status = rejection.status("karpenter.sh", "NodePool", "default");
+    assert_eq!(status["code"], json!(400));
+    assert_eq!(status["reason"], json!("BadRequest"));
+    assert_eq!(
+        status["message"],
+        json!(
+            r#"strict decoding error: unknown field "metadata.bogus", unknown field "spec.template.spec.requirements[0].weight", unknown field "spec.template.spec.colour", unknown field "extra""#
+        )
+    );
+}
+
+#[test]
+fn invalid_status_is_the_body_a_real_apiserver_sends() {
+    let pools = node_pools();
+    let mut obj = edit(pool(), &format!("{REQS}/0/operator"), Some(json!("Foo")));
+    obj = edit(obj, "/spec/weight", Some(json!(0)));
+    let Err(Rejection::Invalid(errors)) = pools.admit(&mut obj, None, true) else {
+        panic!("rejected")
+    };
+    assert_eq!(errors[0].kind, FieldErrorKind::NotSupported);
+    assert_eq!(errors[0].bad_value, Some(json!("Foo")));
+    let status = invalid_status("karpenter.sh", "NodePool", "default", &errors);
+    let skipped = "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
+    assert_eq!(
+        status,
+        json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": format!(
+                "NodePool.karpenter.sh \"default\" is invalid: [spec.template.spec.requirements[0].operator: Unsupported value: \"Foo\": supported values: \"Gte\", \"Lte\", \"In\", \"NotIn\", \"Exists\", \"DoesNotExist\", \"Gt\", \"Lt\", spec.weight: Invalid value: 0: spec.weight in body should be greater than or equal to 1, <nil>: Invalid value: null: {skipped}]"
+            ),
+            "reason": "Invalid",
+            "details": {
+                "name": "default",
+                "group": "karpenter.sh",
+                "kind": "NodePool",
+                "causes": [
+                    {
+                        "reason": "FieldValueNotSupported",
+                        "message": "Unsupported value: \"Foo\": supported values: \"Gte\", \"Lte\", \"In\", \"NotIn\", \"Exists\", \"DoesNotExist\", \"Gt\", \"Lt\"",
+                        "field": "spec.template.spec.requirements[0].operator"
+                    },
+                    {
+                        "reason": "FieldValueInvalid",
+                        "message": "Invalid value: 0: spec.weight in body should be greater than or equal to 1",
+                        "field": "spec.weight"
+                    },
+                    {"reason": "FieldValueInvalid", "message": format!("Invalid value: null: {skipped}"), "field": ""}
+                ]
+            },
+            "code": 422
+        })
+    );
+}
+
+#[test]
+fn broken_crd_manifests_are_refused() {
+    let base = read_yaml(&format!("{CRDS}/karpenter.sh_nodepools.yaml")).remove(0);
+    let problems = |crd: Value| match CrdSchema::compile(&crd, "v1") {
+        Ok(_) => panic!("compiled a broken CRD"),
+        Err(dovetail_sim::apiserver::schema::CrdError::Invalid { problems, .. }) => {
+            problems.join("\n")
+        }
+        Err(other) => panic!("{other}"),
+    };
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            edit(base.clone(), "/spec/versions/0/storage", Some(json!(false))),
+            "must have exactly one version marked as storage version",
+        ),
+        (
+            edit(base.clone(), "/spec/versions/0/schema", None),
+            "spec.versions[0].schema.openAPIV3Schema: Required value",
+        ),
+        (
+            edit(base.clone(), "/spec/group", Some(json!("karpenter"))),
+            "should be a domain with at least one dot",
+        ),
+        (
+            edit(base.clone(), "/spec/names/plural", Some(json!("NodePools"))),
+            "spec.names.plural: Invalid value",
+        ),
+        (
+            edit(base.clone(), "/spec/names/kind", Some(json!(""))),
+            "spec.names.kind: Required value",
+        ),
+        (
+            edit(
+                base.clone(),
+                "/metadata/name",
+                Some(json!("pools.karpenter.sh")),
+            ),
+            "must be spec.names.plural+\".\"+spec.group",
+        ),
+        (
+            edit(
+                base.clone(),
+                "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/weight/pattern",
+                Some(json!("(")),
+            ),
+            "properties[spec].properties[weight].pattern: Invalid value",
+        ),
+        (
+            edit(
+                base.clone(),
+                "/spec/versions/0/schema/openAPIV3Schema/properties/spec/x-kubernetes-validations",
+                Some(json!([{"rule": "self.weight >", "message": "broken"}])),
+            ),
+            "compilation failed",
+        ),
+    ];
+    for (crd, expected) in cases {
+        let got = problems(crd);
+        assert!(got.contains(expected), "expected {expected:?} in:\n{got}");
+    }
+    assert!(matches!(
+        CrdSchema::compile(&base, "v2"),
+        Err(dovetail_sim::apiserver::schema::CrdError::VersionNotServed { .. })
+    ));
 }
