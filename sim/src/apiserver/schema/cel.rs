@@ -143,6 +143,20 @@ impl CelRule {
                 };
                 RuleResult::Failed(FieldError::new(&field, kind, shown, detail))
             }
+            // The apiserver's wording for runtime errors: `<error> evaluating rule: <rule>`.
+            ErrorKind::EvaluationError => {
+                let cause = err
+                    .message
+                    .strip_prefix("rule evaluation error: ")
+                    .unwrap_or(&err.message);
+                let detail = format!("{cause} evaluating rule: {}", self.rule.trim());
+                RuleResult::Errored(FieldError::new(
+                    &field,
+                    FieldErrorKind::Invalid,
+                    shown,
+                    &detail,
+                ))
+            }
             _ => RuleResult::Errored(FieldError::new(
                 &field,
                 FieldErrorKind::Invalid,

@@ -28,6 +28,8 @@ mod pattern;
 mod prune;
 mod rules;
 mod status;
+#[cfg(test)]
+mod tests;
 mod validate;
 
 pub use cel::RuleResult;
