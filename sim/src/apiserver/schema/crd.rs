@@ -4,8 +4,11 @@
 
 use serde_json::Value;
 
-use super::node::{Node, Ty};
+use super::default;
+use super::node::{Additional, Node, Ty};
 use super::path;
+use super::prune;
+use super::validate;
 
 /// The parts of a CRD admission needs, for one version.
 #[derive(Debug)]
@@ -127,6 +130,7 @@ pub(crate) fn read(crd: &Value, version: &str) -> Read {
             continue;
         };
         let root = Node::parse(schema, &schema_at, &mut problems);
+        check_defaults(&root, &schema_at, &mut problems);
         if root.ty != Some(Ty::Object) {
             problems.push(format!(
                 "{schema_at}.type: Unsupported value: {:?}: supported values: \"object\"",
@@ -154,5 +158,40 @@ pub(crate) fn read(crd: &Value, version: &str) -> Read {
             root,
         })),
         None => Read::VersionNotServed { name },
+    }
+}
+
+/// The apiserver refuses a CRD whose `default`s would not survive admission: each default, with
+/// nested defaults applied, must be pruned already and must validate against its own schema.
+fn check_defaults(node: &Node, at: &str, problems: &mut Vec<String>) {
+    if let Some(d) = &node.default {
+        let at_default = path::child(at, "default");
+        let mut value = d.clone();
+        let pruned = prune::prune_value(node, &mut value, "");
+        if !pruned.is_empty() {
+            problems.push(format!(
+                "{at_default}: Invalid value: {d}: must not have unknown fields: {}",
+                pruned.join(", ")
+            ));
+        }
+        default::apply(node, &mut value);
+        let mut errs = Vec::new();
+        validate::validate(node, &value, "", &mut errs);
+        for e in errs {
+            problems.push(format!("{at_default}: Invalid value: {d}: {}", e.message));
+        }
+    }
+    for (name, child) in &node.properties {
+        check_defaults(
+            child,
+            &path::child(at, &format!("properties[{name}]")),
+            problems,
+        );
+    }
+    if let Additional::Schema(child) = &node.additional {
+        check_defaults(child, &path::child(at, "additionalProperties"), problems);
+    }
+    if let Some(items) = &node.items {
+        check_defaults(items, &path::child(at, "items"), problems);
     }
 }

@@ -53,6 +53,13 @@ fn prune_embedded(node: &Node, value: &mut Value, at: &str, pruned: &mut Vec<Str
     prune_object(node, map, at, pruned, &["apiVersion", "kind", "metadata"]);
 }
 
+/// Prunes a value that is not a whole object (a schema `default`), returning the pruned paths.
+pub(crate) fn prune_value(node: &Node, value: &mut Value, at: &str) -> Vec<String> {
+    let mut pruned = Vec::new();
+    prune(node, value, at, &mut pruned);
+    pruned
+}
+
 fn prune(node: &Node, value: &mut Value, at: &str, pruned: &mut Vec<String>) {
     if node.embedded_resource {
         prune_embedded(node, value, at, pruned);

@@ -265,3 +265,27 @@ fn rules_kube_cel_cannot_run_reject_instead_of_admitting() {
         );
     }
 }
+
+#[test]
+fn crds_with_invalid_defaults_are_refused() {
+    let spec = json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "default": 0}}});
+    let err = CrdSchema::compile(&crd(spec, "Cluster"), "v1").expect_err("bad default");
+    assert!(
+        err.to_string()
+            .contains("should be greater than or equal to 1"),
+        "{err}"
+    );
+    let spec = json!({"type": "object", "properties": {"o": {"type": "object", "properties": {"a": {"type": "string"}}, "default": {"b": "x"}}}});
+    let err = CrdSchema::compile(&crd(spec, "Cluster"), "v1").expect_err("unpruned default");
+    assert!(
+        err.to_string().contains("must not have unknown fields"),
+        "{err}"
+    );
+}
+
+/// The API server shares compiled schemas between tasks and threads.
+#[test]
+fn crd_schema_can_move_between_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<CrdSchema>();
+}
