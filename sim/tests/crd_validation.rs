@@ -603,7 +603,10 @@ fn every_cel_rule_in_the_karpenter_crds_compiles_and_evaluates() {
         let sites = schema.rule_sites();
         assert_eq!(sites.len(), expected_rules, "{file}: rule count");
         total += sites.len();
-        let outcomes = schema.evaluate_rules(&obj, Some(&obj));
+        // Once as a create (plain rules run) and once as a no-op update (transition rules run;
+        // plain rules ratchet).
+        let mut outcomes = schema.evaluate_rules(&obj, None);
+        outcomes.extend(schema.evaluate_rules(&obj, Some(&obj)));
         for (site, rule) in &sites {
             let ran: Vec<&RuleResult> = outcomes
                 .iter()

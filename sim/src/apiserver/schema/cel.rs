@@ -43,6 +43,9 @@ pub enum RuleResult {
     /// A transition rule on create, or on a value with no correlatable old value: not run, as
     /// in the apiserver.
     SkippedNoOldSelf,
+    /// On update, the value equals its old value and the rule does not read `oldSelf`: not run
+    /// (validation ratcheting).
+    SkippedUnchanged,
 }
 
 impl CelRule {

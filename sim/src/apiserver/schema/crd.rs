@@ -176,7 +176,7 @@ fn check_defaults(node: &Node, at: &str, problems: &mut Vec<String>) {
         }
         default::apply(node, &mut value);
         let mut errs = Vec::new();
-        validate::validate(node, &value, "", &mut errs);
+        validate::validate(node, &value, None, "", &mut errs);
         for e in errs {
             problems.push(format!("{at_default}: Invalid value: {d}: {}", e.message));
         }

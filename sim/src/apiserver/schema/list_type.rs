@@ -7,21 +7,43 @@ use serde_json::{Map, Value};
 use super::error::FieldError;
 use super::node::{Additional, ListType, Node};
 use super::path;
-use super::validate::json_equal;
+use super::validate::{correlate, json_equal};
 
-/// Checks every set and map list under `node`, appending `Duplicate` errors.
-pub(crate) fn validate(node: &Node, value: &Value, at: &str, errs: &mut Vec<FieldError>) {
+/// Checks every set and map list under `node`, appending `Duplicate` errors. Like schema
+/// validation it ratchets: a list equal to its correlated `old` value is not checked again.
+pub(crate) fn validate(
+    node: &Node,
+    value: &Value,
+    old: Option<&Value>,
+    at: &str,
+    errs: &mut Vec<FieldError>,
+) {
+    if old.is_some_and(|o| json_equal(o, value)) {
+        return;
+    }
     match value {
         Value::Object(map) => {
             for (name, prop) in &node.properties {
                 if let Some(v) = map.get(name) {
-                    validate(prop, v, &path::child(at, name), errs);
+                    validate(
+                        prop,
+                        v,
+                        old.and_then(|o| o.get(name)),
+                        &path::child(at, name),
+                        errs,
+                    );
                 }
             }
             if let Additional::Schema(child) = &node.additional {
                 for (k, v) in map {
                     if !node.properties.contains_key(k) {
-                        validate(child, v, &path::key(at, k), errs);
+                        validate(
+                            child,
+                            v,
+                            old.and_then(|o| o.get(k)),
+                            &path::key(at, k),
+                            errs,
+                        );
                     }
                 }
             }
@@ -58,8 +80,10 @@ pub(crate) fn validate(node: &Node, value: &Value, at: &str, errs: &mut Vec<Fiel
                 }
             }
             if let Some(item_node) = &node.items {
+                let old_items = old.and_then(Value::as_array).map(Vec::as_slice);
                 for (i, item) in items.iter().enumerate() {
-                    validate(item_node, item, &path::index(at, i), errs);
+                    let old_item = old_items.and_then(|o| correlate(&node.list_type, item, o));
+                    validate(item_node, item, old_item, &path::index(at, i), errs);
                 }
             }
         }

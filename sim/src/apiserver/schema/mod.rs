@@ -148,15 +148,17 @@ impl CrdSchema {
         default::apply(&self.root, obj);
         let mut errs = Vec::new();
         metadata::validate(obj, self.namespaced, &mut errs);
-        validate::validate(&self.root, obj, "", &mut errs);
-        list_type::validate(&self.root, obj, "", &mut errs);
+        validate::validate(&self.root, obj, old, "", &mut errs);
+        list_type::validate(&self.root, obj, old, "", &mut errs);
         if errs.iter().any(|e| e.kind.blocks_cel()) {
             errs.push(FieldError::invalid("", Value::Null, CEL_SKIPPED));
         } else {
             for outcome in rules::evaluate(&self.validator, &self.root, obj, old) {
                 match outcome.result {
                     RuleResult::Failed(e) | RuleResult::Errored(e) => errs.push(e),
-                    RuleResult::Passed | RuleResult::SkippedNoOldSelf => {}
+                    RuleResult::Passed
+                    | RuleResult::SkippedNoOldSelf
+                    | RuleResult::SkippedUnchanged => {}
                 }
             }
         }

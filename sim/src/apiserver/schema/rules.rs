@@ -3,6 +3,9 @@
 //! properties and map entries by key, list items only in `x-kubernetes-list-type: map` lists (by
 //! their map keys). Items of atomic and set lists have no old value, so their transition rules
 //! do not run.
+//!
+//! Rules ratchet like schema validation: a rule that does not read `oldSelf` is not run on a value
+//! equal to its correlated old value.
 
 use kube_cel::Validator;
 use serde_json::{Map, Value};
@@ -10,6 +13,7 @@ use serde_json::{Map, Value};
 use super::cel::RuleResult;
 use super::node::{Additional, ListType, Node};
 use super::path;
+use super::validate::{correlate, json_equal};
 
 /// One rule's result at one place in an object.
 #[derive(Clone, Debug, PartialEq)]
@@ -70,11 +74,17 @@ fn run_rules(
     at: &str,
     out: &mut Vec<RuleOutcome>,
 ) {
+    let unchanged = old.is_some_and(|o| json_equal(o, value));
     for rule in &node.rules {
+        let result = if unchanged && !rule.is_transition {
+            RuleResult::SkippedUnchanged
+        } else {
+            rule.evaluate(validator, value, old, at, node.type_name())
+        };
         out.push(RuleOutcome {
             field: at.to_string(),
             rule: rule.rule.clone(),
-            result: rule.evaluate(validator, value, old, at, node.type_name()),
+            result,
         });
     }
 }
@@ -112,8 +122,11 @@ fn walk_children(
         Value::Array(items) => {
             let Some(item_node) = &node.items else { return };
             for (i, item) in items.iter().enumerate() {
+                // Set items have no old value for CEL; map-list items are paired by key.
                 let o = match (&node.list_type, old.and_then(Value::as_array)) {
-                    (ListType::Map(keys), Some(old_items)) => correlate(keys, item, old_items),
+                    (ListType::Map(_), Some(old_items)) => {
+                        correlate(&node.list_type, item, old_items)
+                    }
                     _ => None,
                 };
                 walk(validator, item_node, item, o, &path::index(at, i), out);
@@ -121,13 +134,6 @@ fn walk_children(
         }
         _ => {}
     }
-}
-
-/// The old item of a map list with the same key values as `item`.
-fn correlate<'a>(keys: &[String], item: &Value, old_items: &'a [Value]) -> Option<&'a Value> {
-    old_items
-        .iter()
-        .find(|o| keys.iter().all(|k| o.get(k) == item.get(k)))
 }
 
 fn with_cel_metadata(value: &Value) -> Value {

@@ -289,3 +289,24 @@ fn crd_schema_can_move_between_threads() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<CrdSchema>();
 }
+
+/// An object stored under an older, looser CRD can still be updated as long as the invalid
+/// part is left alone (validation ratcheting, on by default since Kubernetes 1.30).
+#[test]
+fn unchanged_invalid_values_ratchet_on_update() {
+    let s = schema();
+    let old = widget(json!({"count": 3, "forbidden": "x", "note": "ok"}));
+    let mut touched_elsewhere = widget(json!({"count": 3, "forbidden": "x", "note": "fine"}));
+    assert!(s.admit(&mut touched_elsewhere, Some(&old), true).is_ok());
+    let mut touched_count = widget(json!({"count": 5, "forbidden": "x", "note": "ok"}));
+    let Err(Rejection::Invalid(errors)) = s.admit(&mut touched_count, Some(&old), true) else {
+        panic!("rejected")
+    };
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].field, "spec.count");
+    let mut created = old.clone();
+    assert!(
+        s.admit(&mut created, None, true).is_err(),
+        "no ratcheting on create"
+    );
+}

@@ -5,16 +5,32 @@
 //!
 //! Per node the checks run in kube-openapi's validator order: type, `allOf`/`anyOf`/`oneOf`/`not`,
 //! string, format, number, array (then items), enum, object (then properties in schema order).
+//!
+//! On update, validation *ratchets* (`CRDValidationRatcheting`, on by default since Kubernetes
+//! 1.30 and GA in 1.33): a value equal to its correlated old value is not validated again, so an
+//! object stored under an older, looser CRD can still be updated elsewhere. Old values are
+//! correlated through object properties, map keys, map-list keys and set-list values; items of
+//! atomic lists have no old value.
 
 use serde_json::{Map, Value};
 
 use super::error::{FieldError, go_number, go_quote};
 use super::format;
-use super::node::{Additional, Node, Ty};
+use super::node::{Additional, ListType, Node, Ty};
 use super::path;
 
-/// Validates `value` against `node` at path `at`, appending errors.
-pub(crate) fn validate(node: &Node, value: &Value, at: &str, errs: &mut Vec<FieldError>) {
+/// Validates `value` against `node` at path `at`, appending errors. `old` is the correlated old
+/// value on update (for ratcheting), `None` on create.
+pub(crate) fn validate(
+    node: &Node,
+    value: &Value,
+    old: Option<&Value>,
+    at: &str,
+    errs: &mut Vec<FieldError>,
+) {
+    if old.is_some_and(|o| json_equal(o, value)) {
+        return;
+    }
     if value.is_null() {
         if !node.nullable
             && let Some(ty) = node.ty
@@ -41,16 +57,16 @@ pub(crate) fn validate(node: &Node, value: &Value, at: &str, errs: &mut Vec<Fiel
             return;
         }
     }
-    junctors(node, value, at, errs);
+    junctors(node, value, old, at, errs);
     match value {
         Value::String(s) => string(node, s, at, errs),
         Value::Number(n) => number(node, n, at, errs),
-        Value::Array(items) => array(node, items, at, errs),
+        Value::Array(items) => array(node, items, old, at, errs),
         _ => {}
     }
     enumeration(node, value, at, errs);
     if let Value::Object(map) = value {
-        object(node, map, at, errs);
+        object(node, map, old, at, errs);
     }
 }
 
@@ -93,10 +109,10 @@ fn type_error(at: &str, expected: &str, actual: &str) -> FieldError {
     )
 }
 
-fn junctors(node: &Node, value: &Value, at: &str, errs: &mut Vec<FieldError>) {
+fn junctors(node: &Node, value: &Value, old: Option<&Value>, at: &str, errs: &mut Vec<FieldError>) {
     let run = |branch: &Node| {
         let mut e = Vec::new();
-        validate(branch, value, at, &mut e);
+        validate(branch, value, old, at, &mut e);
         e
     };
     let composite = |errs: &mut Vec<FieldError>, msg: &str| {
@@ -242,7 +258,7 @@ fn number(node: &Node, n: &serde_json::Number, at: &str, errs: &mut Vec<FieldErr
     }
 }
 
-fn array(node: &Node, items: &[Value], at: &str, errs: &mut Vec<FieldError>) {
+fn array(node: &Node, items: &[Value], old: Option<&Value>, at: &str, errs: &mut Vec<FieldError>) {
     let len = items.len();
     if let Some(min) = node.min_items
         && (len as u64) < min
@@ -259,8 +275,10 @@ fn array(node: &Node, items: &[Value], at: &str, errs: &mut Vec<FieldError>) {
         errs.push(FieldError::too_many(at, len, max));
     }
     if let Some(item_node) = &node.items {
+        let old_items = old.and_then(Value::as_array).map(Vec::as_slice);
         for (i, item) in items.iter().enumerate() {
-            validate(item_node, item, &path::index(at, i), errs);
+            let old_item = old_items.and_then(|o| correlate(&node.list_type, item, o));
+            validate(item_node, item, old_item, &path::index(at, i), errs);
         }
     }
 }
@@ -298,7 +316,13 @@ pub(crate) fn json_equal(a: &Value, b: &Value) -> bool {
     }
 }
 
-fn object(node: &Node, map: &Map<String, Value>, at: &str, errs: &mut Vec<FieldError>) {
+fn object(
+    node: &Node,
+    map: &Map<String, Value>,
+    old: Option<&Value>,
+    at: &str,
+    errs: &mut Vec<FieldError>,
+) {
     let len = map.len();
     if let Some(max) = node.max_properties
         && (len as u64) > max
@@ -326,14 +350,26 @@ fn object(node: &Node, map: &Map<String, Value>, at: &str, errs: &mut Vec<FieldE
                 root_metadata(prop, v, errs);
                 continue;
             }
-            validate(prop, v, &path::child(at, name), errs);
+            validate(
+                prop,
+                v,
+                old.and_then(|o| o.get(name)),
+                &path::child(at, name),
+                errs,
+            );
         }
     }
     if let Additional::Schema(child) = &node.additional {
         for (k, v) in map {
             if !node.properties.contains_key(k) {
                 // kube-openapi joins map keys with a dot, unlike CEL's `[key]`.
-                validate(child, v, &path::child(at, k), errs);
+                validate(
+                    child,
+                    v,
+                    old.and_then(|o| o.get(k)),
+                    &path::child(at, k),
+                    errs,
+                );
             }
         }
     }
@@ -344,7 +380,23 @@ fn object(node: &Node, map: &Map<String, Value>, at: &str, errs: &mut Vec<FieldE
 fn root_metadata(node: &Node, meta: &Value, errs: &mut Vec<FieldError>) {
     for field in ["name", "generateName"] {
         if let (Some(sub), Some(v)) = (node.properties.get(field), meta.get(field)) {
-            validate(sub, v, &path::child("metadata", field), errs);
+            validate(sub, v, None, &path::child("metadata", field), errs);
         }
+    }
+}
+
+/// The old item an apiserver pairs with `item`: same keys in a map list, an equal value in a set
+/// list, none in an atomic list.
+pub(crate) fn correlate<'a>(
+    list_type: &ListType,
+    item: &Value,
+    old_items: &'a [Value],
+) -> Option<&'a Value> {
+    match list_type {
+        ListType::Atomic => None,
+        ListType::Set => old_items.iter().find(|o| json_equal(o, item)),
+        ListType::Map(keys) => old_items
+            .iter()
+            .find(|o| keys.iter().all(|k| o.get(k) == item.get(k))),
     }
 }
