@@ -15,6 +15,8 @@
 //! Errors are [`FieldError`]s rendered exactly like apimachinery's `field.Error`;
 //! [`invalid_status`] wraps them in the 422 `Status` body.
 
+#![warn(missing_docs)]
+
 mod cel;
 mod crd;
 mod default;

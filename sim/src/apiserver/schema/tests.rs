@@ -310,3 +310,29 @@ fn unchanged_invalid_values_ratchet_on_update() {
         "no ratcheting on create"
     );
 }
+
+#[test]
+fn object_meta_is_validated_like_the_apiserver() {
+    let mut obj = widget(json!({}));
+    obj["metadata"]["labels"] = json!({"team/": "a", "ok": "bad value!"});
+    let Err(Rejection::Invalid(errors)) = schema().admit(&mut obj, None, true) else {
+        panic!("rejected")
+    };
+    let messages: Vec<&str> = errors.iter().map(|e| e.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        [
+            r#"metadata.labels: Invalid value: "team/": name part must be non-empty"#,
+            r#"metadata.labels: Invalid value: "bad value!": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"#,
+        ]
+    );
+    let mut unnamed = widget(json!({}));
+    unnamed["metadata"] = json!({"namespace": "ns"});
+    let Err(Rejection::Invalid(errors)) = schema().admit(&mut unnamed, None, true) else {
+        panic!("rejected")
+    };
+    assert_eq!(
+        errors[0].message,
+        "metadata.name: Required value: name or generateName is required"
+    );
+}
