@@ -4,8 +4,9 @@
 //! Start at [`CrdSchema::compile`] (once per CRD version) and [`CrdSchema::admit`] (per write).
 //! Admission runs the apiserver's steps in its order:
 //!
-//! 1. **Prune** fields the schema does not know ([`prune`]); their paths come back so the handler
-//!    can fail under `fieldValidation=Strict` or warn.
+//! 1. **Decode** integral floats as integers ([`numbers`]), then **prune** fields the schema does
+//!    not know ([`prune`]); their paths come back so the handler can fail under
+//!    `fieldValidation=Strict` or warn.
 //! 2. **Default** missing fields from schema `default`s, nested ones included ([`default`]).
 //! 3. **Validate** `metadata` ([`metadata`]), the structural schema ([`validate`], kube-openapi's
 //!    rules and messages), and list-type invariants ([`list_type`]).
@@ -25,6 +26,7 @@ mod format;
 mod list_type;
 mod metadata;
 mod node;
+mod numbers;
 mod path;
 mod pattern;
 mod prune;
@@ -143,6 +145,7 @@ impl CrdSchema {
         old: Option<&Value>,
         strict: bool,
     ) -> Result<Admitted, Rejection> {
+        numbers::normalize(obj);
         let pruned = prune::prune_root(&self.root, obj);
         if strict && !pruned.is_empty() {
             return Err(Rejection::UnknownFields(pruned));
