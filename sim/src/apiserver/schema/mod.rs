@@ -15,6 +15,46 @@
 //!
 //! Errors are [`FieldError`]s rendered exactly like apimachinery's `field.Error`;
 //! [`invalid_status`] wraps them in the 422 `Status` body.
+//!
+//! ```
+//! use dovetail_sim::apiserver::schema::{CrdSchema, Rejection, invalid_status};
+//! use serde_json::json;
+//!
+//! let crd = json!({
+//!     "apiVersion": "apiextensions.k8s.io/v1",
+//!     "kind": "CustomResourceDefinition",
+//!     "metadata": {"name": "widgets.example.com"},
+//!     "spec": {
+//!         "group": "example.com",
+//!         "names": {"plural": "widgets", "kind": "Widget"},
+//!         "scope": "Cluster",
+//!         "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+//!             "type": "object",
+//!             "properties": {"spec": {
+//!                 "type": "object",
+//!                 "properties": {"size": {"type": "string", "enum": ["S", "M"], "default": "S"}},
+//!                 "x-kubernetes-validations": [{"rule": "self.size != 'M'", "message": "no M today"}]
+//!             }}
+//!         }}}]
+//!     }
+//! });
+//! let schema = CrdSchema::compile(&crd, "v1")?;
+//!
+//! let mut widget = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+//!                         "metadata": {"name": "w"}, "spec": {"colour": "red"}});
+//! let admitted = schema.admit(&mut widget, None, false).expect("valid");
+//! assert_eq!(admitted.warnings, [r#"unknown field "spec.colour""#]);
+//! assert_eq!(widget["spec"], json!({"size": "S"}));
+//!
+//! let mut bad = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+//!                      "metadata": {"name": "w"}, "spec": {"size": "M"}});
+//! let Err(Rejection::Invalid(errors)) = schema.admit(&mut bad, None, true) else { panic!() };
+//! assert_eq!(errors[0].message, r#"spec: Invalid value: "object": no M today"#);
+//! let status = invalid_status(schema.group(), schema.kind(), "w", &errors);
+//! assert_eq!(status["code"], 422);
+//! assert_eq!(status["message"], r#"Widget.example.com "w" is invalid: spec: Invalid value: "object": no M today"#);
+//! # Ok::<(), dovetail_sim::apiserver::schema::CrdError>(())
+//! ```
 
 #![warn(missing_docs)]
 
