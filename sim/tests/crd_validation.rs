@@ -803,7 +803,7 @@ fn invalid_status_is_the_body_a_real_apiserver_sends() {
                         "message": "Invalid value: 0: spec.weight in body should be greater than or equal to 1",
                         "field": "spec.weight"
                     },
-                    {"reason": "FieldValueInvalid", "message": format!("Invalid value: null: {skipped}"), "field": ""}
+                    {"reason": "FieldValueInvalid", "message": format!("Invalid value: null: {skipped}"), "field": "<nil>"}
                 ]
             },
             "code": 422

@@ -78,7 +78,8 @@ impl FieldErrorKind {
 /// (`spec.template.spec.requirements[0].operator`), `message` is `field.Error.Error()`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FieldError {
-    /// Path of the field, apimachinery style (`a.b[0].c`, map keys as `a[key]`).
+    /// Path of the field, apimachinery style (`a.b[0].c`, map keys as `a[key]`); `<nil>` for
+    /// errors about the whole object, as Go renders a nil path.
     pub field: String,
     /// Error type.
     pub kind: FieldErrorKind,
@@ -117,9 +118,10 @@ impl FieldError {
             body.push_str(": ");
             body.push_str(detail);
         }
+        // Go prints a nil `*field.Path` as `<nil>` and stores that string as the field.
         let shown_field = if field.is_empty() { "<nil>" } else { field };
         Self {
-            field: field.to_string(),
+            field: shown_field.to_string(),
             kind,
             message: format!("{shown_field}: {body}"),
             bad_value,
