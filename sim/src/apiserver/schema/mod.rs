@@ -85,8 +85,10 @@ use serde_json::Value;
 
 use node::{Additional, Node};
 
-/// Compiled admission for one served version of one CRD. Compile once when the CRD is applied;
-/// `admit` is then cheap enough to call on every write.
+/// Compiled admission for one served version of one CRD. Compile once when the CRD is applied
+/// (NodePool: a few milliseconds), then `admit` every write: about 1 ms for a NodePool create,
+/// mostly CEL (kube-cel recompiles the regex of every `find()` call); much less on updates, where
+/// unchanged values ratchet and skip their rules. `Send + Sync`, so it can be shared.
 pub struct CrdSchema {
     name: String,
     group: String,
