@@ -17,7 +17,7 @@ use super::resources::{Registry, ResourceType};
 use super::store::{Part, Store};
 
 /// Checks and completes an object about to be created.
-pub(crate) fn admit_create(store: &mut Store, rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
+pub(crate) fn admit_create(store: &mut Store, rt: &ResourceType, obj: &mut Value, strict: bool) -> ApiResult<()> {
     normalize_builtin(rt, obj)?;
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("", "pods") => default_pod(store, obj),
@@ -41,13 +41,13 @@ pub(crate) fn admit_create(store: &mut Store, rt: &ResourceType, obj: &mut Value
         _ => {}
     }
     if rt.custom {
-        validate_custom(rt, obj, None)?;
+        validate_custom(rt, obj, None, strict)?;
     }
     Ok(())
 }
 
 /// Checks and completes an object about to be replaced.
-pub(crate) fn admit_update(store: &mut Store, rt: &ResourceType, obj: &mut Value, old: &Value, part: Part) -> ApiResult<()> {
+pub(crate) fn admit_update(store: &mut Store, rt: &ResourceType, obj: &mut Value, old: &Value, part: Part, strict: bool) -> ApiResult<()> {
     let _ = store;
     normalize_builtin(rt, obj)?;
     if rt.group.is_empty() && rt.plural == "pods" && part == Part::Main {
@@ -62,7 +62,7 @@ pub(crate) fn admit_update(store: &mut Store, rt: &ResourceType, obj: &mut Value
         Registry::type_from_crd(obj).map_err(|m| invalid(rt, obj, &m))?;
     }
     if rt.custom {
-        validate_custom(rt, obj, Some(old))?;
+        validate_custom(rt, obj, Some(old), strict)?;
     }
     Ok(())
 }
@@ -93,27 +93,15 @@ fn invalid(rt: &ResourceType, obj: &Value, message: &str) -> ApiError {
     ApiError::invalid(&rt.kind, &rt.group, name, &[("FieldValueInvalid".into(), field.into(), msg.into())])
 }
 
-/// Custom resources: validated against the CRD's structural schema.
-fn validate_custom(rt: &ResourceType, obj: &mut Value, _old: Option<&Value>) -> ApiResult<()> {
+/// Custom resources: pruned, defaulted and validated against the CRD's structural
+/// schema and CEL rules, as kube-apiserver does.
+fn validate_custom(rt: &ResourceType, obj: &mut Value, old: Option<&Value>, strict: bool) -> ApiResult<()> {
+    let Some(schema) = &rt.schema else { return Ok(()) };
     let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
-    if name.len() > 253 || !is_dns_subdomain(&name) {
-        return Err(invalid(
-            rt,
-            obj,
-            &format!("metadata.name: Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"),
-        ));
+    match schema.admit(obj, old, strict) {
+        Ok(_) => Ok(()),
+        Err(rejection) => Err(ApiError::from_status(&rejection.status(&rt.group, &rt.kind, &name))),
     }
-    Ok(())
-}
-
-fn is_dns_subdomain(s: &str) -> bool {
-    !s.is_empty()
-        && s.split('.').all(|label| {
-            !label.is_empty()
-                && label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        })
 }
 
 /// Decodes a built-in kind through its k8s-openapi type. A body that does not decode

@@ -109,6 +109,20 @@ impl ApiError {
         self
     }
 
+    /// An error from a `metav1.Status` body built elsewhere (e.g. schema admission).
+    pub fn from_status(s: &Value) -> Self {
+        let code = s["code"].as_u64().unwrap_or(500) as u16;
+        let reason = match s["reason"].as_str().unwrap_or("") {
+            "Invalid" => "Invalid",
+            "BadRequest" => "BadRequest",
+            "Conflict" => "Conflict",
+            "NotFound" => "NotFound",
+            "Forbidden" => "Forbidden",
+            _ => "InternalError",
+        };
+        Self { code, reason, message: s["message"].as_str().unwrap_or("").to_string(), details: s.get("details").cloned() }
+    }
+
     /// The `metav1.Status` body.
     pub fn to_status(&self) -> Value {
         let mut s = json!({

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::error::{ApiError, ApiResult};
 use super::labels_of;
 use super::selector::LabelSelector;
-use super::store::{DeleteOptions, Part, Propagation, Store};
+use super::store::{DeleteOptions, Part, Propagation, Store, WriteOptions};
 
 /// Evicts `namespace/name` according to the Eviction body `eviction`.
 pub(crate) fn evict(store: &mut Store, namespace: &str, name: &str, eviction: &Value) -> ApiResult<()> {
@@ -76,7 +76,7 @@ pub(crate) fn evict(store: &mut Store, namespace: &str, name: &str, eviction: &V
                 new["status"]["disruptedPods"] = json!({});
             }
             new["status"]["disruptedPods"][name] = json!(now);
-            store.update(&pdbs, namespace, &pdb_name, new, Part::Status, false)?;
+            store.update(&pdbs, namespace, &pdb_name, new, Part::Status, WriteOptions::default())?;
             store.delete(&pods, namespace, name, &opts)?;
             Ok(())
         }

@@ -23,7 +23,7 @@ use super::eviction;
 use super::patch::{self, PatchType};
 use super::resources::ResourceType;
 use super::selector::{FieldSelector, LabelSelector};
-use super::store::{DeleteOptions, Matcher, Part, Propagation, WatchMsg, WatchStart};
+use super::store::{DeleteOptions, Matcher, Part, Propagation, WatchMsg, WatchStart, WriteOptions};
 
 /// The response body type: a whole JSON document or a watch stream.
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
@@ -60,6 +60,10 @@ struct Query {
 }
 
 impl Query {
+    fn write(&self) -> WriteOptions {
+        WriteOptions { dry_run: self.dry_run, strict: self.strict }
+    }
+
     fn parse(q: Option<&str>) -> ApiResult<Self> {
         let mut out = Query::default();
         for (k, v) in form_urlencoded::parse(q.unwrap_or("").as_bytes()) {
@@ -197,13 +201,13 @@ impl ApiServer {
             }
             (Method::POST, None, None) => {
                 let obj = decode_body(&body, content_type)?;
-                let created = store().create(&rt, &ns, obj, q.dry_run)?;
+                let created = store().create(&rt, &ns, obj, q.write())?;
                 Ok(json_response(StatusCode::CREATED, &*created))
             }
             (Method::PUT, Some(name), sub @ (None | Some("status"))) => {
                 let part = part_of(&rt, sub)?;
                 let obj = decode_body(&body, content_type)?;
-                let updated = store().update(&rt, &ns, name, obj, part, q.dry_run)?;
+                let updated = store().update(&rt, &ns, name, obj, part, q.write())?;
                 Ok(json_response(StatusCode::OK, &*updated))
             }
             (Method::PATCH, Some(name), sub @ (None | Some("status"))) => {
@@ -356,7 +360,7 @@ impl ApiServer {
             Ok(c) => c,
             Err(e) if e.code == 404 && pt == PatchType::Apply && part == Part::Main => {
                 let obj = patch::apply_create(body, &schema, &opts).map_err(patch_error)?;
-                return Ok((s.create(rt, ns, obj, q.dry_run)?, true));
+                return Ok((s.create(rt, ns, obj, q.write())?, true));
             }
             Err(e) => return Err(e),
         };
@@ -367,7 +371,7 @@ impl ApiServer {
         if patch_rv.as_ref() == current.pointer("/metadata/resourceVersion") {
             patched["metadata"].as_object_mut().map(|m| m.remove("resourceVersion"));
         }
-        Ok((s.update(rt, ns, name, patched, part, q.dry_run)?, false))
+        Ok((s.update(rt, ns, name, patched, part, q.write())?, false))
     }
 
     fn bind(&self, ns: &str, name: &str, binding: &Value) -> ApiResult<()> {
@@ -392,10 +396,10 @@ impl ApiServer {
         conditions.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}));
         new["status"]["conditions"] = json!(conditions);
         // Binding writes spec and status in one step, like the pod registry's assignPod.
-        let spec_written = s.update(&rt, ns, name, new.clone(), Part::Main, false)?;
+        let spec_written = s.update(&rt, ns, name, new.clone(), Part::Main, WriteOptions::default())?;
         let mut with_status = (*spec_written).clone();
         with_status["status"] = new["status"].clone();
-        s.update(&rt, ns, name, with_status, Part::Status, false)?;
+        s.update(&rt, ns, name, with_status, Part::Status, WriteOptions::default())?;
         Ok(())
     }
 

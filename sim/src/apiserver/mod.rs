@@ -16,6 +16,7 @@ pub mod faults;
 pub mod handler;
 pub mod patch;
 pub mod resources;
+pub mod schema;
 pub mod selector;
 pub mod store;
 pub mod table;

@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::schema::CrdSchema;
+
 /// What the server knows about one resource type (one group/version/resource).
 #[derive(Clone, Debug)]
 pub struct ResourceType {
@@ -37,6 +39,8 @@ pub struct ResourceType {
     pub custom: bool,
     /// The CRD object (for custom resources): schema and printer columns.
     pub crd: Option<Arc<Value>>,
+    /// The compiled schema custom resources are admitted with.
+    pub schema: Option<Arc<CrdSchema>>,
 }
 
 impl ResourceType {
@@ -69,6 +73,7 @@ impl ResourceType {
             has_spec: true,
             custom: false,
             crd: None,
+            schema: None,
         }
     }
 
@@ -256,8 +261,16 @@ impl Registry {
         Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}))
     }
 
-    /// Builds the resource type a CRD object defines (its storage version).
+    /// Builds the resource type a CRD object defines (its storage version), with its
+    /// compiled schema. Errors are `field: message` lines.
     pub fn type_from_crd(crd: &Value) -> Result<ResourceType, String> {
+        let mut t = Self::type_from_crd_names(crd)?;
+        let schema = CrdSchema::compile(crd, &t.version).map_err(|e| e.to_string())?;
+        t.schema = Some(Arc::new(schema));
+        Ok(t)
+    }
+
+    fn type_from_crd_names(crd: &Value) -> Result<ResourceType, String> {
         let spec = crd.get("spec").ok_or("spec: Required value")?;
         let group = spec["group"].as_str().ok_or("spec.group: Required value")?;
         let names = &spec["names"];
@@ -291,6 +304,7 @@ impl Registry {
             has_spec: true,
             custom: true,
             crd: Some(Arc::new(crd.clone())),
+            schema: None,
         })
     }
 }

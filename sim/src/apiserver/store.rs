@@ -24,6 +24,15 @@ use crate::world::trace::{Trace, TraceEntry};
 /// Namespaces every cluster starts with.
 pub const INITIAL_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
 
+/// Options of a create or update.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteOptions {
+    /// Validate and default only; store nothing (`dryRun=All`).
+    pub dry_run: bool,
+    /// Reject unknown fields instead of dropping them (`fieldValidation=Strict`).
+    pub strict: bool,
+}
+
 /// Where an object lives: resource type, namespace ("" if cluster-scoped) and name.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ObjRef {
@@ -227,7 +236,7 @@ impl Store {
         let ns_type = s.registry.get("", "namespaces").expect("namespaces is built in");
         for ns in INITIAL_NAMESPACES {
             let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-            s.create(&ns_type, "", obj, false).expect("initial namespaces are valid");
+            s.create(&ns_type, "", obj, WriteOptions::default()).expect("initial namespaces are valid");
         }
         s
     }
@@ -340,7 +349,7 @@ impl Store {
 
     /// Creates an object. The server sets uid, creationTimestamp, resourceVersion and
     /// generation, and fills generateName.
-    pub fn create(&mut self, rt: &ResourceType, namespace: &str, mut obj: Value, dry_run: bool) -> ApiResult<Arc<Value>> {
+    pub fn create(&mut self, rt: &ResourceType, namespace: &str, mut obj: Value, opts: WriteOptions) -> ApiResult<Arc<Value>> {
         if !obj.is_object() {
             return Err(ApiError::bad_request("the body of the request was not a JSON object"));
         }
@@ -399,8 +408,8 @@ impl Store {
         } else {
             meta.remove("generation");
         }
-        admission::admit_create(self, rt, &mut obj)?;
-        if dry_run {
+        admission::admit_create(self, rt, &mut obj, opts.strict)?;
+        if opts.dry_run {
             return Ok(Arc::new(obj));
         }
         if rt.custom && rt.status_subresource {
@@ -428,7 +437,7 @@ impl Store {
         name: &str,
         mut obj: Value,
         part: Part,
-        dry_run: bool,
+        opts: WriteOptions,
     ) -> ApiResult<Arc<Value>> {
         if !obj.is_object() {
             return Err(ApiError::bad_request("the body of the request was not a JSON object"));
@@ -506,8 +515,8 @@ impl Store {
             let g = old["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
             new["metadata"]["generation"] = json!(g);
         }
-        admission::admit_update(self, rt, &mut new, &old, part)?;
-        if dry_run {
+        admission::admit_update(self, rt, &mut new, &old, part, opts.strict)?;
+        if opts.dry_run {
             return Ok(Arc::new(new));
         }
         if strip_rv(&new) == strip_rv(&old) {
