@@ -1,1 +1,3 @@
-//! placeholder
+//! The deterministic world that runs Dovetail.
+
+pub mod apiserver;

@@ -1,0 +1,4 @@
+//! The simulated Kubernetes API server.
+
+pub mod patch;
+pub mod selector;
