@@ -12,9 +12,11 @@
 //! 4. The manager's `Apply` entry becomes exactly the set of fields in its configuration.
 //!
 //! # Caveats
-//! One API version per kind (no conversion). Interior struct fields that a write adds are
-//! not recorded as owned on their own (Go zero values make the apiserver see them as
-//! present already); map entries, list items and leaves are.
+//! One API version per kind (no conversion). Struct fields that a write adds are not
+//! recorded as owned on their own, as for the non-pointer Go structs (`spec`, `template`)
+//! the apiserver always sees; optional pointer structs (`securityContext`) therefore miss
+//! the `".": {}` marker the apiserver would give them. Map entries, list items, added maps
+//! and lists, and leaves are owned as the apiserver owns them.
 
 use std::collections::BTreeMap;
 
@@ -42,7 +44,12 @@ pub struct ApplyOptions {
 impl ApplyOptions {
     /// Options for a manager, no force, no time, main resource.
     pub fn new(field_manager: &str) -> ApplyOptions {
-        ApplyOptions { field_manager: field_manager.to_string(), force: false, time: None, subresource: None }
+        ApplyOptions {
+            field_manager: field_manager.to_string(),
+            force: false,
+            time: None,
+            subresource: None,
+        }
     }
 
     /// Sets `force`.
@@ -78,15 +85,27 @@ struct Entry {
 impl Entry {
     /// apiserver `BuildManagerIdentifier`: appliers are identified without API version.
     fn identity(&self) -> (String, String, String, String) {
-        let version = if self.operation == "Apply" { String::new() } else { self.api_version.clone() };
-        (self.manager.clone(), self.operation.clone(), version, self.subresource.clone().unwrap_or_default())
+        let version = if self.operation == "Apply" {
+            String::new()
+        } else {
+            self.api_version.clone()
+        };
+        (
+            self.manager.clone(),
+            self.operation.clone(),
+            version,
+            self.subresource.clone().unwrap_or_default(),
+        )
     }
 
     /// apiserver `printManager`, as conflict messages show a manager.
     fn printable(&self) -> String {
         let mut out = serde_json::to_string(&self.manager).unwrap_or_default();
         if let Some(sub) = &self.subresource {
-            out.push_str(&format!(" with subresource {}", serde_json::to_string(sub).unwrap_or_default()));
+            out.push_str(&format!(
+                " with subresource {}",
+                serde_json::to_string(sub).unwrap_or_default()
+            ));
         }
         if self.operation == "Update" {
             out.push_str(&format!(" using {}", self.api_version));
@@ -115,7 +134,10 @@ type Managers = BTreeMap<(String, String, String, String), Entry>;
 
 fn parse_managers(object: &Value) -> Result<Managers, PatchError> {
     let mut out = Managers::new();
-    let Some(entries) = object.pointer("/metadata/managedFields").and_then(Value::as_array) else {
+    let Some(entries) = object
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+    else {
         return Ok(out);
     };
     for e in entries {
@@ -135,23 +157,42 @@ fn parse_managers(object: &Value) -> Result<Managers, PatchError> {
 
 /// apiserver `sortEncodedManagedFields`: Apply before Update, then time, manager, version.
 fn write_managers(object: &mut Value, managers: Managers) {
-    let mut entries: Vec<Entry> = managers.into_values().filter(|e| !e.set.is_empty()).collect();
+    let mut entries: Vec<Entry> = managers
+        .into_values()
+        .filter(|e| !e.set.is_empty())
+        .collect();
     entries.sort_by(|a, b| {
-        (&a.operation, a.time.as_deref().unwrap_or(""), &a.manager, &a.api_version, &a.subresource).cmp(&(
-            &b.operation,
-            b.time.as_deref().unwrap_or(""),
-            &b.manager,
-            &b.api_version,
-            &b.subresource,
-        ))
+        (
+            &a.operation,
+            a.time.as_deref().unwrap_or(""),
+            &a.manager,
+            &a.api_version,
+            &a.subresource,
+        )
+            .cmp(&(
+                &b.operation,
+                b.time.as_deref().unwrap_or(""),
+                &b.manager,
+                &b.api_version,
+                &b.subresource,
+            ))
     });
-    let Some(root) = object.as_object_mut() else { return };
-    let meta = root.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
-    let Some(meta) = meta.as_object_mut() else { return };
+    let Some(root) = object.as_object_mut() else {
+        return;
+    };
+    let meta = root
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Some(meta) = meta.as_object_mut() else {
+        return;
+    };
     if entries.is_empty() {
         meta.remove("managedFields");
     } else {
-        meta.insert("managedFields".into(), Value::Array(entries.iter().map(Entry::to_json).collect()));
+        meta.insert(
+            "managedFields".into(),
+            Value::Array(entries.iter().map(Entry::to_json).collect()),
+        );
     }
 }
 
@@ -161,7 +202,16 @@ fn ignored_fields(schema: &PatchSchema, subresource: Option<&str>) -> FieldSet {
     let mut set = FieldSet::new();
     set.insert(&[f("apiVersion")]);
     set.insert(&[f("kind")]);
-    for meta in ["name", "namespace", "creationTimestamp", "selfLink", "uid", "generation", "managedFields", "resourceVersion"] {
+    for meta in [
+        "name",
+        "namespace",
+        "creationTimestamp",
+        "selfLink",
+        "uid",
+        "generation",
+        "managedFields",
+        "resourceVersion",
+    ] {
         set.insert(&[f("metadata"), f(meta)]);
     }
     if schema.has_status_subresource() {
@@ -187,14 +237,31 @@ fn strip(set: &FieldSet, ignored: &FieldSet) -> FieldSet {
 }
 
 /// Runs server-side apply of `config` onto `live` (an empty object for create).
-pub(crate) fn apply(live: &Value, config: &Value, schema: &PatchSchema, opts: &ApplyOptions) -> Result<Value, PatchError> {
+pub(crate) fn apply(
+    live: &Value,
+    config: &Value,
+    schema: &PatchSchema,
+    opts: &ApplyOptions,
+) -> Result<Value, PatchError> {
     for field in ["apiVersion", "kind"] {
-        if config.get(field).and_then(Value::as_str).is_none_or(str::is_empty) {
-            return Err(PatchError::BadRequest(format!("Object '{}' is missing in apply configuration", if field == "kind" { "Kind" } else { field })));
+        if config
+            .get(field)
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            return Err(PatchError::BadRequest(format!(
+                "Object '{}' is missing in apply configuration",
+                if field == "kind" { "Kind" } else { field }
+            )));
         }
     }
-    if config.pointer("/metadata/managedFields").is_some_and(|v| !v.is_null()) {
-        return Err(PatchError::BadRequest("metadata.managedFields must be nil".to_string()));
+    if config
+        .pointer("/metadata/managedFields")
+        .is_some_and(|v| !v.is_null())
+    {
+        return Err(PatchError::BadRequest(
+            "metadata.managedFields must be nil".to_string(),
+        ));
     }
     let root = schema.root();
     let ignored = ignored_fields(schema, opts.subresource.as_deref());
@@ -202,20 +269,33 @@ pub(crate) fn apply(live: &Value, config: &Value, schema: &PatchSchema, opts: &A
     let me = Entry {
         manager: opts.field_manager.clone(),
         operation: "Apply".to_string(),
-        api_version: config.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_string(),
+        api_version: config
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
         time: opts.time.clone(),
         subresource: opts.subresource.clone(),
         set: FieldSet::new(),
     };
     let key = me.identity();
-    let last = managers.get(&key).map(|e| e.set.clone()).unwrap_or_default();
+    let last = managers
+        .get(&key)
+        .map(|e| e.set.clone())
+        .unwrap_or_default();
     let previous_time = managers.get(&key).and_then(|e| e.time.clone());
 
     let mut live_plain = live.clone();
     strip_managed_fields(&mut live_plain);
     let merged = merge(Some(&live_plain), config, root)?;
     let config_set = strip(&field_set(config, root, true)?, &ignored);
-    managers.insert(key.clone(), Entry { set: config_set.clone(), ..me });
+    managers.insert(
+        key.clone(),
+        Entry {
+            set: config_set.clone(),
+            ..me
+        },
+    );
     let result = prune(&merged, root, &managers, &last)?;
 
     let changes = compare(&live_plain, &result, root);
@@ -260,10 +340,16 @@ fn conflict_error(mut conflicts: Vec<(String, Vec<PathElement>)>) -> PatchError 
     conflicts.sort();
     let causes: Vec<ConflictCause> = conflicts
         .iter()
-        .map(|(m, p)| ConflictCause { message: format!("conflict with {m}"), field: path_string(p) })
+        .map(|(m, p)| ConflictCause {
+            message: format!("conflict with {m}"),
+            field: path_string(p),
+        })
         .collect();
     let message = if let [(manager, path)] = conflicts.as_slice() {
-        format!("Apply failed with 1 conflict: conflict with {manager}: {}", path_string(path))
+        format!(
+            "Apply failed with 1 conflict: conflict with {manager}: {}",
+            path_string(path)
+        )
     } else {
         let mut lines = Vec::new();
         let mut current: Option<&str> = None;
@@ -274,7 +360,11 @@ fn conflict_error(mut conflicts: Vec<(String, Vec<PathElement>)>) -> PatchError 
             }
             lines.push(format!("- {}", path_string(path)));
         }
-        format!("Apply failed with {} conflicts: {}", conflicts.len(), lines.join("\n"))
+        format!(
+            "Apply failed with {} conflicts: {}",
+            conflicts.len(),
+            lines.join("\n")
+        )
     };
     PatchError::Conflict { message, causes }
 }
@@ -285,7 +375,12 @@ fn conflict_error(mut conflicts: Vec<(String, Vec<PathElement>)>) -> PatchError 
 ///
 /// # Errors
 /// None in practice: malformed stored `managedFields` are reset, as the apiserver does.
-pub fn record_update(old: &Value, new: &Value, schema: &PatchSchema, opts: &ApplyOptions) -> Result<Value, PatchError> {
+pub fn record_update(
+    old: &Value,
+    new: &Value,
+    schema: &PatchSchema,
+    opts: &ApplyOptions,
+) -> Result<Value, PatchError> {
     let root = schema.root();
     let ignored = ignored_fields(schema, opts.subresource.as_deref());
     let mut managers = parse_managers(old).unwrap_or_default();
@@ -299,7 +394,11 @@ pub fn record_update(old: &Value, new: &Value, schema: &PatchSchema, opts: &Appl
     let me = Entry {
         manager: opts.field_manager.clone(),
         operation: "Update".to_string(),
-        api_version: new.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_string(),
+        api_version: new
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
         time: opts.time.clone(),
         subresource: opts.subresource.clone(),
         set: FieldSet::new(),
@@ -330,7 +429,11 @@ pub fn record_update(old: &Value, new: &Value, schema: &PatchSchema, opts: &Appl
 fn is_atomic(value: &Value, schema: &FieldSchema) -> bool {
     match value {
         Value::Object(_) => schema.atomic || matches!(schema.shape, Shape::Scalar | Shape::List),
-        Value::Array(_) => schema.atomic || *schema.apply_list_type() == ListType::Atomic || schema.shape != Shape::List,
+        Value::Array(_) => {
+            schema.atomic
+                || *schema.apply_list_type() == ListType::Atomic
+                || schema.shape != Shape::List
+        }
         _ => true,
     }
 }
@@ -350,7 +453,9 @@ fn merge(live: Option<&Value>, config: &Value, schema: &FieldSchema) -> Result<V
             }
             Ok(Value::Object(out))
         }
-        (Some(Value::Array(l)), Value::Array(c)) if !is_atomic(config, schema) => merge_list(l, c, schema),
+        (Some(Value::Array(l)), Value::Array(c)) if !is_atomic(config, schema) => {
+            merge_list(l, c, schema)
+        }
         (_, Value::Object(c)) => {
             let mut out = Map::new();
             for (k, v) in c {
@@ -367,12 +472,27 @@ fn merge(live: Option<&Value>, config: &Value, schema: &FieldSchema) -> Result<V
 /// structured-merge-diff's list merge: live-only items keep their place, items in the
 /// configuration follow its order.
 fn merge_list(live: &[Value], config: &[Value], schema: &FieldSchema) -> Result<Value, PatchError> {
-    let live_pes: Vec<Option<PathElement>> = live.iter().enumerate().map(|(i, v)| item_element(schema, v, i).ok()).collect();
-    let config_pes: Vec<PathElement> =
-        config.iter().enumerate().map(|(i, v)| item_element(schema, v, i)).collect::<Result<_, _>>()?;
+    let live_pes: Vec<Option<PathElement>> = live
+        .iter()
+        .enumerate()
+        .map(|(i, v)| item_element(schema, v, i).ok())
+        .collect();
+    let config_pes: Vec<PathElement> = config
+        .iter()
+        .enumerate()
+        .map(|(i, v)| item_element(schema, v, i))
+        .collect::<Result<_, _>>()?;
     let in_config = |pe: &Option<PathElement>| pe.as_ref().is_some_and(|p| config_pes.contains(p));
-    let live_of = |pe: &PathElement| live.iter().zip(&live_pes).find(|(_, p)| p.as_ref() == Some(pe)).map(|(v, _)| v);
-    let shared: Vec<&PathElement> = config_pes.iter().filter(|pe| live_pes.contains(&Some((*pe).clone()))).collect();
+    let live_of = |pe: &PathElement| {
+        live.iter()
+            .zip(&live_pes)
+            .find(|(_, p)| p.as_ref() == Some(pe))
+            .map(|(v, _)| v)
+    };
+    let shared: Vec<&PathElement> = config_pes
+        .iter()
+        .filter(|pe| live_pes.contains(&Some((*pe).clone())))
+        .collect();
     let mut next_shared = 0;
     let mut merged_config: Vec<&PathElement> = Vec::new();
     let mut out = Vec::new();
@@ -392,7 +512,11 @@ fn merge_list(live: &[Value], config: &[Value], schema: &FieldSchema) -> Result<
                 ri += 1;
                 continue;
             }
-            if in_config(&live_pes[li]) && shared.get(next_shared).is_some_and(|s| live_pes[li].as_ref() != Some(*s)) {
+            if in_config(&live_pes[li])
+                && shared
+                    .get(next_shared)
+                    .is_some_and(|s| live_pes[li].as_ref() != Some(*s))
+            {
                 li += 1;
                 continue;
             }
@@ -403,7 +527,10 @@ fn merge_list(live: &[Value], config: &[Value], schema: &FieldSchema) -> Result<
                 li += 1;
                 continue;
             }
-            if live_pes[li].as_ref().is_some_and(|p| merged_config.contains(&p)) {
+            if live_pes[li]
+                .as_ref()
+                .is_some_and(|p| merged_config.contains(&p))
+            {
                 li += 1;
                 continue;
             }
@@ -423,7 +550,11 @@ fn merge_list(live: &[Value], config: &[Value], schema: &FieldSchema) -> Result<
 
 /// The path element of a list item: `k:` for map lists (missing keys take their schema
 /// default), `v:` for sets.
-fn item_element(schema: &FieldSchema, item: &Value, index: usize) -> Result<PathElement, PatchError> {
+fn item_element(
+    schema: &FieldSchema,
+    item: &Value,
+    index: usize,
+) -> Result<PathElement, PatchError> {
     match schema.apply_list_type() {
         ListType::Map(keys) => {
             let mut key_map = Map::new();
@@ -456,7 +587,13 @@ fn field_set(value: &Value, schema: &FieldSchema, strict: bool) -> Result<FieldS
     Ok(set)
 }
 
-fn walk(value: &Value, schema: &FieldSchema, path: &mut Vec<PathElement>, set: &mut FieldSet, strict: bool) -> Result<(), PatchError> {
+fn walk(
+    value: &Value,
+    schema: &FieldSchema,
+    path: &mut Vec<PathElement>,
+    set: &mut FieldSet,
+    strict: bool,
+) -> Result<(), PatchError> {
     if is_atomic(value, schema) {
         set.insert(path);
         return Ok(());
@@ -494,36 +631,22 @@ fn walk(value: &Value, schema: &FieldSchema, path: &mut Vec<PathElement>, set: &
 /// structured-merge-diff `EnsureNamedFieldsAreMembers`: struct fields with owned children
 /// count as owned themselves (so pruning never removes a struct another manager uses).
 fn ensure_named(set: &FieldSet, schema: &FieldSchema) -> FieldSet {
-    let mut out = FieldSet::new();
-    for pe in set.members() {
-        out.insert(std::slice::from_ref(pe));
-    }
+    let mut out = set.clone();
     for path in set.paths() {
-        out.insert(&path);
-    }
-    add_named(set, schema, &mut Vec::new(), &mut out);
-    out
-}
-
-fn add_named(set: &FieldSet, schema: &FieldSchema, path: &mut Vec<PathElement>, out: &mut FieldSet) {
-    for path_tail in set.paths() {
-        // Walk each owned path and mark its named-struct-field ancestors.
         let mut node = schema;
-        for (depth, pe) in path_tail.iter().enumerate().take(path_tail.len().saturating_sub(1)) {
-            let next = match pe {
+        for depth in 0..path.len().saturating_sub(1) {
+            node = match &path[depth] {
                 PathElement::Field(name) => {
                     if node.declares(name) {
-                        let mut prefix = path.clone();
-                        prefix.extend_from_slice(&path_tail[..=depth]);
-                        out.insert(&prefix);
+                        out.insert(&path[..=depth]);
                     }
                     node.child(name)
                 }
                 _ => node.item(),
             };
-            node = next;
         }
     }
+    out
 }
 
 /// structured-merge-diff `RemoveItems`: drops every member path (with its subtree).
@@ -566,19 +689,34 @@ fn remove_items(value: &Value, set: &FieldSet, schema: &FieldSchema) -> Value {
 
 /// Removes what the applier owned before and no longer applies, unless someone else owns
 /// it (`Updater.prune`, `addBackOwnedItems`, `addBackDanglingItems`).
-fn prune(merged: &Value, schema: &FieldSchema, managers: &Managers, last: &FieldSet) -> Result<Value, PatchError> {
+fn prune(
+    merged: &Value,
+    schema: &FieldSchema,
+    managers: &Managers,
+    last: &FieldSet,
+) -> Result<Value, PatchError> {
     if last.is_empty() {
         return Ok(merged.clone());
     }
     let last = ensure_named(last, schema);
-    let managed = managers.values().fold(FieldSet::new(), |acc, e| acc.union(&e.set));
+    let managed = managers
+        .values()
+        .fold(FieldSet::new(), |acc, e| acc.union(&e.set));
     let managed = ensure_named(&managed, schema);
     let merged_set = ensure_named(&field_set(merged, schema, false)?, schema);
     let pruned = remove_items(merged, &last, schema);
     let pruned_set = ensure_named(&field_set(&pruned, schema, false)?, schema);
-    let pruned = remove_items(merged, &merged_set.difference(&pruned_set.union(&managed)), schema);
+    let pruned = remove_items(
+        merged,
+        &merged_set.difference(&pruned_set.union(&managed)),
+        schema,
+    );
     let pruned_set = ensure_named(&field_set(&pruned, schema, false)?, schema);
-    Ok(remove_items(merged, &merged_set.difference(&pruned_set).intersection(&last), schema))
+    Ok(remove_items(
+        merged,
+        &merged_set.difference(&pruned_set).intersection(&last),
+        schema,
+    ))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -595,13 +733,23 @@ struct Changes {
 /// structured-merge-diff `TypedValue.Compare`.
 fn compare(old: &Value, new: &Value, schema: &FieldSchema) -> Changes {
     let mut changes = Changes::default();
-    diff(Some(old), Some(new), schema, &mut Vec::new(), &mut changes, false);
+    diff(
+        Some(old),
+        Some(new),
+        schema,
+        &mut Vec::new(),
+        &mut changes,
+        false,
+    );
     changes
 }
 
 fn children<'a>(value: Option<&'a Value>, schema: &FieldSchema) -> Vec<(PathElement, &'a Value)> {
     match value {
-        Some(Value::Object(map)) => map.iter().map(|(k, v)| (PathElement::Field(k.clone()), v)).collect(),
+        Some(Value::Object(map)) => map
+            .iter()
+            .map(|(k, v)| (PathElement::Field(k.clone()), v))
+            .collect(),
         Some(Value::Array(items)) => items
             .iter()
             .enumerate()
@@ -611,11 +759,27 @@ fn children<'a>(value: Option<&'a Value>, schema: &FieldSchema) -> Vec<(PathElem
     }
 }
 
+/// Maps and lists that a write adds are owned in their own right (their Go fields are
+/// `omitempty`); structs are not (Go zero values make them look present already).
+fn is_owned_when_added(schema: &FieldSchema) -> bool {
+    !schema.always_present && matches!(schema.shape, Shape::Map | Shape::Deduced | Shape::List)
+}
+
 /// `own` says whether this node is owned in its own right when added: list items, map
 /// entries and maps are; struct fields are not.
-fn diff(old: Option<&Value>, new: Option<&Value>, schema: &FieldSchema, path: &mut Vec<PathElement>, out: &mut Changes, own: bool) {
+fn diff(
+    old: Option<&Value>,
+    new: Option<&Value>,
+    schema: &FieldSchema,
+    path: &mut Vec<PathElement>,
+    out: &mut Changes,
+    own: bool,
+) {
     let probe = new.or(old).unwrap_or(&Value::Null);
-    let leaf = is_atomic(probe, schema) || old.zip(new).is_some_and(|(o, n)| std::mem::discriminant(o) != std::mem::discriminant(n));
+    let leaf = is_atomic(probe, schema)
+        || old
+            .zip(new)
+            .is_some_and(|(o, n)| std::mem::discriminant(o) != std::mem::discriminant(n));
     if leaf {
         match (old, new) {
             (None, Some(_)) => out.added.insert(path),
@@ -626,11 +790,10 @@ fn diff(old: Option<&Value>, new: Option<&Value>, schema: &FieldSchema, path: &m
         return;
     }
     match (old, new) {
-        (None, Some(_)) if own || matches!(schema.shape, Shape::Map | Shape::Deduced) => out.added.insert(path),
+        (None, Some(_)) if own || is_owned_when_added(schema) => out.added.insert(path),
         (Some(_), None) => out.removed.insert(path),
         _ => {}
     }
-    let is_list = matches!(probe, Value::Array(_));
     let old_children = children(old, schema);
     let new_children = children(new, schema);
     let mut keys: Vec<&PathElement> = old_children.iter().map(|(k, _)| k).collect();
@@ -646,7 +809,6 @@ fn diff(old: Option<&Value>, new: Option<&Value>, schema: &FieldSchema, path: &m
             PathElement::Field(name) => (schema.child(name), !schema.declares(name)),
             _ => (schema.item(), true),
         };
-        let _ = is_list;
         path.push(pe.clone());
         diff(o, n, child, path, out, own_child);
         path.pop();
@@ -687,7 +849,12 @@ mod tests {
 
     #[test]
     fn apply_create_records_an_apply_entry_in_fields_v1_format() {
-        let out = run(&json!({}), &config(Some(2), "web:1"), &ApplyOptions::new("ctl").at("2026-01-01T00:00:00Z")).unwrap();
+        let out = run(
+            &json!({}),
+            &config(Some(2), "web:1"),
+            &ApplyOptions::new("ctl").at("2026-01-01T00:00:00Z"),
+        )
+        .unwrap();
         assert_eq!(out["spec"]["replicas"], json!(2));
         let e = entry(&out, "ctl", "Apply").unwrap();
         assert_eq!(e["apiVersion"], json!("apps/v1"));
@@ -712,13 +879,25 @@ mod tests {
         let first = run(&json!({}), &config(Some(2), "web:1"), &opts).unwrap();
         let second = run(&first, &config(None, "web:1"), &opts).unwrap();
         assert!(second["spec"].get("replicas").is_none(), "{second}");
-        assert_eq!(second["spec"]["template"]["spec"]["containers"][0]["image"], json!("web:1"));
-        assert!(entry(&second, "ctl", "Apply").unwrap()["fieldsV1"]["f:spec"].get("f:replicas").is_none());
+        assert_eq!(
+            second["spec"]["template"]["spec"]["containers"][0]["image"],
+            json!("web:1")
+        );
+        assert!(
+            entry(&second, "ctl", "Apply").unwrap()["fieldsV1"]["f:spec"]
+                .get("f:replicas")
+                .is_none()
+        );
     }
 
     #[test]
     fn a_field_another_manager_also_owns_survives_pruning() {
-        let first = run(&json!({}), &config(Some(2), "web:1"), &ApplyOptions::new("a")).unwrap();
+        let first = run(
+            &json!({}),
+            &config(Some(2), "web:1"),
+            &ApplyOptions::new("a"),
+        )
+        .unwrap();
         let shared = run(&first, &config(Some(2), "web:1"), &ApplyOptions::new("b")).unwrap();
         let out = run(&shared, &config(None, "web:1"), &ApplyOptions::new("a")).unwrap();
         assert_eq!(out["spec"]["replicas"], json!(2));
@@ -726,52 +905,103 @@ mod tests {
 
     #[test]
     fn a_different_value_owned_by_another_manager_conflicts() {
-        let first = run(&json!({}), &config(Some(2), "web:1"), &ApplyOptions::new("a")).unwrap();
+        let first = run(
+            &json!({}),
+            &config(Some(2), "web:1"),
+            &ApplyOptions::new("a"),
+        )
+        .unwrap();
         let err = run(&first, &config(Some(5), "web:2"), &ApplyOptions::new("b")).unwrap_err();
         assert_eq!(err.status_code(), 409);
-        let PatchError::Conflict { message, causes } = err else { panic!() };
+        let PatchError::Conflict { message, causes } = err else {
+            panic!()
+        };
         assert_eq!(
             message,
             "Apply failed with 2 conflicts: conflicts with \"a\":\n- .spec.replicas\n- .spec.template.spec.containers[name=\"app\"].image"
         );
-        assert_eq!(causes[0], ConflictCause { message: "conflict with \"a\"".into(), field: ".spec.replicas".into() });
+        assert_eq!(
+            causes[0],
+            ConflictCause {
+                message: "conflict with \"a\"".into(),
+                field: ".spec.replicas".into()
+            }
+        );
     }
 
     #[test]
     fn the_same_value_is_shared_without_conflict() {
-        let first = run(&json!({}), &config(Some(2), "web:1"), &ApplyOptions::new("a")).unwrap();
+        let first = run(
+            &json!({}),
+            &config(Some(2), "web:1"),
+            &ApplyOptions::new("a"),
+        )
+        .unwrap();
         let out = run(&first, &config(Some(2), "web:1"), &ApplyOptions::new("b")).unwrap();
         assert!(entry(&out, "a", "Apply").is_some() && entry(&out, "b", "Apply").is_some());
     }
 
     #[test]
     fn force_moves_ownership_to_the_applier() {
-        let first = run(&json!({}), &config(Some(2), "web:1"), &ApplyOptions::new("a")).unwrap();
-        let out = run(&first, &config(Some(5), "web:1"), &ApplyOptions::new("b").force(true)).unwrap();
+        let first = run(
+            &json!({}),
+            &config(Some(2), "web:1"),
+            &ApplyOptions::new("a"),
+        )
+        .unwrap();
+        let out = run(
+            &first,
+            &config(Some(5), "web:1"),
+            &ApplyOptions::new("b").force(true),
+        )
+        .unwrap();
         assert_eq!(out["spec"]["replicas"], json!(5));
         let a = &entry(&out, "a", "Apply").unwrap()["fieldsV1"]["f:spec"];
         assert!(a.get("f:replicas").is_none(), "{a}");
-        assert!(entry(&out, "b", "Apply").unwrap()["fieldsV1"]["f:spec"].get("f:replicas").is_some());
+        assert!(
+            entry(&out, "b", "Apply").unwrap()["fieldsV1"]["f:spec"]
+                .get("f:replicas")
+                .is_some()
+        );
     }
 
     #[test]
     fn an_update_manager_conflicts_with_apply_and_prints_its_version() {
-        let first = run(&json!({}), &config(Some(2), "web:1"), &ApplyOptions::new("a")).unwrap();
+        let first = run(
+            &json!({}),
+            &config(Some(2), "web:1"),
+            &ApplyOptions::new("a"),
+        )
+        .unwrap();
         let mut scaled = first.clone();
         scaled["spec"]["replicas"] = json!(7);
-        let updated = record_update(&first, &scaled, &deployment(), &ApplyOptions::new("hpa")).unwrap();
-        assert!(entry(&updated, "a", "Apply").unwrap()["fieldsV1"]["f:spec"].get("f:replicas").is_none());
+        let updated =
+            record_update(&first, &scaled, &deployment(), &ApplyOptions::new("hpa")).unwrap();
+        assert!(
+            entry(&updated, "a", "Apply").unwrap()["fieldsV1"]["f:spec"]
+                .get("f:replicas")
+                .is_none()
+        );
         let hpa = entry(&updated, "hpa", "Update").unwrap();
         assert_eq!(hpa["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
         let err = run(&updated, &config(Some(3), "web:1"), &ApplyOptions::new("a")).unwrap_err();
-        assert_eq!(err.to_string(), "Apply failed with 1 conflict: conflict with \"hpa\" using apps/v1: .spec.replicas");
+        assert_eq!(
+            err.to_string(),
+            "Apply failed with 1 conflict: conflict with \"hpa\" using apps/v1: .spec.replicas"
+        );
     }
 
     #[test]
     fn record_update_on_create_owns_map_entries_and_list_items() {
         let obj = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"app": "x"}},
                          "spec": {"containers": [{"name": "c", "image": "i"}]}});
-        let out = record_update(&json!({}), &obj, &PatchSchema::builtin("Pod").unwrap(), &ApplyOptions::new("kubectl-create")).unwrap();
+        let out = record_update(
+            &json!({}),
+            &obj,
+            &PatchSchema::builtin("Pod").unwrap(),
+            &ApplyOptions::new("kubectl-create"),
+        )
+        .unwrap();
         let e = entry(&out, "kubectl-create", "Update").unwrap();
         assert_eq!(
             e["fieldsV1"],
@@ -791,9 +1021,15 @@ mod tests {
                          "spec": {"containers": [{"name": "b", "image": "b2"}]}});
         let out = apply(&live, &cfg, &schema, &ApplyOptions::new("m")).unwrap();
         assert_eq!(out["metadata"]["finalizers"], json!(["x", "y"]));
-        assert_eq!(out["spec"]["containers"], json!([{"name": "a", "image": "a"}, {"name": "b", "image": "b2"}]));
+        assert_eq!(
+            out["spec"]["containers"],
+            json!([{"name": "a", "image": "a"}, {"name": "b", "image": "b2"}])
+        );
         let e = entry(&out, "m", "Apply").unwrap();
-        assert_eq!(e["fieldsV1"]["f:metadata"], json!({"f:finalizers": {"v:\"y\"": {}}}));
+        assert_eq!(
+            e["fieldsV1"]["f:metadata"],
+            json!({"f:finalizers": {"v:\"y\"": {}}})
+        );
     }
 
     #[test]
@@ -802,17 +1038,31 @@ mod tests {
         let cfg = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
                          "spec": {"containers": [{"name": "a", "ports": [{"containerPort": 80}]}]}});
         let out = apply(&json!({}), &cfg, &schema, &ApplyOptions::new("m")).unwrap();
-        let ports = &entry(&out, "m", "Apply").unwrap()["fieldsV1"]["f:spec"]["f:containers"]["k:{\"name\":\"a\"}"]["f:ports"];
-        assert!(ports.get("k:{\"containerPort\":80,\"protocol\":\"TCP\"}").is_some(), "{ports}");
+        let ports = &entry(&out, "m", "Apply").unwrap()["fieldsV1"]["f:spec"]["f:containers"]["k:{\"name\":\"a\"}"]
+            ["f:ports"];
+        assert!(
+            ports
+                .get("k:{\"containerPort\":80,\"protocol\":\"TCP\"}")
+                .is_some(),
+            "{ports}"
+        );
     }
 
     #[test]
     fn apply_requires_kind_and_refuses_managed_fields() {
         let opts = ApplyOptions::new("m");
-        assert_eq!(run(&json!({}), &json!({"apiVersion": "apps/v1"}), &opts).unwrap_err().status_code(), 400);
+        assert_eq!(
+            run(&json!({}), &json!({"apiVersion": "apps/v1"}), &opts)
+                .unwrap_err()
+                .status_code(),
+            400
+        );
         let mut cfg = config(None, "x");
         cfg["metadata"]["managedFields"] = json!([]);
-        assert_eq!(run(&json!({}), &cfg, &opts).unwrap_err().to_string(), "metadata.managedFields must be nil");
+        assert_eq!(
+            run(&json!({}), &cfg, &opts).unwrap_err().to_string(),
+            "metadata.managedFields must be nil"
+        );
     }
 
     #[test]
@@ -820,7 +1070,11 @@ mod tests {
         let mut cfg = config(Some(1), "x");
         cfg["status"] = json!({"replicas": 1});
         let out = run(&json!({}), &cfg, &ApplyOptions::new("m")).unwrap();
-        assert!(entry(&out, "m", "Apply").unwrap()["fieldsV1"].get("f:status").is_none());
+        assert!(
+            entry(&out, "m", "Apply").unwrap()["fieldsV1"]
+                .get("f:status")
+                .is_none()
+        );
     }
 
     #[test]
@@ -840,7 +1094,11 @@ mod tests {
         assert_eq!(out["spec"]["taints"], json!([{"key": "u"}]));
         let e = entry(&out, "m", "Apply").unwrap();
         assert_eq!(e["fieldsV1"]["f:spec"]["f:taints"], json!({}));
-        assert!(e["fieldsV1"]["f:spec"]["f:requirements"].get("k:{\"key\":\"b\"}").is_some());
+        assert!(
+            e["fieldsV1"]["f:spec"]["f:requirements"]
+                .get("k:{\"key\":\"b\"}")
+                .is_some()
+        );
     }
 
     #[test]
@@ -848,13 +1106,144 @@ mod tests {
         let schema = PatchSchema::from_crd(None, false);
         let cfg = json!({"apiVersion": "x/v1", "kind": "Thing", "metadata": {"name": "t"}, "spec": {"a": {"b": 1}}});
         let out = apply(&json!({}), &cfg, &schema, &ApplyOptions::new("m")).unwrap();
-        assert_eq!(entry(&out, "m", "Apply").unwrap()["fieldsV1"], json!({"f:spec": {".": {}, "f:a": {".": {}, "f:b": {}}}}));
+        assert_eq!(
+            entry(&out, "m", "Apply").unwrap()["fieldsV1"],
+            json!({"f:spec": {".": {}, "f:a": {".": {}, "f:b": {}}}})
+        );
+    }
+
+    #[test]
+    fn dropping_a_container_from_the_config_removes_it() {
+        let opts = ApplyOptions::new("ctl");
+        let mut two = config(Some(1), "web:1");
+        two["spec"]["template"]["spec"]["containers"] =
+            json!([{"name": "app", "image": "web:1"}, {"name": "sidecar", "image": "proxy:1"}]);
+        let first = run(&json!({}), &two, &opts).unwrap();
+        let second = run(&first, &config(Some(1), "web:1"), &opts).unwrap();
+        assert_eq!(
+            second["spec"]["template"]["spec"]["containers"],
+            json!([{"name": "app", "image": "web:1"}])
+        );
+    }
+
+    #[test]
+    fn items_added_by_an_update_manager_survive_the_appliers_prune() {
+        let opts = ApplyOptions::new("ctl");
+        let first = run(&json!({}), &config(Some(1), "web:1"), &opts).unwrap();
+        let mut edited = first.clone();
+        edited["metadata"]["labels"] = json!({"team": "a"});
+        let edited = record_update(
+            &first,
+            &edited,
+            &deployment(),
+            &ApplyOptions::new("kubectl-label"),
+        )
+        .unwrap();
+        let out = run(&edited, &config(None, "web:1"), &opts).unwrap();
+        assert_eq!(out["metadata"]["labels"], json!({"team": "a"}));
+        assert!(entry(&out, "kubectl-label", "Update").is_some());
+    }
+
+    #[test]
+    fn removed_fields_leave_every_managers_set() {
+        let first = run(
+            &json!({}),
+            &config(Some(2), "web:1"),
+            &ApplyOptions::new("a"),
+        )
+        .unwrap();
+        let mut edited = first.clone();
+        edited["spec"].as_object_mut().unwrap().remove("replicas");
+        let out =
+            record_update(&first, &edited, &deployment(), &ApplyOptions::new("editor")).unwrap();
+        assert!(
+            entry(&out, "a", "Apply").unwrap()["fieldsV1"]["f:spec"]
+                .get("f:replicas")
+                .is_none()
+        );
+        assert!(
+            entry(&out, "editor", "Update").is_none(),
+            "an update that only removes owns nothing"
+        );
+    }
+
+    #[test]
+    fn status_subresource_writes_are_recorded_with_the_subresource() {
+        let live = run(
+            &json!({}),
+            &config(Some(1), "web:1"),
+            &ApplyOptions::new("ctl"),
+        )
+        .unwrap();
+        let mut new = live.clone();
+        new["status"] =
+            json!({"replicas": 1, "conditions": [{"type": "Available", "status": "True"}]});
+        let opts = ApplyOptions::new("deployment-controller")
+            .subresource("status")
+            .at("2026-01-01T00:00:01Z");
+        let out = record_update(&live, &new, &deployment(), &opts).unwrap();
+        let e = entry(&out, "deployment-controller", "Update").unwrap();
+        assert_eq!(e["subresource"], json!("status"));
+        assert_eq!(
+            e["fieldsV1"],
+            json!({"f:status": {"f:conditions": {".": {}, "k:{\"type\":\"Available\"}": {".": {}, "f:status": {}, "f:type": {}}}, "f:replicas": {}}})
+        );
+        let order: Vec<&str> = out["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["operation"].as_str().unwrap())
+            .collect();
+        assert_eq!(order, ["Apply", "Update"]);
+    }
+
+    #[test]
+    fn conflicts_across_managers_are_sorted_by_manager() {
+        let first = run(
+            &json!({}),
+            &config(Some(2), "web:1"),
+            &ApplyOptions::new("zeta"),
+        )
+        .unwrap();
+        let mut labelled = first.clone();
+        labelled["spec"]["template"]["spec"]["containers"][0]["image"] = json!("web:9");
+        let labelled = record_update(
+            &first,
+            &labelled,
+            &deployment(),
+            &ApplyOptions::new("alpha"),
+        )
+        .unwrap();
+        let err = run(
+            &labelled,
+            &config(Some(3), "web:2"),
+            &ApplyOptions::new("new"),
+        )
+        .unwrap_err();
+        let PatchError::Conflict { message, causes } = err else {
+            panic!()
+        };
+        assert_eq!(
+            message,
+            "Apply failed with 2 conflicts: conflicts with \"alpha\" using apps/v1:\n- .spec.template.spec.containers[name=\"app\"].image\nconflicts with \"zeta\":\n- .spec.replicas"
+        );
+        assert_eq!(causes.len(), 2);
     }
 
     #[test]
     fn a_no_op_apply_keeps_the_entry_time() {
-        let first = run(&json!({}), &config(Some(2), "x"), &ApplyOptions::new("m").at("2026-01-01T00:00:00Z")).unwrap();
-        let again = run(&first, &config(Some(2), "x"), &ApplyOptions::new("m").at("2026-01-02T00:00:00Z")).unwrap();
+        let first = run(
+            &json!({}),
+            &config(Some(2), "x"),
+            &ApplyOptions::new("m").at("2026-01-01T00:00:00Z"),
+        )
+        .unwrap();
+        let again = run(
+            &first,
+            &config(Some(2), "x"),
+            &ApplyOptions::new("m").at("2026-01-02T00:00:00Z"),
+        )
+        .unwrap();
         assert_eq!(again, first);
     }
 }

@@ -18,16 +18,25 @@ pub fn root(kind: &str) -> Option<S> {
         ),
         "Service" => (service_spec(), service_status()),
         "Deployment" | "ReplicaSet" | "DaemonSet" => (
-            S::structure(vec![("selector", label_selector()), ("template", pod_template())]),
+            S::structure(vec![
+                ("selector", label_selector()),
+                ("template", pod_template()),
+            ]),
             S::structure(vec![("conditions", conditions())]),
         ),
         "Job" => (
-            S::structure(vec![("selector", label_selector()), ("template", pod_template())]),
+            S::structure(vec![
+                ("selector", label_selector()),
+                ("template", pod_template()),
+            ]),
             S::structure(vec![("conditions", conditions().applied_atomically())]),
         ),
         "PodDisruptionBudget" => (
             S::structure(vec![("selector", label_selector().replaced_by_patch())]),
-            S::structure(vec![("conditions", conditions()), ("disruptedPods", S::map_of(S::scalar()))]),
+            S::structure(vec![
+                ("conditions", conditions()),
+                ("disruptedPods", S::map_of(S::scalar())),
+            ]),
         ),
         "Event" => {
             let reference = S::unknown().atomic_struct();
@@ -107,7 +116,10 @@ fn container() -> S {
 
 fn pod_spec() -> S {
     S::structure(vec![
-        ("containers", S::map_list(&["name"], container())),
+        (
+            "containers",
+            S::map_list(&["name"], container()).always_present(),
+        ),
         ("initContainers", S::map_list(&["name"], container())),
         ("ephemeralContainers", S::map_list(&["name"], container())),
         ("volumes", S::map_list(&["name"], S::unknown())),
@@ -134,12 +146,18 @@ fn pod_status() -> S {
         ("containerStatuses", S::atomic_list(S::unknown())),
         ("initContainerStatuses", S::atomic_list(S::unknown())),
         ("ephemeralContainerStatuses", S::atomic_list(S::unknown())),
-        ("resourceClaimStatuses", S::map_list(&["name"], S::unknown())),
+        (
+            "resourceClaimStatuses",
+            S::map_list(&["name"], S::unknown()),
+        ),
     ])
 }
 
 fn node_spec() -> S {
-    S::structure(vec![("podCIDRs", S::set_list()), ("taints", S::atomic_list(S::unknown()))])
+    S::structure(vec![
+        ("podCIDRs", S::set_list()),
+        ("taints", S::atomic_list(S::unknown())),
+    ])
 }
 
 fn node_status() -> S {
@@ -155,7 +173,10 @@ fn node_status() -> S {
 }
 
 fn service_spec() -> S {
-    let port = S::structure(vec![("port", S::scalar()), ("protocol", S::scalar().with_default(json!("TCP")))]);
+    let port = S::structure(vec![
+        ("port", S::scalar()),
+        ("protocol", S::scalar().with_default(json!("TCP"))),
+    ]);
     S::structure(vec![
         ("ports", S::map_list(&["port", "protocol"], port)),
         ("selector", S::atomic_map()),
@@ -197,11 +218,18 @@ mod tests {
     #[test]
     fn deployment_template_containers_merge_by_name_and_ports_by_container_port() {
         let d = root("Deployment").unwrap();
-        let c = d.child("spec").child("template").child("spec").child("containers");
+        let c = d
+            .child("spec")
+            .child("template")
+            .child("spec")
+            .child("containers");
         assert_eq!(c.list_type, ListType::Map(vec!["name".to_string()]));
         let ports = c.item().child("ports");
         assert_eq!(ports.patch_merge_key.as_deref(), Some("containerPort"));
-        assert_eq!(ports.list_type, ListType::Map(vec!["containerPort".to_string(), "protocol".to_string()]));
+        assert_eq!(
+            ports.list_type,
+            ListType::Map(vec!["containerPort".to_string(), "protocol".to_string()])
+        );
         assert!(d.child("spec").child("selector").atomic);
     }
 }

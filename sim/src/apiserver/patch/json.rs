@@ -38,7 +38,8 @@ mod tests {
 
     #[test]
     fn add_replace_remove_move_copy_apply_in_order() {
-        let doc = json!({"metadata": {"labels": {"a": "1"}}, "spec": {"replicas": 1, "list": [1, 2]}});
+        let doc =
+            json!({"metadata": {"labels": {"a": "1"}}, "spec": {"replicas": 1, "list": [1, 2]}});
         let out = run(
             doc,
             json!([
@@ -71,14 +72,28 @@ mod tests {
 
     #[test]
     fn removing_a_missing_path_is_unprocessable() {
-        let err = run(json!({"metadata": {}}), json!([{"op": "remove", "path": "/metadata/finalizers/0"}])).unwrap_err();
+        let err = run(
+            json!({"metadata": {}}),
+            json!([{"op": "remove", "path": "/metadata/finalizers/0"}]),
+        )
+        .unwrap_err();
         assert_eq!(err.status_code(), 422);
     }
 
     #[test]
     fn malformed_operations_are_bad_requests() {
-        assert_eq!(run(json!({}), json!({"op": "add"})).unwrap_err().status_code(), 400);
-        assert_eq!(run(json!({}), json!([{"op": "frobnicate", "path": "/a"}])).unwrap_err().status_code(), 400);
+        assert_eq!(
+            run(json!({}), json!({"op": "add"}))
+                .unwrap_err()
+                .status_code(),
+            400
+        );
+        assert_eq!(
+            run(json!({}), json!([{"op": "frobnicate", "path": "/a"}]))
+                .unwrap_err()
+                .status_code(),
+            400
+        );
         assert_eq!(apply(&json!({}), b"[{").unwrap_err().status_code(), 400);
     }
 }

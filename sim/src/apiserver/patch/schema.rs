@@ -64,6 +64,9 @@ pub struct FieldSchema {
     pub patch_replace: bool,
     /// A default the apiserver fills in; used for list map keys such as a port's `protocol`.
     pub default: Option<Value>,
+    /// The Go field has no `omitempty`, so the apiserver always sees it (as null) and a write
+    /// that fills it does not own the field itself, only its contents (`PodSpec.containers`).
+    pub always_present: bool,
 }
 
 static UNKNOWN: LazyLock<FieldSchema> = LazyLock::new(|| FieldSchema::of_shape(Shape::Unknown));
@@ -81,6 +84,7 @@ impl FieldSchema {
             patch_merge_key: None,
             patch_replace: false,
             default: None,
+            always_present: false,
         }
     }
 
@@ -102,7 +106,10 @@ impl FieldSchema {
     /// A struct with these named fields.
     pub fn structure(fields: Vec<(&str, FieldSchema)>) -> FieldSchema {
         let mut s = FieldSchema::of_shape(Shape::Struct);
-        s.fields = fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        s.fields = fields
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
         s
     }
 
@@ -179,6 +186,12 @@ impl FieldSchema {
         self
     }
 
+    /// Marks a Go field without `omitempty` (see [`FieldSchema::always_present`]).
+    pub fn always_present(mut self) -> FieldSchema {
+        self.always_present = true;
+        self
+    }
+
     /// Sets the value the apiserver defaults this field to.
     pub fn with_default(mut self, default: Value) -> FieldSchema {
         self.default = Some(default);
@@ -194,7 +207,9 @@ impl FieldSchema {
         match (&self.element, self.shape) {
             (Some(element), Shape::Map) => element,
             (_, Shape::Deduced) => &DEDUCED,
-            (_, Shape::Struct) if self.element.is_some() => self.element.as_deref().unwrap_or(&UNKNOWN),
+            (_, Shape::Struct) if self.element.is_some() => {
+                self.element.as_deref().unwrap_or(&UNKNOWN)
+            }
             _ => &UNKNOWN,
         }
     }
@@ -228,9 +243,15 @@ impl FieldSchema {
         let ty = schema.get("type").and_then(Value::as_str).unwrap_or("");
         let properties = schema.get("properties").and_then(Value::as_object);
         let additional = schema.get("additionalProperties").filter(|v| v.is_object());
-        let preserve = schema.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true);
+        let preserve = schema
+            .get("x-kubernetes-preserve-unknown-fields")
+            .and_then(Value::as_bool)
+            == Some(true);
         let mut node = if ty == "array" {
-            let item = schema.get("items").map(FieldSchema::from_openapi).unwrap_or_else(FieldSchema::deduced);
+            let item = schema
+                .get("items")
+                .map(FieldSchema::from_openapi)
+                .unwrap_or_else(FieldSchema::deduced);
             let mut list = FieldSchema::atomic_list(item);
             match schema.get("x-kubernetes-list-type").and_then(Value::as_str) {
                 Some("set") => list.list_type = ListType::Set,
@@ -238,7 +259,12 @@ impl FieldSchema {
                     let keys = schema
                         .get("x-kubernetes-list-map-keys")
                         .and_then(Value::as_array)
-                        .map(|ks| ks.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                        .map(|ks| {
+                            ks.iter()
+                                .filter_map(Value::as_str)
+                                .map(str::to_string)
+                                .collect()
+                        })
                         .unwrap_or_default();
                     list.list_type = ListType::Map(keys);
                 }
@@ -247,14 +273,20 @@ impl FieldSchema {
             list
         } else if let Some(properties) = properties {
             let mut s = FieldSchema::of_shape(Shape::Struct);
-            s.fields = properties.iter().map(|(k, v)| (k.clone(), FieldSchema::from_openapi(v))).collect();
+            s.fields = properties
+                .iter()
+                .map(|(k, v)| (k.clone(), FieldSchema::from_openapi(v)))
+                .collect();
             if let Some(additional) = additional {
                 s.element = Some(Box::new(FieldSchema::from_openapi(additional)));
             }
             s
         } else if let Some(additional) = additional {
             FieldSchema::map_of(FieldSchema::from_openapi(additional))
-        } else if ty == "object" || preserve || schema.get("x-kubernetes-embedded-resource").is_some() {
+        } else if ty == "object"
+            || preserve
+            || schema.get("x-kubernetes-embedded-resource").is_some()
+        {
             FieldSchema::deduced()
         } else {
             FieldSchema::scalar()
@@ -282,32 +314,48 @@ impl PatchSchema {
     /// `None` for any other kind.
     pub fn builtin(kind: &str) -> Option<PatchSchema> {
         let root = super::builtin::root(kind)?;
-        Some(PatchSchema { root, strategic: true, status_subresource: !matches!(kind, "Event" | "Lease") })
+        Some(PatchSchema {
+            root,
+            strategic: true,
+            status_subresource: !matches!(kind, "Event" | "Lease"),
+        })
     }
 
     /// The schema of a custom resource from its CRD version's `openAPIV3Schema` (or a
     /// schemaless one for `None`). Strategic merge patch is refused for it, as the apiserver
     /// does.
     pub fn from_crd(open_api_v3_schema: Option<&Value>, status_subresource: bool) -> PatchSchema {
-        let mut root = open_api_v3_schema.map(FieldSchema::from_openapi).unwrap_or_else(FieldSchema::deduced);
+        let mut root = open_api_v3_schema
+            .map(FieldSchema::from_openapi)
+            .unwrap_or_else(FieldSchema::deduced);
         // metadata is ObjectMeta whatever the CRD says (CRDs may only restrict name).
         let meta = super::builtin::object_meta();
         if root.shape == Shape::Struct || root.shape == Shape::Deduced {
             root.shape = Shape::Struct;
             root.fields.insert("metadata".to_string(), meta);
             for key in ["apiVersion", "kind"] {
-                root.fields.entry(key.to_string()).or_insert_with(FieldSchema::scalar);
+                root.fields
+                    .entry(key.to_string())
+                    .or_insert_with(FieldSchema::scalar);
             }
             if root.element.is_none() && open_api_v3_schema.is_none() {
                 root.element = Some(Box::new(FieldSchema::deduced()));
             }
         }
-        PatchSchema { root, strategic: false, status_subresource }
+        PatchSchema {
+            root,
+            strategic: false,
+            status_subresource,
+        }
     }
 
     /// A schema with no list or map information, for tests and unknown kinds.
     pub fn from_root(root: FieldSchema, strategic: bool, status_subresource: bool) -> PatchSchema {
-        PatchSchema { root, strategic, status_subresource }
+        PatchSchema {
+            root,
+            strategic,
+            status_subresource,
+        }
     }
 
     /// The root node (the object).
@@ -350,12 +398,18 @@ mod tests {
         let s = PatchSchema::from_crd(Some(&schema), true);
         let spec = s.root().child("spec");
         assert_eq!(spec.child("taints").list_type, ListType::Atomic);
-        assert_eq!(spec.child("reqs").list_type, ListType::Map(vec!["key".to_string()]));
+        assert_eq!(
+            spec.child("reqs").list_type,
+            ListType::Map(vec!["key".to_string()])
+        );
         assert_eq!(spec.child("tags").list_type, ListType::Set);
         assert!(spec.child("sel").atomic);
         assert_eq!(spec.child("free").shape, Shape::Deduced);
         assert!(!s.supports_strategic_merge());
-        assert_eq!(s.root().child("metadata").child("finalizers").list_type, ListType::Set);
+        assert_eq!(
+            s.root().child("metadata").child("finalizers").list_type,
+            ListType::Set
+        );
     }
 
     #[test]
