@@ -889,6 +889,25 @@ impl FieldSelector {
         self.supported_by(supported_fields(kind))
     }
 
+    /// The custom resource rule (apiextensions `crConverter`): `metadata.name`, plus
+    /// `metadata.namespace` for namespaced resources, plus the CRD's `selectableFields`
+    /// (given as field labels, e.g. `spec.nodeClassRef.name`).
+    ///
+    /// # Errors
+    /// [`SelectorError::UnsupportedField`] for the first other field.
+    pub fn supported_for_custom_resource(
+        &self,
+        cluster_scoped: bool,
+        selectable_fields: &[&str],
+    ) -> Result<()> {
+        let mut allowed = vec!["metadata.name"];
+        if !cluster_scoped {
+            allowed.push("metadata.namespace");
+        }
+        allowed.extend_from_slice(selectable_fields);
+        self.supported_by(&allowed)
+    }
+
     /// As [`FieldSelector::supported_for`] with an explicit list (a CRD's `selectableFields`
     /// plus `metadata.name` and `metadata.namespace`).
     ///
@@ -1029,7 +1048,10 @@ pub fn supported_fields(kind: &str) -> &'static [&'static str] {
             "spec.hostNetwork",
             "status.phase",
             "status.podIP",
+            "status.podIPs",
             "status.nominatedNodeName",
+            // Old v1 clients' name for spec.nodeName.
+            "spec.host",
         ],
         "Node" => &["metadata.name", "spec.unschedulable"],
         "Namespace" => &["metadata.name", "status.phase"],
@@ -1073,7 +1095,8 @@ pub fn field_value(kind: &str, object: &Value, field: &str) -> String {
         ("Node", "spec.unschedulable") | ("Pod", "spec.hostNetwork") => {
             path_string(object, field).unwrap_or_else(|| "false".to_string())
         }
-        ("Pod", "status.podIP") => object
+        ("Pod", "spec.host") => path_string(object, "spec.nodeName").unwrap_or_default(),
+        ("Pod", "status.podIP" | "status.podIPs") => object
             .pointer("/status/podIPs/0/ip")
             .and_then(Value::as_str)
             .map(str::to_string)
@@ -1409,5 +1432,20 @@ mod tests {
                 .supported_for("NodeClaim")
                 .is_err()
         );
+        let ns = FieldSelector::parse("metadata.namespace=default").unwrap();
+        assert!(
+            ns.supported_for("Node").is_err(),
+            "nodes index only metadata.name and spec.unschedulable"
+        );
+        assert!(ns.supported_for_custom_resource(true, &[]).is_err());
+        assert!(ns.supported_for_custom_resource(false, &[]).is_ok());
+        let sel = FieldSelector::parse("spec.nodeClassRef.name=default").unwrap();
+        assert!(
+            sel.supported_for_custom_resource(true, &["spec.nodeClassRef.name"])
+                .is_ok()
+        );
+        let host = FieldSelector::parse("spec.host=n1").unwrap();
+        assert!(host.supported_for("Pod").is_ok());
+        assert!(host.matches(&json!({"kind": "Pod", "spec": {"nodeName": "n1"}})));
     }
 }
