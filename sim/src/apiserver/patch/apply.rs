@@ -196,8 +196,10 @@ fn write_managers(object: &mut Value, managers: Managers) {
     }
 }
 
-/// Fields no manager owns (the apiserver's strip set) plus the fields the endpoint resets.
-fn ignored_fields(schema: &PatchSchema, subresource: Option<&str>) -> FieldSet {
+/// The apiserver's strip set: fields no manager ever owns. They are stripped from the
+/// stored sets after the apply (`stripMetaManager`), so they still protect `metadata` from
+/// pruning while the apply runs.
+fn stripped_fields() -> FieldSet {
     let f = |n: &str| PathElement::Field(n.to_string());
     let mut set = FieldSet::new();
     set.insert(&[f("apiVersion")]);
@@ -214,6 +216,14 @@ fn ignored_fields(schema: &PatchSchema, subresource: Option<&str>) -> FieldSet {
     ] {
         set.insert(&[f("metadata"), f(meta)]);
     }
+    set
+}
+
+/// The fields the endpoint resets (`ResetFieldsStrategy`): `status` through the main
+/// resource, `spec` through the status subresource, for kinds with a status subresource.
+fn reset_fields(schema: &PatchSchema, subresource: Option<&str>) -> FieldSet {
+    let f = |n: &str| PathElement::Field(n.to_string());
+    let mut set = FieldSet::new();
     if schema.has_status_subresource() {
         match subresource {
             Some("status") => set.insert(&[f("spec")]),
@@ -264,7 +274,9 @@ pub(crate) fn apply(
         ));
     }
     let root = schema.root();
-    let ignored = ignored_fields(schema, opts.subresource.as_deref());
+    let reset = reset_fields(schema, opts.subresource.as_deref());
+    let stripped = stripped_fields();
+    let ignored = reset.union(&stripped);
     let mut managers = parse_managers(live).unwrap_or_default();
     let me = Entry {
         manager: opts.field_manager.clone(),
@@ -288,7 +300,7 @@ pub(crate) fn apply(
     let mut live_plain = live.clone();
     strip_managed_fields(&mut live_plain);
     let merged = merge(Some(&live_plain), config, root)?;
-    let config_set = strip(&field_set(config, root, true)?, &ignored);
+    let config_set = strip(&field_set(config, root, true)?, &reset);
     managers.insert(
         key.clone(),
         Entry {
@@ -319,6 +331,7 @@ pub(crate) fn apply(
         return Err(conflict_error(conflicts));
     }
     if let Some(entry) = managers.get_mut(&key) {
+        entry.set = strip(&entry.set, &stripped);
         let unchanged = entry.set == last && result == live_plain;
         if unchanged && previous_time.is_some() {
             entry.time = previous_time;
@@ -382,7 +395,7 @@ pub fn record_update(
     opts: &ApplyOptions,
 ) -> Result<Value, PatchError> {
     let root = schema.root();
-    let ignored = ignored_fields(schema, opts.subresource.as_deref());
+    let ignored = reset_fields(schema, opts.subresource.as_deref()).union(&stripped_fields());
     let mut managers = parse_managers(old).unwrap_or_default();
     let mut old_plain = old.clone();
     strip_managed_fields(&mut old_plain);
@@ -1231,6 +1244,19 @@ mod tests {
     }
 
     #[test]
+    fn dropping_the_last_applied_label_keeps_the_rest_of_metadata() {
+        let opts = ApplyOptions::new("ctl");
+        let mut labelled = config(Some(1), "web:1");
+        labelled["metadata"]["labels"] = json!({"team": "a"});
+        let mut live = run(&json!({}), &labelled, &opts).unwrap();
+        live["metadata"]["uid"] = json!("u-1");
+        let out = run(&live, &config(Some(1), "web:1"), &opts).unwrap();
+        assert_eq!(out["metadata"]["name"], json!("web"));
+        assert_eq!(out["metadata"]["uid"], json!("u-1"));
+        assert!(out["metadata"].get("labels").is_none(), "{out}");
+    }
+
+    #[test]
     fn a_no_op_apply_keeps_the_entry_time() {
         let first = run(
             &json!({}),
@@ -1245,5 +1271,44 @@ mod tests {
         )
         .unwrap();
         assert_eq!(again, first);
+    }
+
+    /// A Deployment configuration with random labels, replicas and at least one container
+    /// (an empty map list owns nothing, so structured-merge-diff prunes its parents).
+    fn arb_config() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let labels = prop::collection::btree_map("[a-c]", "[x-z]", 0..3);
+        let names = Just(vec!["a", "b", "c", "d"]).prop_shuffle();
+        let containers = (names, 1..4usize, prop::collection::vec("[0-2]", 4));
+        (labels, proptest::option::of(0..3i64), containers).prop_map(|(labels, replicas, (names, count, images))| {
+            let containers: Vec<Value> = names
+                .iter()
+                .zip(images)
+                .take(count)
+                .map(|(n, i)| json!({"name": n, "image": format!("img:{i}")}))
+                .collect();
+            let mut spec = json!({"template": {"spec": {"containers": containers}}});
+            if let Some(r) = replicas {
+                spec["replicas"] = json!(r);
+            }
+            let mut meta = json!({"name": "web"});
+            if !labels.is_empty() {
+                meta["labels"] = json!(labels);
+            }
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": spec})
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_single_manager_reapplying_converges_to_its_latest_config(a in arb_config(), b in arb_config()) {
+            let opts = ApplyOptions::new("ctl");
+            let first = run(&json!({}), &a, &opts).unwrap();
+            let updated = run(&first, &b, &opts).unwrap();
+            let fresh = run(&json!({}), &b, &opts).unwrap();
+            proptest::prop_assert_eq!(&updated, &fresh);
+            let again = run(&updated, &b, &opts).unwrap();
+            proptest::prop_assert_eq!(again, updated);
+        }
     }
 }
