@@ -1,3 +1,4 @@
 //! The deterministic world that runs Dovetail.
+#![warn(missing_docs)]
 
 pub mod apiserver;

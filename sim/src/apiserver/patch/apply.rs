@@ -18,14 +18,16 @@
 //! the `".": {}` marker the apiserver would give them. Map entries, list items, added maps
 //! and lists, and leaves are owned as the apiserver owns them.
 
-use std::collections::BTreeMap;
-
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::PatchError;
-use super::error::ConflictCause;
-use super::fieldset::{FieldSet, PathElement, path_string};
-use super::schema::{FieldSchema, ListType, PatchSchema, Shape};
+use super::fieldset::{FieldSet, PathElement};
+use super::managed::{
+    Entry, conflict_error, parse_managers, reset_fields, strip, strip_managed_fields,
+    stripped_fields, write_managers,
+};
+use super::schema::PatchSchema;
+use super::typed::{compare, field_set, merge, prune};
 
 /// Who is writing, and how: the `fieldManager` and `force` query parameters, the simulated
 /// time to stamp on the manager's entry, and the subresource written through.
@@ -69,181 +71,6 @@ impl ApplyOptions {
         self.subresource = Some(subresource.to_string());
         self
     }
-}
-
-/// One `managedFields` entry.
-#[derive(Debug, Clone, PartialEq)]
-struct Entry {
-    manager: String,
-    operation: String,
-    api_version: String,
-    time: Option<String>,
-    subresource: Option<String>,
-    set: FieldSet,
-}
-
-impl Entry {
-    /// apiserver `BuildManagerIdentifier`: appliers are identified without API version.
-    fn identity(&self) -> (String, String, String, String) {
-        let version = if self.operation == "Apply" {
-            String::new()
-        } else {
-            self.api_version.clone()
-        };
-        (
-            self.manager.clone(),
-            self.operation.clone(),
-            version,
-            self.subresource.clone().unwrap_or_default(),
-        )
-    }
-
-    /// apiserver `printManager`, as conflict messages show a manager.
-    fn printable(&self) -> String {
-        let mut out = serde_json::to_string(&self.manager).unwrap_or_default();
-        if let Some(sub) = &self.subresource {
-            out.push_str(&format!(
-                " with subresource {}",
-                serde_json::to_string(sub).unwrap_or_default()
-            ));
-        }
-        if self.operation == "Update" {
-            out.push_str(&format!(" using {}", self.api_version));
-        }
-        out
-    }
-
-    fn to_json(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("manager".into(), Value::String(self.manager.clone()));
-        m.insert("operation".into(), Value::String(self.operation.clone()));
-        m.insert("apiVersion".into(), Value::String(self.api_version.clone()));
-        if let Some(time) = &self.time {
-            m.insert("time".into(), Value::String(time.clone()));
-        }
-        m.insert("fieldsType".into(), Value::String("FieldsV1".into()));
-        m.insert("fieldsV1".into(), self.set.to_fields_v1());
-        if let Some(sub) = &self.subresource {
-            m.insert("subresource".into(), Value::String(sub.clone()));
-        }
-        Value::Object(m)
-    }
-}
-
-type Managers = BTreeMap<(String, String, String, String), Entry>;
-
-fn parse_managers(object: &Value) -> Result<Managers, PatchError> {
-    let mut out = Managers::new();
-    let Some(entries) = object
-        .pointer("/metadata/managedFields")
-        .and_then(Value::as_array)
-    else {
-        return Ok(out);
-    };
-    for e in entries {
-        let text = |k: &str| e.get(k).and_then(Value::as_str).map(str::to_string);
-        let entry = Entry {
-            manager: text("manager").unwrap_or_default(),
-            operation: text("operation").unwrap_or_else(|| "Update".to_string()),
-            api_version: text("apiVersion").unwrap_or_default(),
-            time: text("time"),
-            subresource: text("subresource").filter(|s| !s.is_empty()),
-            set: FieldSet::from_fields_v1(e.get("fieldsV1").unwrap_or(&Value::Object(Map::new())))?,
-        };
-        out.insert(entry.identity(), entry);
-    }
-    Ok(out)
-}
-
-/// apiserver `sortEncodedManagedFields`: Apply before Update, then time, manager, version.
-fn write_managers(object: &mut Value, managers: Managers) {
-    let mut entries: Vec<Entry> = managers
-        .into_values()
-        .filter(|e| !e.set.is_empty())
-        .collect();
-    entries.sort_by(|a, b| {
-        (
-            &a.operation,
-            a.time.as_deref().unwrap_or(""),
-            &a.manager,
-            &a.api_version,
-            &a.subresource,
-        )
-            .cmp(&(
-                &b.operation,
-                b.time.as_deref().unwrap_or(""),
-                &b.manager,
-                &b.api_version,
-                &b.subresource,
-            ))
-    });
-    let Some(root) = object.as_object_mut() else {
-        return;
-    };
-    let meta = root
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
-    let Some(meta) = meta.as_object_mut() else {
-        return;
-    };
-    if entries.is_empty() {
-        meta.remove("managedFields");
-    } else {
-        meta.insert(
-            "managedFields".into(),
-            Value::Array(entries.iter().map(Entry::to_json).collect()),
-        );
-    }
-}
-
-/// The apiserver's strip set: fields no manager ever owns. They are stripped from the
-/// stored sets after the apply (`stripMetaManager`), so they still protect `metadata` from
-/// pruning while the apply runs.
-fn stripped_fields() -> FieldSet {
-    let f = |n: &str| PathElement::Field(n.to_string());
-    let mut set = FieldSet::new();
-    set.insert(&[f("apiVersion")]);
-    set.insert(&[f("kind")]);
-    for meta in [
-        "name",
-        "namespace",
-        "creationTimestamp",
-        "selfLink",
-        "uid",
-        "generation",
-        "managedFields",
-        "resourceVersion",
-    ] {
-        set.insert(&[f("metadata"), f(meta)]);
-    }
-    set
-}
-
-/// The fields the endpoint resets (`ResetFieldsStrategy`): `status` through the main
-/// resource, `spec` through the status subresource, for kinds with a status subresource.
-fn reset_fields(schema: &PatchSchema, subresource: Option<&str>) -> FieldSet {
-    let f = |n: &str| PathElement::Field(n.to_string());
-    let mut set = FieldSet::new();
-    if schema.has_status_subresource() {
-        match subresource {
-            Some("status") => set.insert(&[f("spec")]),
-            _ => set.insert(&[f("status")]),
-        }
-    }
-    set
-}
-
-/// Removes whole subtrees named by `ignored` members from `set`.
-fn strip(set: &FieldSet, ignored: &FieldSet) -> FieldSet {
-    let mut remove = FieldSet::new();
-    for path in ignored.paths() {
-        for owned in set.paths() {
-            if owned.starts_with(&path) {
-                remove.insert(&owned);
-            }
-        }
-    }
-    set.difference(&remove)
 }
 
 /// Runs server-side apply of `config` onto `live` (an empty object for create).
@@ -342,58 +169,12 @@ pub(crate) fn apply(
     Ok(out)
 }
 
-fn strip_managed_fields(object: &mut Value) {
-    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.remove("managedFields");
-    }
-}
-
-/// The apiserver's `NewConflictError` message and causes.
-fn conflict_error(mut conflicts: Vec<(String, Vec<PathElement>)>) -> PatchError {
-    conflicts.sort();
-    let causes: Vec<ConflictCause> = conflicts
-        .iter()
-        .map(|(m, p)| ConflictCause {
-            message: format!("conflict with {m}"),
-            field: path_string(p),
-        })
-        .collect();
-    let message = if let [(manager, path)] = conflicts.as_slice() {
-        format!(
-            "Apply failed with 1 conflict: conflict with {manager}: {}",
-            path_string(path)
-        )
-    } else {
-        let mut lines = Vec::new();
-        let mut current: Option<&str> = None;
-        for (manager, path) in &conflicts {
-            if current != Some(manager.as_str()) {
-                lines.push(format!("conflicts with {manager}:"));
-                current = Some(manager);
-            }
-            lines.push(format!("- {}", path_string(path)));
-        }
-        format!(
-            "Apply failed with {} conflicts: {}",
-            conflicts.len(),
-            lines.join("\n")
-        )
-    };
-    PatchError::Conflict { message, causes }
-}
-
 /// Records a non-apply write (create, update, JSON/merge/strategic patch) as an `Update`
 /// entry for `opts.field_manager`, taking over changed fields from other managers, and
 /// returns `new` with its `metadata.managedFields` set. `old` is `{}` for a create.
-///
-/// # Errors
-/// None in practice: malformed stored `managedFields` are reset, as the apiserver does.
-pub fn record_update(
-    old: &Value,
-    new: &Value,
-    schema: &PatchSchema,
-    opts: &ApplyOptions,
-) -> Result<Value, PatchError> {
+/// Malformed stored `managedFields` are reset, as the apiserver does. `managedFields` sent
+/// by the client in `new` are replaced.
+pub fn record_update(old: &Value, new: &Value, schema: &PatchSchema, opts: &ApplyOptions) -> Value {
     let root = schema.root();
     let ignored = reset_fields(schema, opts.subresource.as_deref()).union(&stripped_fields());
     let mut managers = parse_managers(old).unwrap_or_default();
@@ -432,405 +213,13 @@ pub fn record_update(
     managers.insert(key, Entry { set, time, ..me });
     let mut out = new.clone();
     write_managers(&mut out, managers);
-    Ok(out)
-}
-
-// ---------------------------------------------------------------------------------------
-// Merge
-// ---------------------------------------------------------------------------------------
-
-fn is_atomic(value: &Value, schema: &FieldSchema) -> bool {
-    match value {
-        Value::Object(_) => schema.atomic || matches!(schema.shape, Shape::Scalar | Shape::List),
-        Value::Array(_) => {
-            schema.atomic
-                || *schema.apply_list_type() == ListType::Atomic
-                || schema.shape != Shape::List
-        }
-        _ => true,
-    }
-}
-
-/// Merges the applied configuration into the live value ("the config wins").
-fn merge(live: Option<&Value>, config: &Value, schema: &FieldSchema) -> Result<Value, PatchError> {
-    match (live, config) {
-        (Some(Value::Object(l)), Value::Object(c)) if !is_atomic(config, schema) => {
-            let mut out = l.clone();
-            for (k, v) in c {
-                if v.is_null() {
-                    out.remove(k);
-                    continue;
-                }
-                let merged = merge(out.get(k), v, schema.child(k))?;
-                out.insert(k.clone(), merged);
-            }
-            Ok(Value::Object(out))
-        }
-        (Some(Value::Array(l)), Value::Array(c)) if !is_atomic(config, schema) => {
-            merge_list(l, c, schema)
-        }
-        (_, Value::Object(c)) => {
-            let mut out = Map::new();
-            for (k, v) in c {
-                if !v.is_null() {
-                    out.insert(k.clone(), merge(None, v, schema.child(k))?);
-                }
-            }
-            Ok(Value::Object(out))
-        }
-        _ => Ok(config.clone()),
-    }
-}
-
-/// structured-merge-diff's list merge: live-only items keep their place, items in the
-/// configuration follow its order.
-fn merge_list(live: &[Value], config: &[Value], schema: &FieldSchema) -> Result<Value, PatchError> {
-    let live_pes: Vec<Option<PathElement>> = live
-        .iter()
-        .enumerate()
-        .map(|(i, v)| item_element(schema, v, i).ok())
-        .collect();
-    let config_pes: Vec<PathElement> = config
-        .iter()
-        .enumerate()
-        .map(|(i, v)| item_element(schema, v, i))
-        .collect::<Result<_, _>>()?;
-    let in_config = |pe: &Option<PathElement>| pe.as_ref().is_some_and(|p| config_pes.contains(p));
-    let live_of = |pe: &PathElement| {
-        live.iter()
-            .zip(&live_pes)
-            .find(|(_, p)| p.as_ref() == Some(pe))
-            .map(|(v, _)| v)
-    };
-    let shared: Vec<&PathElement> = config_pes
-        .iter()
-        .filter(|pe| live_pes.contains(&Some((*pe).clone())))
-        .collect();
-    let mut next_shared = 0;
-    let mut merged_config: Vec<&PathElement> = Vec::new();
-    let mut out = Vec::new();
-    let (mut li, mut ri) = (0, 0);
-    for _ in 0..(2 * (live.len() + config.len()) + 1) {
-        if li >= live.len() && ri >= config.len() {
-            break;
-        }
-        if li < live.len() && ri < config.len() {
-            if live_pes[li].as_ref() == Some(&config_pes[ri]) {
-                out.push(merge(Some(&live[li]), &config[ri], schema.item())?);
-                merged_config.push(&config_pes[ri]);
-                if shared.get(next_shared) == Some(&&config_pes[ri]) {
-                    next_shared += 1;
-                }
-                li += 1;
-                ri += 1;
-                continue;
-            }
-            if in_config(&live_pes[li])
-                && shared
-                    .get(next_shared)
-                    .is_some_and(|s| live_pes[li].as_ref() != Some(*s))
-            {
-                li += 1;
-                continue;
-            }
-        }
-        if li < live.len() {
-            if !in_config(&live_pes[li]) {
-                out.push(live[li].clone());
-                li += 1;
-                continue;
-            }
-            if live_pes[li]
-                .as_ref()
-                .is_some_and(|p| merged_config.contains(&p))
-            {
-                li += 1;
-                continue;
-            }
-        }
-        if ri < config.len() {
-            let pe = &config_pes[ri];
-            out.push(merge(live_of(pe), &config[ri], schema.item())?);
-            merged_config.push(pe);
-            if shared.get(next_shared) == Some(&pe) {
-                next_shared += 1;
-            }
-            ri += 1;
-        }
-    }
-    Ok(Value::Array(out))
-}
-
-/// The path element of a list item: `k:` for map lists (missing keys take their schema
-/// default), `v:` for sets.
-fn item_element(
-    schema: &FieldSchema,
-    item: &Value,
-    index: usize,
-) -> Result<PathElement, PatchError> {
-    match schema.apply_list_type() {
-        ListType::Map(keys) => {
-            let mut key_map = Map::new();
-            let mut sorted = keys.clone();
-            sorted.sort();
-            for k in &sorted {
-                let value = item.get(k).cloned().or_else(|| schema.item().child(k).default.clone()).ok_or_else(|| {
-                    PatchError::BadRequest(format!(
-                        "element {index}: associative list with keys has an element that omits key field \"{k}\""
-                    ))
-                })?;
-                key_map.insert(k.clone(), value);
-            }
-            Ok(PathElement::Key(Value::Object(key_map).to_string()))
-        }
-        ListType::Set => Ok(PathElement::Value(item.to_string())),
-        ListType::Atomic => Ok(PathElement::Index(index)),
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// Field sets of values
-// ---------------------------------------------------------------------------------------
-
-/// structured-merge-diff `ToFieldSet`: leaves, map entries and list items are members;
-/// struct fields only through their leaves (or when null or empty).
-fn field_set(value: &Value, schema: &FieldSchema, strict: bool) -> Result<FieldSet, PatchError> {
-    let mut set = FieldSet::new();
-    walk(value, schema, &mut Vec::new(), &mut set, strict)?;
-    Ok(set)
-}
-
-fn walk(
-    value: &Value,
-    schema: &FieldSchema,
-    path: &mut Vec<PathElement>,
-    set: &mut FieldSet,
-    strict: bool,
-) -> Result<(), PatchError> {
-    if is_atomic(value, schema) {
-        set.insert(path);
-        return Ok(());
-    }
-    match value {
-        Value::Object(map) => {
-            for (k, v) in map {
-                path.push(PathElement::Field(k.clone()));
-                walk(v, schema.child(k), path, set, strict)?;
-                let empty = v.is_null() || v.as_object().is_some_and(Map::is_empty);
-                if empty || !schema.declares(k) {
-                    set.insert(path);
-                }
-                path.pop();
-            }
-        }
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                let pe = match item_element(schema, item, i) {
-                    Ok(pe) => pe,
-                    Err(e) if strict => return Err(e),
-                    Err(_) => continue,
-                };
-                path.push(pe);
-                walk(item, schema.item(), path, set, strict)?;
-                set.insert(path);
-                path.pop();
-            }
-        }
-        _ => set.insert(path),
-    }
-    Ok(())
-}
-
-/// structured-merge-diff `EnsureNamedFieldsAreMembers`: struct fields with owned children
-/// count as owned themselves (so pruning never removes a struct another manager uses).
-fn ensure_named(set: &FieldSet, schema: &FieldSchema) -> FieldSet {
-    let mut out = set.clone();
-    for path in set.paths() {
-        let mut node = schema;
-        for depth in 0..path.len().saturating_sub(1) {
-            node = match &path[depth] {
-                PathElement::Field(name) => {
-                    if node.declares(name) {
-                        out.insert(&path[..=depth]);
-                    }
-                    node.child(name)
-                }
-                _ => node.item(),
-            };
-        }
-    }
     out
-}
-
-/// structured-merge-diff `RemoveItems`: drops every member path (with its subtree).
-fn remove_items(value: &Value, set: &FieldSet, schema: &FieldSchema) -> Value {
-    match value {
-        Value::Object(map) if !is_atomic(value, schema) => {
-            let mut out = Map::new();
-            for (k, v) in map {
-                let pe = PathElement::Field(k.clone());
-                if set.members().contains(&pe) {
-                    continue;
-                }
-                match set.child(&pe) {
-                    Some(sub) => out.insert(k.clone(), remove_items(v, sub, schema.child(k))),
-                    None => out.insert(k.clone(), v.clone()),
-                };
-            }
-            Value::Object(out)
-        }
-        Value::Array(items) if !is_atomic(value, schema) => {
-            let mut out = Vec::new();
-            for (i, item) in items.iter().enumerate() {
-                let Ok(pe) = item_element(schema, item, i) else {
-                    out.push(item.clone());
-                    continue;
-                };
-                if set.members().contains(&pe) {
-                    continue;
-                }
-                match set.child(&pe) {
-                    Some(sub) => out.push(remove_items(item, sub, schema.item())),
-                    None => out.push(item.clone()),
-                }
-            }
-            Value::Array(out)
-        }
-        other => other.clone(),
-    }
-}
-
-/// Removes what the applier owned before and no longer applies, unless someone else owns
-/// it (`Updater.prune`, `addBackOwnedItems`, `addBackDanglingItems`).
-fn prune(
-    merged: &Value,
-    schema: &FieldSchema,
-    managers: &Managers,
-    last: &FieldSet,
-) -> Result<Value, PatchError> {
-    if last.is_empty() {
-        return Ok(merged.clone());
-    }
-    let last = ensure_named(last, schema);
-    let managed = managers
-        .values()
-        .fold(FieldSet::new(), |acc, e| acc.union(&e.set));
-    let managed = ensure_named(&managed, schema);
-    let merged_set = ensure_named(&field_set(merged, schema, false)?, schema);
-    let pruned = remove_items(merged, &last, schema);
-    let pruned_set = ensure_named(&field_set(&pruned, schema, false)?, schema);
-    let pruned = remove_items(
-        merged,
-        &merged_set.difference(&pruned_set.union(&managed)),
-        schema,
-    );
-    let pruned_set = ensure_named(&field_set(&pruned, schema, false)?, schema);
-    Ok(remove_items(
-        merged,
-        &merged_set.difference(&pruned_set).intersection(&last),
-        schema,
-    ))
-}
-
-// ---------------------------------------------------------------------------------------
-// Compare
-// ---------------------------------------------------------------------------------------
-
-#[derive(Default)]
-struct Changes {
-    added: FieldSet,
-    modified: FieldSet,
-    removed: FieldSet,
-}
-
-/// structured-merge-diff `TypedValue.Compare`.
-fn compare(old: &Value, new: &Value, schema: &FieldSchema) -> Changes {
-    let mut changes = Changes::default();
-    diff(
-        Some(old),
-        Some(new),
-        schema,
-        &mut Vec::new(),
-        &mut changes,
-        false,
-    );
-    changes
-}
-
-fn children<'a>(value: Option<&'a Value>, schema: &FieldSchema) -> Vec<(PathElement, &'a Value)> {
-    match value {
-        Some(Value::Object(map)) => map
-            .iter()
-            .map(|(k, v)| (PathElement::Field(k.clone()), v))
-            .collect(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .enumerate()
-            .filter_map(|(i, v)| item_element(schema, v, i).ok().map(|pe| (pe, v)))
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// Maps and lists that a write adds are owned in their own right (their Go fields are
-/// `omitempty`); structs are not (Go zero values make them look present already).
-fn is_owned_when_added(schema: &FieldSchema) -> bool {
-    !schema.always_present && matches!(schema.shape, Shape::Map | Shape::Deduced | Shape::List)
-}
-
-/// `own` says whether this node is owned in its own right when added: list items, map
-/// entries and maps are; struct fields are not.
-fn diff(
-    old: Option<&Value>,
-    new: Option<&Value>,
-    schema: &FieldSchema,
-    path: &mut Vec<PathElement>,
-    out: &mut Changes,
-    own: bool,
-) {
-    let probe = new.or(old).unwrap_or(&Value::Null);
-    let leaf = is_atomic(probe, schema)
-        || old
-            .zip(new)
-            .is_some_and(|(o, n)| std::mem::discriminant(o) != std::mem::discriminant(n));
-    if leaf {
-        match (old, new) {
-            (None, Some(_)) => out.added.insert(path),
-            (Some(_), None) => out.removed.insert(path),
-            (Some(o), Some(n)) if o != n => out.modified.insert(path),
-            _ => {}
-        }
-        return;
-    }
-    match (old, new) {
-        (None, Some(_)) if own || is_owned_when_added(schema) => out.added.insert(path),
-        (Some(_), None) => out.removed.insert(path),
-        _ => {}
-    }
-    let old_children = children(old, schema);
-    let new_children = children(new, schema);
-    let mut keys: Vec<&PathElement> = old_children.iter().map(|(k, _)| k).collect();
-    for (k, _) in &new_children {
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
-    for pe in keys {
-        let o = old_children.iter().find(|(k, _)| k == pe).map(|(_, v)| *v);
-        let n = new_children.iter().find(|(k, _)| k == pe).map(|(_, v)| *v);
-        let (child, own_child) = match pe {
-            PathElement::Field(name) => (schema.child(name), !schema.declares(name)),
-            _ => (schema.item(), true),
-        };
-        path.push(pe.clone());
-        diff(o, n, child, path, out, own_child);
-        path.pop();
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::apiserver::patch::ConflictCause;
     use serde_json::json;
 
     fn deployment() -> PatchSchema {
@@ -988,8 +377,7 @@ mod tests {
         .unwrap();
         let mut scaled = first.clone();
         scaled["spec"]["replicas"] = json!(7);
-        let updated =
-            record_update(&first, &scaled, &deployment(), &ApplyOptions::new("hpa")).unwrap();
+        let updated = record_update(&first, &scaled, &deployment(), &ApplyOptions::new("hpa"));
         assert!(
             entry(&updated, "a", "Apply").unwrap()["fieldsV1"]["f:spec"]
                 .get("f:replicas")
@@ -1013,8 +401,7 @@ mod tests {
             &obj,
             &PatchSchema::builtin("Pod").unwrap(),
             &ApplyOptions::new("kubectl-create"),
-        )
-        .unwrap();
+        );
         let e = entry(&out, "kubectl-create", "Update").unwrap();
         assert_eq!(
             e["fieldsV1"],
@@ -1150,8 +537,7 @@ mod tests {
             &edited,
             &deployment(),
             &ApplyOptions::new("kubectl-label"),
-        )
-        .unwrap();
+        );
         let out = run(&edited, &config(None, "web:1"), &opts).unwrap();
         assert_eq!(out["metadata"]["labels"], json!({"team": "a"}));
         assert!(entry(&out, "kubectl-label", "Update").is_some());
@@ -1167,8 +553,7 @@ mod tests {
         .unwrap();
         let mut edited = first.clone();
         edited["spec"].as_object_mut().unwrap().remove("replicas");
-        let out =
-            record_update(&first, &edited, &deployment(), &ApplyOptions::new("editor")).unwrap();
+        let out = record_update(&first, &edited, &deployment(), &ApplyOptions::new("editor"));
         assert!(
             entry(&out, "a", "Apply").unwrap()["fieldsV1"]["f:spec"]
                 .get("f:replicas")
@@ -1194,7 +579,7 @@ mod tests {
         let opts = ApplyOptions::new("deployment-controller")
             .subresource("status")
             .at("2026-01-01T00:00:01Z");
-        let out = record_update(&live, &new, &deployment(), &opts).unwrap();
+        let out = record_update(&live, &new, &deployment(), &opts);
         let e = entry(&out, "deployment-controller", "Update").unwrap();
         assert_eq!(e["subresource"], json!("status"));
         assert_eq!(
@@ -1225,8 +610,7 @@ mod tests {
             &labelled,
             &deployment(),
             &ApplyOptions::new("alpha"),
-        )
-        .unwrap();
+        );
         let err = run(
             &labelled,
             &config(Some(3), "web:2"),

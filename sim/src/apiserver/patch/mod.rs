@@ -12,9 +12,11 @@ mod builtin;
 mod error;
 mod fieldset;
 mod json;
+mod managed;
 pub mod merge;
 mod schema;
 mod strategic;
+mod typed;
 
 use serde_json::Value;
 
