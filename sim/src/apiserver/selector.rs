@@ -5,6 +5,19 @@
 //! selectors as `metav1.LabelSelector` (Deployments, PDBs). Both must behave exactly as
 //! `k8s.io/apimachinery/pkg/labels` and `.../fields` do, including their error messages,
 //! because a client that works against the simulator must work against EKS.
+//!
+//! ```
+//! use dovetail_sim::apiserver::selector::{FieldSelector, LabelSelector};
+//! use serde_json::json;
+//!
+//! let pod = json!({"kind": "Pod", "metadata": {"name": "web-1", "labels": {"app": "web"}},
+//!                  "status": {"phase": "Pending"}});
+//! let labels = LabelSelector::parse("app in (web, api), !canary").unwrap();
+//! let fields = FieldSelector::parse("spec.nodeName=,status.phase!=Failed").unwrap();
+//! fields.supported_for("Pod").unwrap();
+//! assert!(labels.matches_object(&pod) && fields.matches(&pod));
+//! assert_eq!(labels.to_string(), "app in (api,web),!canary");
+//! ```
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -6,6 +6,21 @@
 //! [`patch`], or [`apply_create`] when an apply targets an object that does not exist yet.
 //! Non-apply writes record their field ownership with [`record_update`].
 //! Everything here is pure: no clock (the caller passes the timestamp), no I/O.
+//!
+//! ```
+//! use dovetail_sim::apiserver::patch::{ApplyOptions, PatchSchema, PatchType, patch, record_update};
+//! use serde_json::json;
+//!
+//! let schema = PatchSchema::builtin("Pod").unwrap();
+//! let live = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+//!                   "spec": {"containers": [{"name": "app", "image": "app:1"}]}});
+//! let body = br#"{"spec":{"containers":[{"name":"app","image":"app:2"}]}}"#;
+//! let opts = ApplyOptions::new("kubectl-patch").at("2026-01-01T00:00:00Z");
+//! let patched = patch(PatchType::StrategicMerge, &live, body, &schema, &opts).unwrap();
+//! let stored = record_update(&live, &patched, &schema, &opts);
+//! assert_eq!(stored["spec"]["containers"][0]["image"], "app:2");
+//! assert_eq!(stored["metadata"]["managedFields"][0]["operation"], "Update");
+//! ```
 
 mod apply;
 mod builtin;

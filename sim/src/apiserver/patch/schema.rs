@@ -349,6 +349,19 @@ impl PatchSchema {
         }
     }
 
+    /// The schema of one served version of a CRD manifest (`apiextensions.k8s.io/v1`):
+    /// its `openAPIV3Schema` and whether it has a status subresource. `None` when the
+    /// version is not in the CRD.
+    pub fn from_crd_manifest(crd: &Value, version: &str) -> Option<PatchSchema> {
+        let versions = crd.pointer("/spec/versions")?.as_array()?;
+        let v = versions
+            .iter()
+            .find(|v| v.get("name").and_then(Value::as_str) == Some(version))?;
+        let schema = v.pointer("/schema/openAPIV3Schema");
+        let status = v.pointer("/subresources/status").is_some();
+        Some(PatchSchema::from_crd(schema, status))
+    }
+
     /// A schema with no list or map information, for tests and unknown kinds.
     pub fn from_root(root: FieldSchema, strategic: bool, status_subresource: bool) -> PatchSchema {
         PatchSchema {
@@ -410,6 +423,25 @@ mod tests {
             s.root().child("metadata").child("finalizers").list_type,
             ListType::Set
         );
+    }
+
+    #[test]
+    fn crd_manifests_give_the_schema_of_a_version() {
+        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "spec": {
+            "versions": [{"name": "v1", "subresources": {"status": {}}, "schema": {"openAPIV3Schema": {
+                "type": "object",
+                "properties": {"spec": {"type": "object", "properties": {
+                    "requirements": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "object"}}
+                }}}
+            }}}]
+        }});
+        let s = PatchSchema::from_crd_manifest(&crd, "v1").unwrap();
+        assert!(s.has_status_subresource());
+        assert_eq!(
+            s.root().child("spec").child("requirements").list_type,
+            ListType::Atomic
+        );
+        assert!(PatchSchema::from_crd_manifest(&crd, "v2").is_none());
     }
 
     #[test]
