@@ -23,8 +23,63 @@ pub fn apply(current: &Value, body: &[u8]) -> Result<Value, PatchError> {
         )));
     }
     let mut doc = current.clone();
-    json_patch::patch(&mut doc, &ops.0).map_err(|e| PatchError::Unprocessable(e.to_string()))?;
+    for (index, op) in ops.0.iter().enumerate() {
+        if let json_patch::PatchOperation::Test(test) = op {
+            check(&doc, test)?;
+            continue;
+        }
+        json_patch::patch(&mut doc, std::slice::from_ref(op)).map_err(|e| {
+            PatchError::Unprocessable(format!(
+                "operation {index} ({}) failed at path '{}': {}",
+                op_name(op),
+                e.path,
+                e.kind
+            ))
+        })?;
+    }
     Ok(doc)
+}
+
+/// The `test` operation as the apiserver's json-patch library runs it: a missing path
+/// equals `null` (kube-runtime's finalizer helper tests `/metadata/finalizers` against
+/// `null` on objects without finalizers), and numbers compare by value.
+fn check(doc: &Value, test: &json_patch::TestOperation) -> Result<(), PatchError> {
+    let actual = doc.pointer(test.path.as_str()).unwrap_or(&Value::Null);
+    if json_equal(actual, &test.value) {
+        Ok(())
+    } else {
+        Err(PatchError::Unprocessable(format!(
+            "testing value {} failed: test failed",
+            test.path
+        )))
+    }
+}
+
+/// Deep equality where `1` and `1.0` are the same number.
+fn json_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_equal(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+fn op_name(op: &json_patch::PatchOperation) -> &'static str {
+    match op {
+        json_patch::PatchOperation::Add(_) => "add",
+        json_patch::PatchOperation::Remove(_) => "remove",
+        json_patch::PatchOperation::Replace(_) => "replace",
+        json_patch::PatchOperation::Move(_) => "move",
+        json_patch::PatchOperation::Copy(_) => "copy",
+        json_patch::PatchOperation::Test(_) => "test",
+    }
 }
 
 #[cfg(test)]
@@ -67,7 +122,40 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.status_code(), 422);
-        assert!(err.to_string().contains("value did not match"), "{err}");
+        assert_eq!(err.to_string(), "testing value /a failed: test failed");
+    }
+
+    #[test]
+    fn kube_runtime_finalizer_patches_apply() {
+        // kube-runtime finalizer(): first finalizer on an object without any.
+        let add_first = json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": null},
+            {"op": "add", "path": "/metadata/finalizers", "value": ["dovetail/cleanup"]}
+        ]);
+        let obj = run(json!({"metadata": {"name": "x"}}), add_first.clone()).unwrap();
+        assert_eq!(obj["metadata"]["finalizers"], json!(["dovetail/cleanup"]));
+        // The same patch again fails: someone else added finalizers meanwhile.
+        assert_eq!(run(obj.clone(), add_first).unwrap_err().status_code(), 422);
+        // Removal tests the exact list, then removes by index.
+        let remove = json!([
+            {"op": "test", "path": "/metadata/finalizers/0", "value": "dovetail/cleanup"},
+            {"op": "remove", "path": "/metadata/finalizers/0"}
+        ]);
+        assert_eq!(
+            run(obj, remove).unwrap()["metadata"]["finalizers"],
+            json!([])
+        );
+    }
+
+    #[test]
+    fn test_compares_numbers_by_value() {
+        assert!(
+            run(
+                json!({"a": 1}),
+                json!([{"op": "test", "path": "/a", "value": 1.0}])
+            )
+            .is_ok()
+        );
     }
 
     #[test]
