@@ -126,8 +126,10 @@ pub(crate) fn apply(
 
     let mut live_plain = live.clone();
     strip_managed_fields(&mut live_plain);
+    // Validated first: no map-list item may lack its keys or repeat them.
+    let config_set = field_set(config, root, true).map_err(|e| typed_patch_error(config, &e))?;
+    let config_set = strip(&config_set, &reset);
     let merged = merge(Some(&live_plain), config, root)?;
-    let config_set = strip(&field_set(config, root, true)?, &reset);
     managers.insert(
         key.clone(),
         Entry {
@@ -167,6 +169,19 @@ pub(crate) fn apply(
     let mut out = result;
     write_managers(&mut out, managers);
     Ok(out)
+}
+
+/// The apiserver's 500 for an apply configuration that does not fit the schema
+/// (`failed to create typed patch object (default/web; apps/v1, Kind=Deployment): ...`).
+fn typed_patch_error(config: &Value, cause: &PatchError) -> PatchError {
+    let text = |p: &str| config.pointer(p).and_then(Value::as_str).unwrap_or("");
+    PatchError::Internal(format!(
+        "failed to create typed patch object ({}/{}; {}, Kind={}): {cause}",
+        text("/metadata/namespace"),
+        text("/metadata/name"),
+        text("/apiVersion"),
+        text("/kind")
+    ))
 }
 
 /// Records a non-apply write (create, update, JSON/merge/strategic patch) as an `Update`
@@ -445,6 +460,27 @@ mod tests {
                 .get("k:{\"containerPort\":80,\"protocol\":\"TCP\"}")
                 .is_some(),
             "{ports}"
+        );
+    }
+
+    #[test]
+    fn map_list_items_without_keys_or_with_duplicate_keys_are_refused() {
+        let mut missing = config(Some(1), "x");
+        missing["spec"]["template"]["spec"]["containers"] = json!([{"image": "x"}]);
+        let err = run(&json!({}), &missing, &ApplyOptions::new("m")).unwrap_err();
+        assert_eq!(err.status_code(), 500);
+        assert_eq!(
+            err.to_string(),
+            "failed to create typed patch object (default/web; apps/v1, Kind=Deployment): .spec.template.spec.containers: element 0: associative list with keys has an element that omits key field \"name\" (and doesn't have default value)"
+        );
+        let mut twice = config(Some(1), "x");
+        twice["spec"]["template"]["spec"]["containers"] = json!([{"name": "a"}, {"name": "a"}]);
+        let err = run(&json!({}), &twice, &ApplyOptions::new("m")).unwrap_err();
+        assert!(
+            err.to_string().ends_with(
+                ".spec.template.spec.containers: duplicate entries for key [name=\"a\"]"
+            ),
+            "{err}"
         );
     }
 

@@ -41,8 +41,9 @@ pub enum PatchError {
     /// More JSON patch operations than the apiserver accepts (10,000): 413.
     #[error("{0}")]
     TooLarge(String),
-    /// A strategic merge patch error the apiserver does not classify (missing merge key,
-    /// unknown `$patch` value): it answers 500 InternalError with this message.
+    /// An error the apiserver does not classify and answers 500 InternalError with this
+    /// message: strategic merge patch without a merge key or with an unknown `$patch`, an
+    /// apply configuration whose map lists lack or repeat their keys.
     #[error("{0}")]
     Internal(String),
 }

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::PatchError;
-use super::fieldset::{FieldSet, PathElement};
+use super::fieldset::{FieldSet, PathElement, path_string};
 use super::managed::Managers;
 use super::schema::{FieldSchema, ListType, Shape};
 
@@ -154,7 +154,7 @@ fn item_element(
             for k in &sorted {
                 let value = item.get(k).cloned().or_else(|| schema.item().child(k).default.clone()).ok_or_else(|| {
                     PatchError::BadRequest(format!(
-                        "element {index}: associative list with keys has an element that omits key field \"{k}\""
+                        "element {index}: associative list with keys has an element that omits key field \"{k}\" (and doesn't have default value)"
                     ))
                 })?;
                 key_map.insert(k.clone(), value);
@@ -206,12 +206,27 @@ fn walk(
             }
         }
         Value::Array(items) => {
+            let mut seen: Vec<PathElement> = Vec::new();
             for (i, item) in items.iter().enumerate() {
                 let pe = match item_element(schema, item, i) {
                     Ok(pe) => pe,
-                    Err(e) if strict => return Err(e),
+                    Err(e) if strict => {
+                        return Err(PatchError::BadRequest(format!(
+                            "{}: {e}",
+                            path_string(path)
+                        )));
+                    }
                     Err(_) => continue,
                 };
+                if strict && !matches!(pe, PathElement::Index(_)) {
+                    if seen.contains(&pe) {
+                        return Err(PatchError::BadRequest(format!(
+                            "{}: duplicate entries for key {pe}",
+                            path_string(path)
+                        )));
+                    }
+                    seen.push(pe.clone());
+                }
                 path.push(pe);
                 walk(item, schema.item(), path, set, strict)?;
                 set.insert(path);
