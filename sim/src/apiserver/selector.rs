@@ -941,6 +941,12 @@ impl FieldSelector {
     /// [`field_value`], using the object's own `kind` for kind-specific defaults.
     pub fn matches(&self, object: &Value) -> bool {
         let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
+        self.matches_as(kind, object)
+    }
+
+    /// As [`FieldSelector::matches`] for an object of a known kind (stored objects that do
+    /// not carry `kind`).
+    pub fn matches_as(&self, kind: &str, object: &Value) -> bool {
         self.terms
             .iter()
             .all(|t| (field_value(kind, object, &t.field) == t.value) != t.negated)
@@ -1381,6 +1387,13 @@ mod tests {
             FieldSelector::parse("involvedObject.name=p,source=kubelet")
                 .unwrap()
                 .matches(&event)
+        );
+        let bare_node = json!({"metadata": {"name": "n"}});
+        let unschedulable = FieldSelector::parse("spec.unschedulable=false").unwrap();
+        assert!(unschedulable.matches_as("Node", &bare_node));
+        assert!(
+            !unschedulable.matches(&bare_node),
+            "without a kind there is no Node default"
         );
         let pod = json!({"kind": "Pod", "status": {"podIPs": [{"ip": "10.0.0.1"}]}});
         assert!(

@@ -171,6 +171,28 @@ pub(crate) fn apply(
     Ok(out)
 }
 
+/// The field manager of a write: the `fieldManager` parameter, or else the client's
+/// `User-Agent` up to its first `/`, printable characters only, at most 128 (apiserver
+/// `managerOrUserAgent`; e.g. `kubectl/v1.34.0 (linux/amd64)` gives `kubectl`).
+pub fn manager_or_user_agent(field_manager: Option<&str>, user_agent: &str) -> String {
+    /// apiserver `prefixFromUserAgent` keeps at most this many bytes.
+    const USER_AGENT_PREFIX_BYTES_MAX: usize = 128;
+    if let Some(manager) = field_manager.filter(|m| !m.is_empty()) {
+        return manager.to_string();
+    }
+    let mut out = String::new();
+    for c in user_agent.split('/').next().unwrap_or("").chars() {
+        if c.is_control() {
+            continue;
+        }
+        if out.len() >= USER_AGENT_PREFIX_BYTES_MAX {
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The apiserver's 500 for an apply configuration that does not fit the schema
 /// (`failed to create typed patch object (default/web; apps/v1, Kind=Deployment): ...`).
 fn typed_patch_error(config: &Value, cause: &PatchError) -> PatchError {
@@ -482,6 +504,20 @@ mod tests {
             ),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_manager_defaults_to_the_user_agent_prefix() {
+        assert_eq!(
+            manager_or_user_agent(Some("karpenter"), "kube-rs/5.0"),
+            "karpenter"
+        );
+        assert_eq!(
+            manager_or_user_agent(None, "kubectl/v1.34.0 (linux/amd64) kubernetes/abc"),
+            "kubectl"
+        );
+        assert_eq!(manager_or_user_agent(Some(""), "kube-rs/5.0"), "kube-rs");
+        assert_eq!(manager_or_user_agent(None, &"x".repeat(200)).len(), 128);
     }
 
     #[test]

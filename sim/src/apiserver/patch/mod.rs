@@ -35,7 +35,7 @@ mod typed;
 
 use serde_json::Value;
 
-pub use apply::{ApplyOptions, record_update};
+pub use apply::{ApplyOptions, manager_or_user_agent, record_update};
 pub use error::{ConflictCause, PatchError};
 pub use fieldset::{FieldSet, PathElement};
 pub use schema::{FieldSchema, ListType, PatchSchema, Shape};
