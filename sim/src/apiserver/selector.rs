@@ -487,6 +487,13 @@ impl LabelSelector {
     }
 }
 
+impl Default for LabelSelector {
+    /// The empty selector, which matches everything (an absent `labelSelector` parameter).
+    fn default() -> LabelSelector {
+        LabelSelector::everything()
+    }
+}
+
 impl fmt::Display for LabelSelector {
     /// The canonical query-string form (`labels.Selector.String()`); both `everything` and
     /// `nothing` print as the empty string, as in apimachinery.

@@ -7,6 +7,21 @@ use serde_json::json;
 
 use super::schema::FieldSchema as S;
 
+/// The built-in kinds with a patch table (the server serves exactly these).
+pub const KINDS: &[&str] = &[
+    "Pod",
+    "Node",
+    "Namespace",
+    "Event",
+    "Service",
+    "Deployment",
+    "ReplicaSet",
+    "DaemonSet",
+    "Job",
+    "PodDisruptionBudget",
+    "Lease",
+];
+
 /// The root schema of a built-in kind, or `None` if the server does not serve it.
 pub fn root(kind: &str) -> Option<S> {
     let (spec, status) = match kind {
@@ -198,21 +213,10 @@ mod tests {
 
     #[test]
     fn every_served_kind_has_a_table() {
-        for kind in [
-            "Pod",
-            "Node",
-            "Namespace",
-            "Event",
-            "Service",
-            "Deployment",
-            "ReplicaSet",
-            "DaemonSet",
-            "Job",
-            "PodDisruptionBudget",
-            "Lease",
-        ] {
+        for kind in KINDS {
             assert!(root(kind).is_some(), "{kind}");
         }
+        assert!(root("NodePool").is_none());
     }
 
     #[test]

@@ -321,6 +321,11 @@ impl PatchSchema {
         })
     }
 
+    /// The kinds [`PatchSchema::builtin`] knows.
+    pub fn builtin_kinds() -> &'static [&'static str] {
+        super::builtin::KINDS
+    }
+
     /// The schema of a custom resource from its CRD version's `openAPIV3Schema` (or a
     /// schemaless one for `None`). Strategic merge patch is refused for it, as the apiserver
     /// does.
