@@ -367,7 +367,7 @@ impl PatchSchema {
         Some(PatchSchema::from_crd(schema, status))
     }
 
-    /// A schema with no list or map information, for tests and unknown kinds.
+    /// A schema from a hand-built root (tests, or a kind without a table).
     pub fn from_root(root: FieldSchema, strategic: bool, status_subresource: bool) -> PatchSchema {
         PatchSchema {
             root,
