@@ -225,7 +225,7 @@ impl ApiServer {
             }
             (Method::DELETE, None, None) => {
                 let opts = delete_options(&body, &q)?;
-                let matcher = matcher(&q)?;
+                let matcher = matcher(&rt, &q)?;
                 let mut s = store();
                 let page = s.list(&rt, target.namespace.as_deref(), Some(&matcher), None, None)?;
                 let mut items = Vec::new();
@@ -257,7 +257,7 @@ impl ApiServer {
     }
 
     fn list(&self, rt: &ResourceType, namespace: Option<&str>, q: &Query, table: bool) -> ApiResult<Response<Body>> {
-        let matcher = matcher(q)?;
+        let matcher = matcher(rt, q)?;
         let s = self.store.lock().unwrap_or_else(|e| e.into_inner());
         let page = s.list(rt, namespace, Some(&matcher), q.limit, q.continue_token.as_deref())?;
         let mut meta = json!({"resourceVersion": page.rv.to_string()});
@@ -294,7 +294,7 @@ impl ApiServer {
     }
 
     fn watch(&self, rt: &ResourceType, namespace: Option<&str>, q: &Query, table: bool) -> ApiResult<Response<Body>> {
-        let matcher = matcher(q)?;
+        let matcher = matcher(rt, q)?;
         let start = match (q.send_initial_events, q.resource_version.as_deref()) {
             (true, _) | (false, None | Some("0")) => WatchStart::Current,
             (false, Some(rv)) => WatchStart::After(
@@ -344,18 +344,16 @@ impl ApiServer {
     ) -> ApiResult<(Arc<Value>, bool)> {
         let pt = PatchType::from_content_type(content_type)
             .ok_or_else(|| ApiError::unsupported_media_type(format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {content_type})")))?;
-        if pt == PatchType::StrategicMerge && rt.custom {
-            return Err(ApiError::unsupported_media_type(format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (strategic merge patch is not supported for custom resources: {})",
-                rt.group_resource()
-            )));
-        }
-        let opts = patch::ApplyOptions { field_manager: q.field_manager.clone().unwrap_or_default(), force: q.force };
-        if pt == PatchType::Apply && opts.field_manager.is_empty() {
-            return Err(ApiError::bad_request("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"));
+        if pt == PatchType::StrategicMerge && !patch_schema(rt).supports_strategic_merge() {
+            return Err(patch_error(patch::unsupported_media_type(&patch_schema(rt))));
         }
         let mut s = self.store.lock().unwrap_or_else(|e| e.into_inner());
-        let schema = patch::PatchSchema::for_type(rt);
+        let mut opts = patch::ApplyOptions::new(q.field_manager.as_deref().unwrap_or("")).force(q.force).at(&s.clock().now_rfc3339());
+        if part == Part::Status {
+            opts = opts.subresource("status");
+        }
+        patch::validate_options(pt, &opts).map_err(patch_error)?;
+        let schema = patch_schema(rt);
         let current = match s.get(rt, ns, name) {
             Ok(c) => c,
             Err(e) if e.code == 404 && pt == PatchType::Apply && part == Part::Main => {
@@ -421,18 +419,41 @@ fn part_of(rt: &ResourceType, sub: Option<&str>) -> ApiResult<Part> {
     }
 }
 
-fn matcher(q: &Query) -> ApiResult<Matcher> {
+fn matcher(rt: &ResourceType, q: &Query) -> ApiResult<Matcher> {
     let labels = match &q.label_selector {
-        Some(s) => Some(LabelSelector::parse(s).map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?),
+        Some(s) => Some(LabelSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?),
         None => None,
     };
     let fields = match &q.field_selector {
-        Some(s) => Some(FieldSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?),
+        Some(s) => {
+            let f = FieldSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?;
+            let supported = if rt.custom {
+                let selectable = selectable_fields(rt);
+                let refs: Vec<&str> = selectable.iter().map(String::as_str).collect();
+                f.supported_for_custom_resource(!rt.namespaced, &refs)
+            } else {
+                f.supported_for(&rt.kind)
+            };
+            supported.map_err(|e| ApiError::bad_request(e.to_string()))?;
+            Some(f)
+        }
         None => None,
     };
     Ok(Arc::new(move |obj: &Value| {
         labels.as_ref().is_none_or(|l| l.matches(&super::labels_of(obj))) && fields.as_ref().is_none_or(|f| f.matches(obj))
     }))
+}
+
+/// A CRD version's `selectableFields`, as field labels (`spec.x`).
+fn selectable_fields(rt: &ResourceType) -> Vec<String> {
+    rt.crd
+        .as_ref()
+        .and_then(|crd| crd.pointer("/spec/versions")?.as_array()?.iter().find(|v| v["name"].as_str() == Some(&rt.version)).cloned())
+        .and_then(|v| v["selectableFields"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|f| f["jsonPath"].as_str().map(|p| p.trim_start_matches('.').to_string()))
+        .collect()
 }
 
 fn decode_body(body: &[u8], content_type: &str) -> ApiResult<Value> {
@@ -469,13 +490,31 @@ fn delete_options(body: &[u8], q: &Query) -> ApiResult<DeleteOptions> {
 }
 
 fn patch_error(e: patch::PatchError) -> ApiError {
-    use patch::PatchError as P;
-    match e {
-        P::BadRequest(m) => ApiError::bad_request(m),
-        P::Invalid(m) => ApiError { code: 422, reason: "Invalid", message: m, details: None },
-        P::Conflict(m) => ApiError { code: 409, reason: "Conflict", message: m, details: None },
-        P::UnsupportedMediaType(m) => ApiError::unsupported_media_type(m),
+    let code = e.status_code();
+    let reason = e.reason();
+    let mut err = match &e {
+        patch::PatchError::Unprocessable(cause) => ApiError {
+            code,
+            reason,
+            message: "the server rejected our request due to an error in our request".into(),
+            details: Some(json!({"causes": [{"reason": "FieldValueInvalid", "message": cause}]})),
+        },
+        _ => ApiError { code, reason, message: e.to_string(), details: None },
+    };
+    if let patch::PatchError::Conflict { causes, .. } = &e {
+        err.details = Some(json!({"causes": causes.iter().map(|c| json!({"reason": "FieldManagerConflict", "message": c.message, "field": c.field})).collect::<Vec<_>>()}));
     }
+    err
+}
+
+/// How patches merge lists of this type: the built-in table, or the CRD's list types.
+fn patch_schema(rt: &ResourceType) -> patch::PatchSchema {
+    if let Some(crd) = &rt.crd
+        && let Some(s) = patch::PatchSchema::from_crd_manifest(crd, &rt.version)
+    {
+        return s;
+    }
+    patch::PatchSchema::builtin(&rt.kind).unwrap_or_else(|| patch::PatchSchema::from_crd(None, rt.status_subresource))
 }
 
 fn success(code: u16) -> Value {
