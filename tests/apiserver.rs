@@ -68,7 +68,9 @@ fn stale_update_conflicts_and_generation_tracks_spec_only() {
     let (mut sim, _server, _) = apiserver_world(2);
     sim.client("test", async {
         let nodes: Api<Node> = Api::all(client());
-        let n: Node = serde_json::from_value(json!({"metadata": {"name": "n1"}, "spec": {"providerID": "aws:///us-east-1a/i-1"}}))?;
+        let n: Node = serde_json::from_value(
+            json!({"metadata": {"name": "n1"}, "spec": {"providerID": "aws:///us-east-1a/i-1"}}),
+        )?;
         let v1 = nodes.create(&PostParams::default(), &n).await?;
 
         let mut a = v1.clone();
@@ -128,7 +130,8 @@ fn patch_types_and_server_side_apply() {
         assert_eq!(n.metadata.labels.unwrap()["c"], "3");
 
         // A failing JSON patch test is a 422 and changes nothing.
-        let ops: json_patch_ops::Patch = serde_json::from_value(json!([{"op": "test", "path": "/metadata/name", "value": "other"}]))?;
+        let ops: json_patch_ops::Patch =
+            serde_json::from_value(json!([{"op": "test", "path": "/metadata/name", "value": "other"}]))?;
         let err = nodes.patch("n1", &PatchParams::default(), &Patch::<()>::Json(ops)).await.unwrap_err();
         assert_eq!(api_code(&err), Some(422));
         Ok(())
@@ -195,7 +198,17 @@ fn watcher_resumes_and_relists_after_410() {
     let seen = seen.lock().unwrap().clone();
     assert_eq!(
         seen,
-        vec!["init#1", "init-done", "apply a", "apply b", "delete a", "error 410", "init#2", "init-apply b", "init-done"],
+        vec![
+            "init#1",
+            "init-done",
+            "apply a",
+            "apply b",
+            "delete a",
+            "error 410",
+            "init#2",
+            "init-apply b",
+            "init-done"
+        ],
         "{seen:?}"
     );
 }
@@ -267,7 +280,8 @@ fn finalizers_delay_deletion_and_owners_collect_dependents() {
         let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "team"}}))?;
         nss.create(&PostParams::default(), &ns).await?;
         let nodes: Api<Node> = Api::all(client());
-        let n: Node = serde_json::from_value(json!({"metadata": {"name": "n1", "finalizers": ["karpenter.sh/termination"]}}))?;
+        let n: Node =
+            serde_json::from_value(json!({"metadata": {"name": "n1", "finalizers": ["karpenter.sh/termination"]}}))?;
         let created = nodes.create(&PostParams::default(), &n).await?;
 
         nodes.delete("n1", &DeleteParams::default()).await?;
@@ -275,7 +289,10 @@ fn finalizers_delay_deletion_and_owners_collect_dependents() {
         assert!(deleting.metadata.deletion_timestamp.is_some());
         // No new finalizers on an object being deleted.
         let add = json!({"metadata": {"finalizers": ["karpenter.sh/termination", "other"]}});
-        assert_eq!(api_code(&nodes.patch("n1", &PatchParams::default(), &Patch::Merge(&add)).await.unwrap_err()), Some(422));
+        assert_eq!(
+            api_code(&nodes.patch("n1", &PatchParams::default(), &Patch::Merge(&add)).await.unwrap_err()),
+            Some(422)
+        );
 
         // A pod owned by the node is collected when the node goes.
         let pods: Api<Pod> = Api::namespaced(client(), "team");

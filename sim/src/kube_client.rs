@@ -11,8 +11,6 @@ pub fn sim_kube_client(host: &str, port: u16) -> kube::Client {
     let connector = TurmoilConnector::new(Duration::from_secs(10));
     let client = http_client::<Body>(connector);
     let base: http::Uri = format!("http://{host}:{port}").parse().expect("host and port make a valid URI");
-    let service = tower::ServiceBuilder::new()
-        .layer(kube::client::middleware::BaseUriLayer::new(base))
-        .service(client);
+    let service = tower::ServiceBuilder::new().layer(kube::client::middleware::BaseUriLayer::new(base)).service(client);
     kube::Client::new(service, "default")
 }

@@ -76,7 +76,8 @@ pub fn run(loaded: &Loaded, seed: u64) -> anyhow::Result<Outcome> {
     let failures = Arc::new(Mutex::new(Vec::new()));
     let plan = plan(&loaded.scenario.steps, seed);
     {
-        let (install, server, actions, failures) = (loaded.install.clone(), server.clone(), actions.clone(), failures.clone());
+        let (install, server, actions, failures) =
+            (loaded.install.clone(), server.clone(), actions.clone(), failures.clone());
         sim.client("driver", async move {
             let client = sim_kube_client("apiserver", apiserver::API_PORT);
             for obj in &install {
@@ -146,7 +147,10 @@ pub fn run(loaded: &Loaded, seed: u64) -> anyhow::Result<Outcome> {
         watch_events_observed: observed.load(Ordering::Relaxed),
         actions: actions.load(Ordering::Relaxed),
         failures: failures.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-        reproduce: format!("cargo run --release -p dovetail-sim --bin dovetail -- run {} --seed {seed}", loaded.path.display()),
+        reproduce: format!(
+            "cargo run --release -p dovetail-sim --bin dovetail -- run {} --seed {seed}",
+            loaded.path.display()
+        ),
     };
     drop(store);
     Ok(Outcome { report, trace })

@@ -2,21 +2,15 @@
 //! passes (with defaults applied), invalid ones fail on the field and with the message a real
 //! apiserver gives, unknown fields are pruned, and every CEL rule is evaluated.
 
-use dovetail_sim::apiserver::schema::{
-    CrdSchema, FieldErrorKind, Rejection, RuleResult, invalid_status,
-};
+use dovetail_sim::apiserver::schema::{CrdSchema, FieldErrorKind, Rejection, RuleResult, invalid_status};
 use serde_json::{Value, json};
 
 const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/crds");
-const EXAMPLES: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/data/karpenter-examples"
-);
+const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/karpenter-examples");
 
 fn read_yaml(path: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let docs: Vec<Value> =
-        serde_saphyr::from_multiple(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
     docs.into_iter().filter(|d| !d.is_null()).collect()
 }
 
@@ -99,52 +93,29 @@ fn every_example_manifest_is_admitted_with_defaults_applied() {
                 panic!("{file}: the upstream typo must be rejected, got {result:?}");
             };
             assert_eq!(
-                errors
-                    .iter()
-                    .map(|e| e.message.as_str())
-                    .collect::<Vec<_>>(),
+                errors.iter().map(|e| e.message.as_str()).collect::<Vec<_>>(),
                 [
                     r#"spec.template.spec.nodeClassRef.group: Invalid value: "karpenter.k8s.aws/v1": spec.template.spec.nodeClassRef.group in body should match '^[^/]*$'"#
                 ]
             );
             continue;
         }
-        let admitted_doc = result
-            .map(|_| doc)
-            .unwrap_or_else(|e| panic!("{file}: {e:?}"));
+        let admitted_doc = result.map(|_| doc).unwrap_or_else(|e| panic!("{file}: {e:?}"));
         admitted += 1;
         let had = |p: &str| original.pointer(p).is_some();
         if kind == "NodePool" {
             let d = &admitted_doc["spec"]["disruption"];
-            assert!(
-                d["consolidateAfter"].is_string(),
-                "{file}: consolidateAfter defaulted"
-            );
-            assert!(
-                d["consolidationPolicy"].is_string(),
-                "{file}: consolidationPolicy defaulted"
-            );
+            assert!(d["consolidateAfter"].is_string(), "{file}: consolidateAfter defaulted");
+            assert!(d["consolidationPolicy"].is_string(), "{file}: consolidationPolicy defaulted");
             if !had("/spec/disruption/budgets") {
-                assert_eq!(
-                    d["budgets"],
-                    json!([{"nodes": "10%"}]),
-                    "{file}: budgets default"
-                );
+                assert_eq!(d["budgets"], json!([{"nodes": "10%"}]), "{file}: budgets default");
             }
             if !had("/spec/disruption") {
                 assert_eq!(d["consolidateAfter"], json!("0s"), "{file}");
-                assert_eq!(
-                    d["consolidationPolicy"],
-                    json!("WhenEmptyOrUnderutilized"),
-                    "{file}"
-                );
+                assert_eq!(d["consolidationPolicy"], json!("WhenEmptyOrUnderutilized"), "{file}");
             }
             if !had("/spec/template/spec/expireAfter") {
-                assert_eq!(
-                    admitted_doc["spec"]["template"]["spec"]["expireAfter"],
-                    json!("720h"),
-                    "{file}"
-                );
+                assert_eq!(admitted_doc["spec"]["template"]["spec"]["expireAfter"], json!("720h"), "{file}");
             }
         } else if !had("/spec/metadataOptions") {
             assert_eq!(
@@ -160,22 +131,14 @@ fn every_example_manifest_is_admitted_with_defaults_applied() {
 #[test]
 fn nested_defaults_fill_in_partially_given_objects() {
     let classes = node_classes();
-    let mut obj = edit(
-        class(),
-        "/spec/metadataOptions",
-        Some(json!({"httpTokens": "optional"})),
-    );
+    let mut obj = edit(class(), "/spec/metadataOptions", Some(json!({"httpTokens": "optional"})));
     classes.admit(&mut obj, None, true).expect("admitted");
     assert_eq!(
         obj["spec"]["metadataOptions"],
         json!({"httpTokens": "optional", "httpEndpoint": "enabled", "httpProtocolIPv6": "disabled", "httpPutResponseHopLimit": 1})
     );
     let pools = node_pools();
-    let mut obj = edit(
-        pool(),
-        "/spec/disruption",
-        Some(json!({"consolidateAfter": "1m"})),
-    );
+    let mut obj = edit(pool(), "/spec/disruption", Some(json!({"consolidateAfter": "1m"})));
     pools.admit(&mut obj, None, true).expect("admitted");
     assert_eq!(
         obj["spec"]["disruption"],
@@ -221,9 +184,7 @@ fn class() -> Value {
 /// Sets `pointer` in `v` (creating objects on the way), or removes it when `new` is `None`.
 fn edit(mut v: Value, pointer: &str, new: Option<Value>) -> Value {
     let (parent, last) = pointer.rsplit_once('/').expect("pointer");
-    let target = v
-        .pointer_mut(parent)
-        .unwrap_or_else(|| panic!("no {parent}"));
+    let target = v.pointer_mut(parent).unwrap_or_else(|| panic!("no {parent}"));
     match (target, new) {
         (Value::Object(m), Some(n)) => {
             m.insert(last.to_string(), n);
@@ -240,10 +201,7 @@ fn edit(mut v: Value, pointer: &str, new: Option<Value>) -> Value {
     v
 }
 
-fn rejected(
-    schema: &CrdSchema,
-    mut obj: Value,
-) -> Vec<dovetail_sim::apiserver::schema::FieldError> {
+fn rejected(schema: &CrdSchema, mut obj: Value) -> Vec<dovetail_sim::apiserver::schema::FieldError> {
     match schema.admit(&mut obj, None, false) {
         Ok(a) => panic!("admitted: {a:?}\n{obj:#}"),
         Err(Rejection::Invalid(errors)) => errors,
@@ -279,38 +237,22 @@ fn invalid_node_pools_are_rejected_on_the_right_field() {
         ),
         (
             "restricted label karpenter.sh/nodepool in requirements",
-            edit(
-                pool(),
-                &format!("{REQS}/0/key"),
-                Some(json!("karpenter.sh/nodepool")),
-            ),
+            edit(pool(), &format!("{REQS}/0/key"), Some(json!("karpenter.sh/nodepool"))),
             r#"spec.template.spec.requirements[0].key: Invalid value: "string": label "karpenter.sh/nodepool" is restricted"#,
         ),
         (
             "restricted karpenter.sh label domain in template labels",
-            edit(
-                pool(),
-                "/spec/template/metadata",
-                Some(json!({"labels": {"karpenter.sh/custom": "x"}})),
-            ),
+            edit(pool(), "/spec/template/metadata", Some(json!({"labels": {"karpenter.sh/custom": "x"}}))),
             r#"spec.template.metadata.labels: Invalid value: "object": label domain "karpenter.sh" is restricted"#,
         ),
         (
             "restricted karpenter.k8s.aws label domain (AWS provider rule)",
-            edit(
-                pool(),
-                &format!("{REQS}/0/key"),
-                Some(json!("karpenter.k8s.aws/unknown")),
-            ),
+            edit(pool(), &format!("{REQS}/0/key"), Some(json!("karpenter.k8s.aws/unknown"))),
             r#"spec.template.spec.requirements[0].key: Invalid value: "string": label domain "karpenter.k8s.aws" is restricted"#,
         ),
         (
             "bad budget nodes",
-            edit(
-                pool(),
-                "/spec/disruption",
-                Some(json!({"consolidateAfter": "0s", "budgets": [{"nodes": "abc"}]})),
-            ),
+            edit(pool(), "/spec/disruption", Some(json!({"consolidateAfter": "0s", "budgets": [{"nodes": "abc"}]}))),
             r#"spec.disruption.budgets[0].nodes: Invalid value: "abc": spec.disruption.budgets[0].nodes in body should match '^((100|[0-9]{1,2})%|[0-9]+)$'"#,
         ),
         (
@@ -318,37 +260,23 @@ fn invalid_node_pools_are_rejected_on_the_right_field() {
             edit(
                 pool(),
                 "/spec/disruption",
-                Some(
-                    json!({"consolidateAfter": "0s", "budgets": [{"nodes": "1", "schedule": "@daily"}]}),
-                ),
+                Some(json!({"consolidateAfter": "0s", "budgets": [{"nodes": "1", "schedule": "@daily"}]})),
             ),
             r#"spec.disruption.budgets: Invalid value: "array": 'schedule' must be set with 'duration'"#,
         ),
         (
             "bad consolidateAfter",
-            edit(
-                pool(),
-                "/spec/disruption",
-                Some(json!({"consolidateAfter": "5 minutes"})),
-            ),
+            edit(pool(), "/spec/disruption", Some(json!({"consolidateAfter": "5 minutes"}))),
             r#"spec.disruption.consolidateAfter: Invalid value: "5 minutes": spec.disruption.consolidateAfter in body should match '^(([0-9]+(s|m|h))+|Never)$'"#,
         ),
         (
             "bad consolidationPolicy",
-            edit(
-                pool(),
-                "/spec/disruption",
-                Some(json!({"consolidateAfter": "0s", "consolidationPolicy": "Always"})),
-            ),
+            edit(pool(), "/spec/disruption", Some(json!({"consolidateAfter": "0s", "consolidationPolicy": "Always"}))),
             r#"spec.disruption.consolidationPolicy: Unsupported value: "Always": supported values: "WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced""#,
         ),
         (
             "disruption without consolidateAfter",
-            edit(
-                pool(),
-                "/spec/disruption",
-                Some(json!({"consolidationPolicy": "WhenEmpty"})),
-            ),
+            edit(pool(), "/spec/disruption", Some(json!({"consolidationPolicy": "WhenEmpty"}))),
             "spec.disruption.consolidateAfter: Required value",
         ),
         (
@@ -358,11 +286,7 @@ fn invalid_node_pools_are_rejected_on_the_right_field() {
         ),
         (
             "empty nodeClassRef name",
-            edit(
-                pool(),
-                "/spec/template/spec/nodeClassRef/name",
-                Some(json!("")),
-            ),
+            edit(pool(), "/spec/template/spec/nodeClassRef/name", Some(json!(""))),
             r#"spec.template.spec.nodeClassRef.name: Invalid value: "string": name may not be empty"#,
         ),
         (
@@ -383,11 +307,7 @@ fn invalid_node_pools_are_rejected_on_the_right_field() {
         (
             "static NodePool with weight",
             edit(
-                edit(
-                    edit(pool(), "/spec/replicas", Some(json!(3))),
-                    "/spec/weight",
-                    Some(json!(10)),
-                ),
+                edit(edit(pool(), "/spec/replicas", Some(json!(3))), "/spec/weight", Some(json!(10))),
                 "/spec/limits",
                 None,
             ),
@@ -408,10 +328,7 @@ fn invalid_node_pools_are_rejected_on_the_right_field() {
     for (what, obj, expected) in cases {
         let errors = rejected(&pools, obj);
         if std::env::var_os("SHOW_ERRORS").is_some() {
-            println!(
-                "{what}: {:#?}",
-                errors.iter().map(|e| &e.message).collect::<Vec<_>>()
-            );
+            println!("{what}: {:#?}", errors.iter().map(|e| &e.message).collect::<Vec<_>>());
         }
         if errors[0].message != expected {
             failures.push(format!(
@@ -429,11 +346,7 @@ fn invalid_ec2_node_classes_are_rejected_on_the_right_field() {
     let cases: Vec<(&str, Value, &str)> = vec![
         (
             "amiSelectorTerms alias mixed with id",
-            edit(
-                class(),
-                "/spec/amiSelectorTerms/0/id",
-                Some(json!("ami-123")),
-            ),
+            edit(class(), "/spec/amiSelectorTerms/0/id", Some(json!("ami-123"))),
             r#"spec.amiSelectorTerms: Invalid value: "array": 'id' is mutually exclusive, cannot be set with a combination of other fields in amiSelectorTerms"#,
         ),
         (
@@ -453,11 +366,7 @@ fn invalid_ec2_node_classes_are_rejected_on_the_right_field() {
         ),
         (
             "unknown AMI family in alias",
-            edit(
-                class(),
-                "/spec/amiSelectorTerms/0/alias",
-                Some(json!("ubuntu@latest")),
-            ),
+            edit(class(), "/spec/amiSelectorTerms/0/alias", Some(json!("ubuntu@latest"))),
             r#"spec.amiSelectorTerms[0].alias: Invalid value: "string": family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'"#,
         ),
         (
@@ -467,29 +376,17 @@ fn invalid_ec2_node_classes_are_rejected_on_the_right_field() {
         ),
         (
             "bad httpTokens",
-            edit(
-                class(),
-                "/spec/metadataOptions",
-                Some(json!({"httpTokens": "sometimes"})),
-            ),
+            edit(class(), "/spec/metadataOptions", Some(json!({"httpTokens": "sometimes"}))),
             r#"spec.metadataOptions.httpTokens: Unsupported value: "sometimes": supported values: "required", "optional""#,
         ),
         (
             "hop limit above 64",
-            edit(
-                class(),
-                "/spec/metadataOptions",
-                Some(json!({"httpPutResponseHopLimit": 65})),
-            ),
+            edit(class(), "/spec/metadataOptions", Some(json!({"httpPutResponseHopLimit": 65}))),
             "spec.metadataOptions.httpPutResponseHopLimit: Invalid value: 65: spec.metadataOptions.httpPutResponseHopLimit in body should be less than or equal to 64",
         ),
         (
             "restricted tag",
-            edit(
-                class(),
-                "/spec/tags",
-                Some(json!({"kubernetes.io/cluster/demo": "owned"})),
-            ),
+            edit(class(), "/spec/tags", Some(json!({"kubernetes.io/cluster/demo": "owned"}))),
             r#"spec.tags: Invalid value: "object": tag contains a restricted tag matching kubernetes.io/cluster/"#,
         ),
         (
@@ -509,10 +406,7 @@ fn invalid_ec2_node_classes_are_rejected_on_the_right_field() {
     for (what, obj, expected) in cases {
         let errors = rejected(&classes, obj);
         if std::env::var_os("SHOW_ERRORS").is_some() {
-            println!(
-                "{what}: {:#?}",
-                errors.iter().map(|e| &e.message).collect::<Vec<_>>()
-            );
+            println!("{what}: {:#?}", errors.iter().map(|e| &e.message).collect::<Vec<_>>());
         }
         if errors[0].message != expected {
             failures.push(format!(
@@ -530,10 +424,7 @@ trait PipePush {
 
 impl PipePush for Value {
     fn pipe_push(mut self, pointer: &str, item: Value) -> Value {
-        self.pointer_mut(pointer)
-            .and_then(Value::as_array_mut)
-            .expect("array")
-            .push(item);
+        self.pointer_mut(pointer).and_then(Value::as_array_mut).expect("array").push(item);
         self
     }
 }
@@ -572,10 +463,7 @@ fn sample(schema: &Value) -> Value {
 
 /// `spec.list[0].x` → `spec.list[*].x`, to match a rule outcome to its rule site.
 fn site_of(field: &str) -> String {
-    regex::Regex::new(r"\[[^\]]*\]")
-        .expect("regex")
-        .replace_all(field, "[*]")
-        .into_owned()
+    regex::Regex::new(r"\[[^\]]*\]").expect("regex").replace_all(field, "[*]").into_owned()
 }
 
 #[test]
@@ -608,35 +496,21 @@ fn every_cel_rule_in_the_karpenter_crds_compiles_and_evaluates() {
         let mut outcomes = schema.evaluate_rules(&obj, None);
         outcomes.extend(schema.evaluate_rules(&obj, Some(&obj)));
         for (site, rule) in &sites {
-            let ran: Vec<&RuleResult> = outcomes
-                .iter()
-                .filter(|o| &site_of(&o.field) == site && &o.rule == rule)
-                .map(|o| &o.result)
-                .collect();
-            let evaluated = ran
-                .iter()
-                .any(|r| matches!(r, RuleResult::Passed | RuleResult::Failed(_)));
-            let errored: Vec<_> = ran
-                .iter()
-                .filter(|r| matches!(r, RuleResult::Errored(_)))
-                .collect();
+            let ran: Vec<&RuleResult> =
+                outcomes.iter().filter(|o| &site_of(&o.field) == site && &o.rule == rule).map(|o| &o.result).collect();
+            let evaluated = ran.iter().any(|r| matches!(r, RuleResult::Passed | RuleResult::Failed(_)));
+            let errored: Vec<_> = ran.iter().filter(|r| matches!(r, RuleResult::Errored(_))).collect();
             if !evaluated || !errored.is_empty() {
                 not_evaluated.push(format!("{file} {site}: {rule} -> {ran:?}"));
             }
         }
     }
     assert_eq!(total, 119);
-    assert!(
-        not_evaluated.is_empty(),
-        "rules kube-cel did not evaluate:\n{}",
-        not_evaluated.join("\n")
-    );
+    assert!(not_evaluated.is_empty(), "rules kube-cel did not evaluate:\n{}", not_evaluated.join("\n"));
 }
 
 fn admitted(schema: &CrdSchema, mut obj: Value) -> Value {
-    schema
-        .admit(&mut obj, None, true)
-        .unwrap_or_else(|e| panic!("{e:?}"));
+    schema.admit(&mut obj, None, true).unwrap_or_else(|e| panic!("{e:?}"));
     obj
 }
 
@@ -652,27 +526,17 @@ fn update_errors(schema: &CrdSchema, old: &Value, mut new: Value) -> Vec<String>
 fn transition_rules_reject_changes_to_immutable_fields_on_update_only() {
     let pools = node_pools();
     let old = admitted(&pools, pool());
-    let changed = edit(
-        old.clone(),
-        "/spec/template/spec/nodeClassRef/group",
-        Some(json!("example.com")),
-    );
+    let changed = edit(old.clone(), "/spec/template/spec/nodeClassRef/group", Some(json!("example.com")));
     assert_eq!(
         update_errors(&pools, &old, changed.clone()),
-        [
-            r#"spec.template.spec.nodeClassRef: Invalid value: "object": nodeClassRef.group is immutable"#
-        ]
+        [r#"spec.template.spec.nodeClassRef: Invalid value: "object": nodeClassRef.group is immutable"#]
     );
     // The same object is fine on create: transition rules need an old object.
     admitted(&pools, changed);
     // Unchanged updates pass.
     assert!(update_errors(&pools, &old, old.clone()).is_empty());
     // Static <-> dynamic provisioning is a transition rule on spec.
-    let made_static = edit(
-        edit(old.clone(), "/spec/replicas", Some(json!(2))),
-        "/spec/limits",
-        None,
-    );
+    let made_static = edit(edit(old.clone(), "/spec/replicas", Some(json!(2))), "/spec/limits", None);
     assert_eq!(
         update_errors(&pools, &old, made_static),
         [
@@ -693,24 +557,10 @@ fn transition_rules_reject_changes_to_immutable_fields_on_update_only() {
             }
         }),
     );
-    let resized = edit(
-        claim.clone(),
-        "/spec/requirements/0/values",
-        Some(json!(["arm64"])),
-    );
-    assert_eq!(
-        update_errors(&claims, &claim, resized),
-        [r#"spec: Invalid value: "object": spec is immutable"#]
-    );
-    let relabelled = edit(
-        claim.clone(),
-        "/metadata/labels",
-        Some(json!({"team": "a"})),
-    );
-    assert!(
-        update_errors(&claims, &claim, relabelled).is_empty(),
-        "metadata is not under the rule"
-    );
+    let resized = edit(claim.clone(), "/spec/requirements/0/values", Some(json!(["arm64"])));
+    assert_eq!(update_errors(&claims, &claim, resized), [r#"spec: Invalid value: "object": spec is immutable"#]);
+    let relabelled = edit(claim.clone(), "/metadata/labels", Some(json!({"team": "a"})));
+    assert!(update_errors(&claims, &claim, relabelled).is_empty(), "metadata is not under the rule");
 }
 
 #[test]
@@ -718,26 +568,15 @@ fn unknown_fields_are_pruned_and_reported() {
     let pools = node_pools();
     let with_unknown = || {
         let mut obj = edit(pool(), "/spec/template/spec/colour", Some(json!("blue")));
-        obj = edit(
-            obj,
-            "/spec/template/spec/requirements/0/weight",
-            Some(json!(3)),
-        );
+        obj = edit(obj, "/spec/template/spec/requirements/0/weight", Some(json!(3)));
         obj = edit(obj, "/metadata/bogus", Some(json!(true)));
         edit(obj, "/extra", Some(json!({})))
     };
     let mut obj = with_unknown();
-    let admitted = pools
-        .admit(&mut obj, None, false)
-        .expect("lenient admission");
+    let admitted = pools.admit(&mut obj, None, false).expect("lenient admission");
     assert_eq!(
         admitted.pruned,
-        [
-            "metadata.bogus",
-            "spec.template.spec.requirements[0].weight",
-            "spec.template.spec.colour",
-            "extra"
-        ]
+        ["metadata.bogus", "spec.template.spec.requirements[0].weight", "spec.template.spec.colour", "extra"]
     );
     assert_eq!(admitted.warnings[0], r#"unknown field "metadata.bogus""#);
     assert!(obj.pointer("/spec/template/spec/colour").is_none());
@@ -747,12 +586,8 @@ fn unknown_fields_are_pruned_and_reported() {
     assert_eq!(obj["spec"]["limits"], json!({"cpu": 1000}));
 
     let mut obj = with_unknown();
-    let Err(rejection) = pools.admit(&mut obj, None, true) else {
-        panic!("strict must reject")
-    };
-    let Rejection::UnknownFields(fields) = &rejection else {
-        panic!("{rejection:?}")
-    };
+    let Err(rejection) = pools.admit(&mut obj, None, true) else { panic!("strict must reject") };
+    let Rejection::UnknownFields(fields) = &rejection else { panic!("{rejection:?}") };
     assert_eq!(fields.len(), 4);
     let status = rejection.status("karpenter.sh", "NodePool", "default");
     assert_eq!(status["code"], json!(400));
@@ -770,9 +605,7 @@ fn invalid_status_is_the_body_a_real_apiserver_sends() {
     let pools = node_pools();
     let mut obj = edit(pool(), &format!("{REQS}/0/operator"), Some(json!("Foo")));
     obj = edit(obj, "/spec/weight", Some(json!(0)));
-    let Err(Rejection::Invalid(errors)) = pools.admit(&mut obj, None, true) else {
-        panic!("rejected")
-    };
+    let Err(Rejection::Invalid(errors)) = pools.admit(&mut obj, None, true) else { panic!("rejected") };
     assert_eq!(errors[0].kind, FieldErrorKind::NotSupported);
     assert_eq!(errors[0].bad_value, Some(json!("Foo")));
     let status = invalid_status("karpenter.sh", "NodePool", "default", &errors);
@@ -816,9 +649,7 @@ fn broken_crd_manifests_are_refused() {
     let base = read_yaml(&format!("{CRDS}/karpenter.sh_nodepools.yaml")).remove(0);
     let problems = |crd: Value| match CrdSchema::compile(&crd, "v1") {
         Ok(_) => panic!("compiled a broken CRD"),
-        Err(dovetail_sim::apiserver::schema::CrdError::Invalid { problems, .. }) => {
-            problems.join("\n")
-        }
+        Err(dovetail_sim::apiserver::schema::CrdError::Invalid { problems, .. }) => problems.join("\n"),
         Err(other) => panic!("{other}"),
     };
     let cases: Vec<(Value, &str)> = vec![
@@ -830,24 +661,11 @@ fn broken_crd_manifests_are_refused() {
             edit(base.clone(), "/spec/versions/0/schema", None),
             "spec.versions[0].schema.openAPIV3Schema: Required value",
         ),
+        (edit(base.clone(), "/spec/group", Some(json!("karpenter"))), "should be a domain with at least one dot"),
+        (edit(base.clone(), "/spec/names/plural", Some(json!("NodePools"))), "spec.names.plural: Invalid value"),
+        (edit(base.clone(), "/spec/names/kind", Some(json!(""))), "spec.names.kind: Required value"),
         (
-            edit(base.clone(), "/spec/group", Some(json!("karpenter"))),
-            "should be a domain with at least one dot",
-        ),
-        (
-            edit(base.clone(), "/spec/names/plural", Some(json!("NodePools"))),
-            "spec.names.plural: Invalid value",
-        ),
-        (
-            edit(base.clone(), "/spec/names/kind", Some(json!(""))),
-            "spec.names.kind: Required value",
-        ),
-        (
-            edit(
-                base.clone(),
-                "/metadata/name",
-                Some(json!("pools.karpenter.sh")),
-            ),
+            edit(base.clone(), "/metadata/name", Some(json!("pools.karpenter.sh"))),
             "must be spec.names.plural+\".\"+spec.group",
         ),
         (

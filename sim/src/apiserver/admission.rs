@@ -30,12 +30,20 @@ pub(crate) fn admit_create(store: &mut Store, rt: &ResourceType, obj: &mut Value
             let expected = format!("{}.{}", t.plural, t.group);
             let name = obj["metadata"]["name"].as_str().unwrap_or("");
             if name != expected {
-                return Err(invalid(rt, obj, &format!("metadata.name: Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group")));
+                return Err(invalid(
+                    rt,
+                    obj,
+                    &format!("metadata.name: Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group"),
+                ));
             }
             if let Some(existing) = store.registry().get(&t.group, &t.plural)
                 && !existing.custom
             {
-                return Err(invalid(rt, obj, &format!("spec.group: Invalid value: \"{}\": cannot redefine a built-in type", t.group)));
+                return Err(invalid(
+                    rt,
+                    obj,
+                    &format!("spec.group: Invalid value: \"{}\": cannot redefine a built-in type", t.group),
+                ));
             }
         }
         _ => {}
@@ -47,7 +55,14 @@ pub(crate) fn admit_create(store: &mut Store, rt: &ResourceType, obj: &mut Value
 }
 
 /// Checks and completes an object about to be replaced.
-pub(crate) fn admit_update(store: &mut Store, rt: &ResourceType, obj: &mut Value, old: &Value, part: Part, strict: bool) -> ApiResult<()> {
+pub(crate) fn admit_update(
+    store: &mut Store,
+    rt: &ResourceType,
+    obj: &mut Value,
+    old: &Value,
+    part: Part,
+    strict: bool,
+) -> ApiResult<()> {
     let _ = store;
     normalize_builtin(rt, obj)?;
     if rt.group.is_empty() && rt.plural == "pods" && part == Part::Main {
@@ -55,7 +70,11 @@ pub(crate) fn admit_update(store: &mut Store, rt: &ResourceType, obj: &mut Value
         let old_node = old.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
         let new_node = obj.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
         if !old_node.is_empty() && old_node != new_node {
-            return Err(invalid(rt, obj, "spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"));
+            return Err(invalid(
+                rt,
+                obj,
+                "spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
+            ));
         }
     }
     if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" && part == Part::Main {
@@ -69,21 +88,23 @@ pub(crate) fn admit_update(store: &mut Store, rt: &ResourceType, obj: &mut Value
 
 /// Side effects of a committed write (a CRD starts serving its type).
 pub(crate) fn after_commit(store: &mut Store, rt: &ResourceType, obj: &Arc<Value>, _old: Option<&Arc<Value>>) {
-    if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
-        if let Ok(t) = Registry::type_from_crd(obj) {
-            store.registry_mut().insert(t);
-        }
+    if rt.group == "apiextensions.k8s.io"
+        && rt.plural == "customresourcedefinitions"
+        && let Ok(t) = Registry::type_from_crd(obj)
+    {
+        store.registry_mut().insert(t);
     }
 }
 
 /// Side effects of a removal (a CRD's type and objects go away).
 pub(crate) fn after_remove(store: &mut Store, rt: &ResourceType, obj: &Arc<Value>) {
-    if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
-        if let Ok(t) = Registry::type_from_crd(obj) {
-            let key = t.key();
-            store.purge_type(&key);
-            store.registry_mut().remove(&key);
-        }
+    if rt.group == "apiextensions.k8s.io"
+        && rt.plural == "customresourcedefinitions"
+        && let Ok(t) = Registry::type_from_crd(obj)
+    {
+        let key = t.key();
+        store.purge_type(&key);
+        store.registry_mut().remove(&key);
     }
 }
 
@@ -107,7 +128,10 @@ fn validate_custom(rt: &ResourceType, obj: &mut Value, old: Option<&Value>, stri
 /// Decodes a built-in kind through its k8s-openapi type. A body that does not decode
 /// is a 400, as on a real server; unknown fields are dropped.
 fn normalize_builtin(rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
-    use k8s_openapi::api::{apps::v1 as apps, batch::v1 as batch, coordination::v1 as coord, core::v1 as core, policy::v1 as policy, scheduling::v1 as sched};
+    use k8s_openapi::api::{
+        apps::v1 as apps, batch::v1 as batch, coordination::v1 as coord, core::v1 as core, policy::v1 as policy,
+        scheduling::v1 as sched,
+    };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
     let r = match (rt.group.as_str(), rt.plural.as_str()) {
         ("", "pods") => roundtrip::<core::Pod>(obj),

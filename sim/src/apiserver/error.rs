@@ -120,7 +120,12 @@ impl ApiError {
             "Forbidden" => "Forbidden",
             _ => "InternalError",
         };
-        Self { code, reason, message: s["message"].as_str().unwrap_or("").to_string(), details: s.get("details").cloned() }
+        Self {
+            code,
+            reason,
+            message: s["message"].as_str().unwrap_or("").to_string(),
+            details: s.get("details").cloned(),
+        }
     }
 
     /// The `metav1.Status` body.
@@ -161,7 +166,13 @@ mod tests {
     fn messages_match_apimachinery() {
         assert_eq!(ApiError::not_found("pods", "", "web").message, "pods \"web\" not found");
         assert_eq!(
-            ApiError::conflict("nodepools", "karpenter.sh", "default", "the object has been modified; please apply your changes to the latest version and try again").message,
+            ApiError::conflict(
+                "nodepools",
+                "karpenter.sh",
+                "default",
+                "the object has been modified; please apply your changes to the latest version and try again"
+            )
+            .message,
             "Operation cannot be fulfilled on nodepools.karpenter.sh \"default\": the object has been modified; please apply your changes to the latest version and try again"
         );
         let s = ApiError::gone("too old resource version: 1 (5)").to_status();

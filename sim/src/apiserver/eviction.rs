@@ -58,7 +58,8 @@ pub(crate) fn evict(store: &mut Store, namespace: &str, name: &str, eviction: &V
             let ready = pod_ready(&pod);
             let healthy = status["currentHealthy"].as_i64().unwrap_or(0);
             let desired = status["desiredHealthy"].as_i64().unwrap_or(0);
-            let policy = pdb.pointer("/spec/unhealthyPodEvictionPolicy").and_then(Value::as_str).unwrap_or("IfHealthyBudget");
+            let policy =
+                pdb.pointer("/spec/unhealthyPodEvictionPolicy").and_then(Value::as_str).unwrap_or("IfHealthyBudget");
             if !ready && (policy == "AlwaysAllow" || healthy >= desired) {
                 // An unready pod can go without spending the budget.
                 store.delete(&pods, namespace, name, &opts)?;

@@ -127,8 +127,12 @@ impl ApiServer {
             Err(e) => return error_response(&ApiError::bad_request(format!("reading the request body: {e}"))),
         };
         let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
-        let content_type =
-            parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("application/json").to_string();
+        let content_type = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("application/json")
+            .to_string();
         match self.route(&parts.method, &parts.uri, &accept, &content_type, bytes).await {
             Ok(resp) => resp,
             Err(e) => error_response(&e),
@@ -152,6 +156,9 @@ impl ApiServer {
             "/apis" => return Ok(json_response(StatusCode::OK, &store().registry().group_list())),
             _ => {}
         }
+        if path == "/openapi/v2" {
+            return Ok(openapi_v2(accept));
+        }
         if path.starts_with("/openapi/") {
             return Err(ApiError::not_found("openapi", "", path));
         }
@@ -165,7 +172,11 @@ impl ApiServer {
                     .ok_or_else(|| ApiError::not_found("", "", path));
             }
             ["apis", g] => {
-                return store().registry().group(g).map(|l| json_response(StatusCode::OK, &l)).ok_or_else(|| ApiError::not_found("", "", path));
+                return store()
+                    .registry()
+                    .group(g)
+                    .map(|l| json_response(StatusCode::OK, &l))
+                    .ok_or_else(|| ApiError::not_found("", "", path));
             }
             ["apis", g, v] => {
                 return store()
@@ -177,12 +188,19 @@ impl ApiServer {
             _ => {}
         }
         let target = parse_path(path).ok_or_else(|| ApiError::not_found("", "", path))?;
-        let rt = store()
-            .registry()
-            .get(&target.group, &target.plural)
-            .filter(|t| t.version == target.version)
-            .ok_or_else(|| ApiError::not_found("", "", &format!("the server could not find the requested resource ({method} {path})")))?;
-        if rt.namespaced != target.namespace.is_some() && !(target.namespace.is_none() && target.name.is_none() && *method == Method::GET) {
+        let rt =
+            store().registry().get(&target.group, &target.plural).filter(|t| t.version == target.version).ok_or_else(
+                || {
+                    ApiError::not_found(
+                        "",
+                        "",
+                        &format!("the server could not find the requested resource ({method} {path})"),
+                    )
+                },
+            )?;
+        if rt.namespaced != target.namespace.is_some()
+            && !(target.namespace.is_none() && target.name.is_none() && *method == Method::GET)
+        {
             return Err(ApiError::not_found(&rt.plural, &rt.group, target.name.as_deref().unwrap_or("")));
         }
         let q = Query::parse(uri.query())?;
@@ -332,6 +350,7 @@ impl ApiServer {
         Ok(resp)
     }
 
+    #[allow(clippy::too_many_arguments)] // the patch request's parts, each distinct
     fn patch(
         &self,
         rt: &ResourceType,
@@ -348,7 +367,9 @@ impl ApiServer {
             return Err(patch_error(patch::unsupported_media_type(&patch_schema(rt))));
         }
         let mut s = self.store.lock().unwrap_or_else(|e| e.into_inner());
-        let mut opts = patch::ApplyOptions::new(q.field_manager.as_deref().unwrap_or("")).force(q.force).at(&s.clock().now_rfc3339());
+        let mut opts = patch::ApplyOptions::new(q.field_manager.as_deref().unwrap_or(""))
+            .force(q.force)
+            .at(&s.clock().now_rfc3339());
         if part == Part::Status {
             opts = opts.subresource("status");
         }
@@ -375,7 +396,12 @@ impl ApiServer {
     fn bind(&self, ns: &str, name: &str, binding: &Value) -> ApiResult<()> {
         let node = binding.pointer("/target/name").and_then(Value::as_str).unwrap_or("");
         if node.is_empty() {
-            return Err(ApiError::invalid("Binding", "", name, &[("FieldValueRequired".into(), "target.name".into(), "Required value".into())]));
+            return Err(ApiError::invalid(
+                "Binding",
+                "",
+                name,
+                &[("FieldValueRequired".into(), "target.name".into(), "Required value".into())],
+            ));
         }
         let mut s = self.store.lock().unwrap_or_else(|e| e.into_inner());
         let rt = s.registry().get("", "pods").expect("pods is built in");
@@ -384,14 +410,21 @@ impl ApiServer {
             return Err(ApiError::conflict("pods", "", name, "pod is being deleted, cannot be assigned to a host"));
         }
         if let Some(cur) = pod.pointer("/spec/nodeName").and_then(Value::as_str).filter(|n| !n.is_empty()) {
-            return Err(ApiError::conflict("pods", "", name, &format!("pod {name} is already assigned to node \"{cur}\"")));
+            return Err(ApiError::conflict(
+                "pods",
+                "",
+                name,
+                &format!("pod {name} is already assigned to node \"{cur}\""),
+            ));
         }
         let mut new = (*pod).clone();
         new["spec"]["nodeName"] = json!(node);
         let now = s.clock().now_rfc3339();
-        let mut conditions: Vec<Value> = new.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+        let mut conditions: Vec<Value> =
+            new.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
         conditions.retain(|c| c["type"] != "PodScheduled");
-        conditions.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}));
+        conditions
+            .push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}));
         new["status"]["conditions"] = json!(conditions);
         // Binding writes spec and status in one step, like the pod registry's assignPod.
         let spec_written = s.update(&rt, ns, name, new.clone(), Part::Main, WriteOptions::default())?;
@@ -440,7 +473,8 @@ fn matcher(rt: &ResourceType, q: &Query) -> ApiResult<Matcher> {
         None => None,
     };
     Ok(Arc::new(move |obj: &Value| {
-        labels.as_ref().is_none_or(|l| l.matches(&super::labels_of(obj))) && fields.as_ref().is_none_or(|f| f.matches(obj))
+        labels.as_ref().is_none_or(|l| l.matches(&super::labels_of(obj)))
+            && fields.as_ref().is_none_or(|f| f.matches(obj))
     }))
 }
 
@@ -448,7 +482,9 @@ fn matcher(rt: &ResourceType, q: &Query) -> ApiResult<Matcher> {
 fn selectable_fields(rt: &ResourceType) -> Vec<String> {
     rt.crd
         .as_ref()
-        .and_then(|crd| crd.pointer("/spec/versions")?.as_array()?.iter().find(|v| v["name"].as_str() == Some(&rt.version)).cloned())
+        .and_then(|crd| {
+            crd.pointer("/spec/versions")?.as_array()?.iter().find(|v| v["name"].as_str() == Some(&rt.version)).cloned()
+        })
         .and_then(|v| v["selectableFields"].as_array().cloned())
         .unwrap_or_default()
         .iter()
@@ -461,9 +497,11 @@ fn decode_body(body: &[u8], content_type: &str) -> ApiResult<Value> {
         return Err(ApiError::bad_request("the request body is empty"));
     }
     if content_type.contains("yaml") {
-        return serde_saphyr::from_slice(body).map_err(|e| ApiError::bad_request(format!("the body of the request could not be decoded as YAML: {e}")));
+        return serde_saphyr::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("the body of the request could not be decoded as YAML: {e}")));
     }
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("the body of the request could not be decoded as JSON: {e}")))
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("the body of the request could not be decoded as JSON: {e}")))
 }
 
 fn delete_options(body: &[u8], q: &Query) -> ApiResult<DeleteOptions> {
@@ -502,7 +540,9 @@ fn patch_error(e: patch::PatchError) -> ApiError {
         _ => ApiError { code, reason, message: e.to_string(), details: None },
     };
     if let patch::PatchError::Conflict { causes, .. } = &e {
-        err.details = Some(json!({"causes": causes.iter().map(|c| json!({"reason": "FieldManagerConflict", "message": c.message, "field": c.field})).collect::<Vec<_>>()}));
+        err.details = Some(
+            json!({"causes": causes.iter().map(|c| json!({"reason": "FieldManagerConflict", "message": c.message, "field": c.field})).collect::<Vec<_>>()}),
+        );
     }
     err
 }
@@ -515,6 +555,30 @@ fn patch_schema(rt: &ResourceType) -> patch::PatchSchema {
         return s;
     }
     patch::PatchSchema::builtin(&rt.kind).unwrap_or_else(|| patch::PatchSchema::from_crd(None, rt.status_subresource))
+}
+
+/// An OpenAPI v2 document with no definitions. kubectl downloads it (as protobuf) to
+/// validate manifests client-side and skips types it does not describe; schema checks
+/// then happen where they belong, in the server's admission.
+fn openapi_v2(accept: &str) -> Response<Body> {
+    if accept.contains("protobuf") {
+        // openapi_v2.Document{swagger: "2.0", info: {title: "dovetail", version: "v1.34.0"}}
+        let mut doc = vec![0x0a, 3];
+        doc.extend_from_slice(b"2.0");
+        let info = [&[0x0a, 8][..], b"dovetail", &[0x12, 7][..], b"v1.34.0"].concat();
+        doc.push(0x12);
+        doc.push(info.len() as u8);
+        doc.extend_from_slice(&info);
+        return bytes_response(
+            StatusCode::OK,
+            "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+            Bytes::from(doc),
+        );
+    }
+    json_response(
+        StatusCode::OK,
+        &json!({"swagger": "2.0", "info": {"title": "dovetail", "version": "v1.34.0"}, "paths": {}, "definitions": {}}),
+    )
 }
 
 fn success(code: u16) -> Value {
@@ -675,7 +739,10 @@ mod tests {
         let t = parse_path("/api/v1/namespaces/x/status").unwrap();
         assert_eq!((t.plural.as_str(), t.name.as_deref(), t.sub.as_deref()), ("namespaces", Some("x"), Some("status")));
         let t = parse_path("/apis/karpenter.sh/v1/nodepools/default/status").unwrap();
-        assert_eq!((t.group.as_str(), t.plural.as_str(), t.sub.as_deref()), ("karpenter.sh", "nodepools", Some("status")));
+        assert_eq!(
+            (t.group.as_str(), t.plural.as_str(), t.sub.as_deref()),
+            ("karpenter.sh", "nodepools", Some("status"))
+        );
         assert!(parse_path("/apis/karpenter.sh").is_none());
     }
 }

@@ -114,7 +114,8 @@ pub fn labels_of(obj: &Value) -> BTreeMap<String, String> {
 /// Builds a server whose store reads simulated time and draws from the run's seed.
 pub fn sim_server(seed: u64, trace: crate::world::Trace) -> ApiServer {
     use crate::world::rng::derive_rng;
-    let store = Store::new(crate::world::Clock::Simulated, derive_rng(seed, "apiserver"), trace, store::StoreConfig::default());
+    let store =
+        Store::new(crate::world::Clock::Simulated, derive_rng(seed, "apiserver"), trace, store::StoreConfig::default());
     ApiServer::new(store, ApiFaults::none(derive_rng(seed, "apiserver-faults")), ServerConfig::default())
 }
 

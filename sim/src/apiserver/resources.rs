@@ -193,11 +193,7 @@ impl Registry {
 
     /// Groups other than core, with their (single) versions, in a stable order.
     fn groups(&self) -> BTreeMap<&str, &str> {
-        self.types
-            .values()
-            .filter(|t| !t.group.is_empty())
-            .map(|t| (t.group.as_str(), t.version.as_str()))
-            .collect()
+        self.types.values().filter(|t| !t.group.is_empty()).map(|t| (t.group.as_str(), t.version.as_str())).collect()
     }
 
     /// `GET /api`.
@@ -223,7 +219,9 @@ impl Registry {
     pub fn group(&self, group: &str) -> Option<Value> {
         let v = self.groups().get(group).map(|v| v.to_string())?;
         let gv = json!({"groupVersion": format!("{group}/{v}"), "version": v});
-        Some(json!({"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": [gv.clone()], "preferredVersion": gv}))
+        Some(
+            json!({"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": [gv.clone()], "preferredVersion": gv}),
+        )
     }
 
     /// `GET /api/v1` or `GET /apis/{group}/{version}`.
@@ -279,7 +277,11 @@ impl Registry {
         let namespaced = match spec["scope"].as_str() {
             Some("Namespaced") => true,
             Some("Cluster") => false,
-            other => return Err(format!("spec.scope: Unsupported value: {other:?}: supported values: \"Cluster\", \"Namespaced\"")),
+            other => {
+                return Err(format!(
+                    "spec.scope: Unsupported value: {other:?}: supported values: \"Cluster\", \"Namespaced\""
+                ));
+            }
         };
         let versions = spec["versions"].as_array().ok_or("spec.versions: Required value")?;
         let storage: Vec<&Value> = versions.iter().filter(|v| v["storage"].as_bool() == Some(true)).collect();
@@ -317,7 +319,8 @@ mod tests {
     fn discovery_lists_builtins_and_subresources() {
         let r = Registry::with_builtins();
         let core = r.resource_list("", "v1").unwrap();
-        let names: Vec<&str> = core["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+        let names: Vec<&str> =
+            core["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
         assert!(names.contains(&"pods/eviction"));
         assert!(names.contains(&"nodes/status"));
         assert!(r.group("policy").is_some());

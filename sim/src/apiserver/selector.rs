@@ -56,8 +56,7 @@ const NAME_LENGTH_MAX: usize = 63;
 const DNS1123_SUBDOMAIN_LENGTH_MAX: usize = 253;
 
 const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const DNS1123_SUBDOMAIN_FMT: &str =
-    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 
 static QUALIFIED_NAME_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(&format!("^{QUALIFIED_NAME_FMT}$")).expect("static regex"));
@@ -86,8 +85,7 @@ fn max_len_error(length: usize) -> String {
 /// validation.IsQualifiedName: label keys (`prefix/name`).
 pub fn qualified_name_errors(value: &str) -> Vec<String> {
     const MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-    let name_regex_error =
-        || regex_error(MSG, QUALIFIED_NAME_FMT, &["MyName", "my.name", "123-abc"]);
+    let name_regex_error = || regex_error(MSG, QUALIFIED_NAME_FMT, &["MyName", "my.name", "123-abc"]);
     let mut errs = Vec::new();
     let parts: Vec<&str> = value.split('/').collect();
     let name = match parts.as_slice() {
@@ -142,11 +140,7 @@ pub fn label_value_errors(value: &str) -> Vec<String> {
         errs.push(max_len_error(NAME_LENGTH_MAX));
     }
     if !LABEL_VALUE_RE.is_match(value) {
-        errs.push(regex_error(
-            MSG,
-            &format!("({QUALIFIED_NAME_FMT})?"),
-            &["MyValue", "my_value", "12345"],
-        ));
+        errs.push(regex_error(MSG, &format!("({QUALIFIED_NAME_FMT})?"), &["MyValue", "my_value", "12345"]));
     }
     errs
 }
@@ -230,9 +224,7 @@ impl Requirement {
                     go_string_slice(&values)
                 ));
             }
-            Operator::Equals | Operator::DoubleEquals | Operator::NotEquals
-                if values.len() != 1 =>
-            {
+            Operator::Equals | Operator::DoubleEquals | Operator::NotEquals if values.len() != 1 => {
                 errs.push(format!(
                     "values: Invalid value: {}: exact-match compatibility requires one single value",
                     go_string_slice(&values)
@@ -266,11 +258,7 @@ impl Requirement {
         for (i, v) in values.iter().enumerate() {
             let value_errs = label_value_errors(v);
             if !value_errs.is_empty() {
-                errs.push(invalid(
-                    &format!("values[{i}][{key}]"),
-                    v,
-                    &value_errs.join("; "),
-                ));
+                errs.push(invalid(&format!("values[{i}][{key}]"), v, &value_errs.join("; ")));
             }
         }
         if let Some(msg) = aggregate(errs) {
@@ -279,11 +267,7 @@ impl Requirement {
         let mut values = values;
         values.sort();
         values.dedup();
-        Ok(Requirement {
-            key: key.to_string(),
-            operator,
-            values,
-        })
+        Ok(Requirement { key: key.to_string(), operator, values })
     }
 
     /// The label key this requirement tests.
@@ -305,9 +289,7 @@ impl Requirement {
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         let label = labels.get(&self.key);
         match self.operator {
-            Operator::In | Operator::Equals | Operator::DoubleEquals => {
-                label.is_some_and(|v| self.values.contains(v))
-            }
+            Operator::In | Operator::Equals | Operator::DoubleEquals => label.is_some_and(|v| self.values.contains(v)),
             Operator::NotIn | Operator::NotEquals => label.is_none_or(|v| !self.values.contains(v)),
             Operator::Exists => label.is_some(),
             Operator::DoesNotExist => label.is_none(),
@@ -369,18 +351,12 @@ pub struct LabelSelector {
 impl LabelSelector {
     /// The selector that matches every object (`labels.Everything()`).
     pub fn everything() -> LabelSelector {
-        LabelSelector {
-            requirements: Vec::new(),
-            nothing: false,
-        }
+        LabelSelector { requirements: Vec::new(), nothing: false }
     }
 
     /// The selector that matches no object (`labels.Nothing()`).
     pub fn nothing() -> LabelSelector {
-        LabelSelector {
-            requirements: Vec::new(),
-            nothing: true,
-        }
+        LabelSelector { requirements: Vec::new(), nothing: true }
     }
 
     /// labels.Parse: the query-string form (`a=b,c in (x,y),!d`).
@@ -390,16 +366,10 @@ impl LabelSelector {
     /// `unable to parse requirement: found '', expected: in, notin, =, ==, !=, gt, lt`.
     pub fn parse(input: &str) -> Result<LabelSelector> {
         let tokens = lex(input)?;
-        let mut parser = Parser {
-            tokens,
-            position: 0,
-        };
+        let mut parser = Parser { tokens, position: 0 };
         let mut requirements = parser.parse()?;
         requirements.sort_by(|a, b| a.key.cmp(&b.key));
-        Ok(LabelSelector {
-            requirements,
-            nothing: false,
-        })
+        Ok(LabelSelector { requirements, nothing: false })
     }
 
     /// metav1.LabelSelectorAsSelector for a present selector: matchLabels become `=`
@@ -412,11 +382,7 @@ impl LabelSelector {
     pub fn from_api(selector: &metav1::LabelSelector) -> Result<LabelSelector> {
         let mut requirements = Vec::new();
         for (key, value) in selector.match_labels.iter().flatten() {
-            requirements.push(Requirement::new(
-                key,
-                Operator::Equals,
-                vec![value.clone()],
-            )?);
+            requirements.push(Requirement::new(key, Operator::Equals, vec![value.clone()])?);
         }
         for expr in selector.match_expressions.iter().flatten() {
             let operator = match expr.operator.as_str() {
@@ -435,10 +401,7 @@ impl LabelSelector {
             requirements.push(Requirement::new(&expr.key, operator, values)?);
         }
         requirements.sort_by(|a, b| a.key.cmp(&b.key));
-        Ok(LabelSelector {
-            requirements,
-            nothing: false,
-        })
+        Ok(LabelSelector { requirements, nothing: false })
     }
 
     /// metav1.LabelSelectorAsSelector including the null case: `None` matches nothing.
@@ -462,11 +425,7 @@ impl LabelSelector {
         let labels: BTreeMap<String, String> = object
             .pointer("/metadata/labels")
             .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                    .collect()
-            })
+            .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
             .unwrap_or_default();
         self.matches(&labels)
     }
@@ -606,10 +565,7 @@ fn lex(input: &str) -> Result<Vec<Token>> {
             i = end;
         } else {
             let start = i;
-            while i < chars.len()
-                && !is_special(chars[i])
-                && !matches!(chars[i], ' ' | '\t' | '\r' | '\n')
-            {
+            while i < chars.len() && !is_special(chars[i]) && !matches!(chars[i], ' ' | '\t' | '\r' | '\n') {
                 i += 1;
             }
             let word: String = chars[start..i].iter().collect();
@@ -696,8 +652,7 @@ impl Parser {
     fn parse_requirement(&mut self) -> Result<Requirement> {
         let (key, unary) = self.parse_key_and_infer_operator()?;
         if let Some(op) = unary {
-            return Requirement::new(&key, op, Vec::new())
-                .map_err(|e| requirement_error(e.to_string()));
+            return Requirement::new(&key, op, Vec::new()).map_err(|e| requirement_error(e.to_string()));
         }
         let op = self.parse_operator()?;
         let values = match op {
@@ -716,18 +671,11 @@ impl Parser {
             tok = self.consume_value();
         }
         let Token::Identifier(key) = tok else {
-            return Err(requirement_error(format!(
-                "found '{}', expected: identifier",
-                tok.literal()
-            )));
+            return Err(requirement_error(format!("found '{}', expected: identifier", tok.literal())));
         };
         let key_errs = qualified_name_errors(&key);
         if !key_errs.is_empty() {
-            return Err(requirement_error(invalid(
-                "<nil>",
-                &key,
-                &key_errs.join("; "),
-            )));
+            return Err(requirement_error(invalid("<nil>", &key, &key_errs.join("; "))));
         }
         if matches!(self.lookahead_value(), Token::End | Token::Comma) && operator.is_none() {
             operator = Some(Operator::Exists);
@@ -756,20 +704,14 @@ impl Parser {
     fn parse_values(&mut self) -> Result<Vec<String>> {
         let tok = self.consume_value();
         if tok != Token::OpenPar {
-            return Err(requirement_error(format!(
-                "found '{}' expected: '('",
-                tok.literal()
-            )));
+            return Err(requirement_error(format!("found '{}' expected: '('", tok.literal())));
         }
         match self.lookahead_value() {
             Token::Identifier(_) | Token::Comma => {
                 let values = self.parse_identifiers_list()?;
                 let close = self.consume_value();
                 if close != Token::ClosedPar {
-                    return Err(requirement_error(format!(
-                        "found '{}', expected: ')'",
-                        close.literal()
-                    )));
+                    return Err(requirement_error(format!("found '{}', expected: ')'", close.literal())));
                 }
                 Ok(values)
             }
@@ -777,10 +719,7 @@ impl Parser {
                 self.consume_value();
                 Ok(vec![String::new()])
             }
-            other => Err(requirement_error(format!(
-                "found '{}', expected: ',', ')' or identifier",
-                other.literal()
-            ))),
+            other => Err(requirement_error(format!("found '{}', expected: ',', ')' or identifier", other.literal()))),
         }
     }
 
@@ -835,10 +774,7 @@ impl Parser {
         }
         match self.consume_value() {
             Token::Identifier(value) => Ok(vec![value]),
-            other => Err(requirement_error(format!(
-                "found '{}', expected: identifier",
-                other.literal()
-            ))),
+            other => Err(requirement_error(format!("found '{}', expected: identifier", other.literal()))),
         }
     }
 }
@@ -880,11 +816,7 @@ impl FieldSelector {
                     "invalid selector: '{input}'; can't understand '{part}'"
                 )));
             };
-            terms.push(FieldTerm {
-                field: field.to_string(),
-                negated,
-                value: unescape_value(raw)?,
-            });
+            terms.push(FieldTerm { field: field.to_string(), negated, value: unescape_value(raw)? });
         }
         Ok(FieldSelector { terms })
     }
@@ -915,11 +847,7 @@ impl FieldSelector {
     ///
     /// # Errors
     /// [`SelectorError::UnsupportedField`] for the first other field.
-    pub fn supported_for_custom_resource(
-        &self,
-        cluster_scoped: bool,
-        selectable_fields: &[&str],
-    ) -> Result<()> {
+    pub fn supported_for_custom_resource(&self, cluster_scoped: bool, selectable_fields: &[&str]) -> Result<()> {
         let mut allowed = vec!["metadata.name"];
         if !cluster_scoped {
             allowed.push("metadata.namespace");
@@ -934,11 +862,7 @@ impl FieldSelector {
     /// # Errors
     /// [`SelectorError::UnsupportedField`] for the first field not in `allowed`.
     pub fn supported_by(&self, allowed: &[&str]) -> Result<()> {
-        match self
-            .terms
-            .iter()
-            .find(|t| !allowed.contains(&t.field.as_str()))
-        {
+        match self.terms.iter().find(|t| !allowed.contains(&t.field.as_str())) {
             Some(term) => Err(SelectorError::UnsupportedField(term.field.clone())),
             None => Ok(()),
         }
@@ -954,9 +878,7 @@ impl FieldSelector {
     /// As [`FieldSelector::matches`] for an object of a known kind (stored objects that do
     /// not carry `kind`).
     pub fn matches_as(&self, kind: &str, object: &Value) -> bool {
-        self.terms
-            .iter()
-            .all(|t| (field_value(kind, object, &t.field) == t.value) != t.negated)
+        self.terms.iter().all(|t| (field_value(kind, object, &t.field) == t.value) != t.negated)
     }
 }
 
@@ -1051,10 +973,7 @@ fn unescape_value(raw: &str) -> Result<String> {
 
 /// fields.EscapeValue.
 pub fn escape_value(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace(',', "\\,")
-        .replace('=', "\\=")
+    value.replace('\\', "\\\\").replace(',', "\\,").replace('=', "\\=")
 }
 
 const META_FIELDS: &[&str] = &["metadata.name", "metadata.namespace"];
@@ -1096,15 +1015,8 @@ pub fn supported_fields(kind: &str) -> &'static [&'static str] {
             "metadata.namespace",
             "metadata.name",
         ],
-        "Service" => &[
-            "metadata.name",
-            "metadata.namespace",
-            "spec.clusterIP",
-            "spec.type",
-        ],
-        "ReplicaSet" | "ReplicationController" => {
-            &["metadata.name", "metadata.namespace", "status.replicas"]
-        }
+        "Service" => &["metadata.name", "metadata.namespace", "spec.clusterIP", "spec.type"],
+        "ReplicaSet" | "ReplicationController" => &["metadata.name", "metadata.namespace", "status.replicas"],
         "Job" => &["metadata.name", "metadata.namespace", "status.successful"],
         "Secret" => &["metadata.name", "metadata.namespace", "type"],
         _ => META_FIELDS,
@@ -1129,9 +1041,7 @@ pub fn field_value(kind: &str, object: &Value, field: &str) -> String {
             .or_else(|| path_string(object, "status.podIP"))
             .unwrap_or_default(),
         ("Event", "source") => path_string(object, "source.component").unwrap_or_default(),
-        ("Job", "status.successful") => {
-            path_string(object, "status.succeeded").unwrap_or_else(|| "0".to_string())
-        }
+        ("Job", "status.successful") => path_string(object, "status.succeeded").unwrap_or_else(|| "0".to_string()),
         ("ReplicaSet" | "ReplicationController", "status.replicas") => {
             path_string(object, field).unwrap_or_else(|| "0".to_string())
         }
@@ -1159,10 +1069,7 @@ mod tests {
     use serde_json::json;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     fn err(input: &str) -> String {
@@ -1173,11 +1080,7 @@ mod tests {
     fn equality_terms_match_as_apimachinery() {
         let s = LabelSelector::parse("app=web,tier==front,env!=prod").unwrap();
         assert!(s.matches(&labels(&[("app", "web"), ("tier", "front")])));
-        assert!(!s.matches(&labels(&[
-            ("app", "web"),
-            ("tier", "front"),
-            ("env", "prod")
-        ])));
+        assert!(!s.matches(&labels(&[("app", "web"), ("tier", "front"), ("env", "prod")])));
         assert!(!s.matches(&labels(&[("app", "web")])));
         assert_eq!(s.to_string(), "app=web,env!=prod,tier==front");
     }
@@ -1196,16 +1099,8 @@ mod tests {
     #[test]
     fn not_equals_and_notin_match_absent_labels() {
         assert!(LabelSelector::parse("a!=b").unwrap().matches(&labels(&[])));
-        assert!(
-            LabelSelector::parse("a notin (b)")
-                .unwrap()
-                .matches(&labels(&[]))
-        );
-        assert!(
-            !LabelSelector::parse("a in (b)")
-                .unwrap()
-                .matches(&labels(&[]))
-        );
+        assert!(LabelSelector::parse("a notin (b)").unwrap().matches(&labels(&[])));
+        assert!(!LabelSelector::parse("a in (b)").unwrap().matches(&labels(&[])));
     }
 
     #[test]
@@ -1241,42 +1136,27 @@ mod tests {
     #[test]
     fn malformed_selectors_report_apimachinery_messages() {
         assert_eq!(err("a,"), "found '', expected: identifier after ','");
-        assert_eq!(
-            err("a b"),
-            "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt"
-        );
+        assert_eq!(err("a b"), "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt");
         assert_eq!(err("a=b=c"), "found '=', expected: ',' or 'end of string'");
-        assert_eq!(
-            err(",a"),
-            "found ',', expected: !, identifier, or 'end of string'"
-        );
-        assert_eq!(
-            err("a in b"),
-            "unable to parse requirement: found 'b' expected: '('"
-        );
-        assert_eq!(
-            err("a in (b"),
-            "unable to parse requirement: found '', expected: ',' or ')'"
-        );
+        assert_eq!(err(",a"), "found ',', expected: !, identifier, or 'end of string'");
+        assert_eq!(err("a in b"), "unable to parse requirement: found 'b' expected: '('");
+        assert_eq!(err("a in (b"), "unable to parse requirement: found '', expected: ',' or ')'");
         assert_eq!(err("!a=b"), "found '=', expected: ',' or 'end of string'");
-        assert_eq!(
-            err("a foo b"),
-            "unable to parse requirement: found 'foo', expected: in, notin, =, ==, !=, gt, lt"
-        );
+        assert_eq!(err("a foo b"), "unable to parse requirement: found 'foo', expected: in, notin, =, ==, !=, gt, lt");
     }
 
     #[test]
     fn invalid_keys_and_values_are_rejected_with_validation_messages() {
         let key = err("a$b=c");
-        assert!(key.starts_with("unable to parse requirement: <nil>: Invalid value: \"a$b\": name part must consist of"), "{key}");
+        assert!(
+            key.starts_with("unable to parse requirement: <nil>: Invalid value: \"a$b\": name part must consist of"),
+            "{key}"
+        );
         let long = "x".repeat(64);
         let value = err(&format!("a={long}"));
         assert!(value.starts_with(&format!("unable to parse requirement: values[0][a]: Invalid value: \"{long}\": must be no more than 63 characters")), "{value}");
         let prefix = err("Example.com/a");
-        assert!(
-            prefix.contains("prefix part a lowercase RFC 1123 subdomain"),
-            "{prefix}"
-        );
+        assert!(prefix.contains("prefix part a lowercase RFC 1123 subdomain"), "{prefix}");
         assert!(LabelSelector::parse("karpenter.sh/nodepool=default").is_ok());
         assert!(err("a/b/c").contains("a qualified name must consist of"));
     }
@@ -1286,12 +1166,7 @@ mod tests {
             match_labels: if labels.is_empty() {
                 None
             } else {
-                Some(
-                    labels
-                        .iter()
-                        .map(|(k, v)| (k.to_string(), v.to_string()))
-                        .collect(),
-                )
+                Some(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
             },
             match_expressions: if exprs.is_empty() {
                 None
@@ -1334,21 +1209,14 @@ mod tests {
     #[test]
     fn api_selector_rejects_bad_operators_and_empty_in() {
         let bad = LabelSelector::from_api(&api(&[], &[("a", "Gt", &["1"])])).unwrap_err();
-        assert_eq!(
-            bad.to_string(),
-            "\"Gt\" is not a valid label selector operator"
-        );
+        assert_eq!(bad.to_string(), "\"Gt\" is not a valid label selector operator");
         let empty = LabelSelector::from_api(&api(&[], &[("a", "In", &[])])).unwrap_err();
         assert_eq!(
             empty.to_string(),
             "values: Invalid value: []string{}: for 'in', 'notin' operators, values set can't be empty"
         );
         let exists = LabelSelector::from_api(&api(&[], &[("a", "Exists", &["x"])])).unwrap_err();
-        assert!(
-            exists
-                .to_string()
-                .contains("values set must be empty for exists and does not exist")
-        );
+        assert!(exists.to_string().contains("values set must be empty for exists and does not exist"));
     }
 
     #[test]
@@ -1361,53 +1229,28 @@ mod tests {
     #[test]
     fn field_selector_parses_and_matches_pods() {
         let s = FieldSelector::parse("spec.nodeName=,status.phase!=Failed").unwrap();
-        let pending =
-            json!({"kind": "Pod", "metadata": {"name": "p"}, "status": {"phase": "Pending"}});
-        let bound =
-            json!({"kind": "Pod", "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
+        let pending = json!({"kind": "Pod", "metadata": {"name": "p"}, "status": {"phase": "Pending"}});
+        let bound = json!({"kind": "Pod", "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
         assert!(s.matches(&pending));
         assert!(!s.matches(&bound));
         assert_eq!(s.to_string(), "spec.nodeName=,status.phase!=Failed");
-        assert!(
-            FieldSelector::parse("spec.nodeName==n1")
-                .unwrap()
-                .matches(&bound)
-        );
+        assert!(FieldSelector::parse("spec.nodeName==n1").unwrap().matches(&bound));
     }
 
     #[test]
     fn field_selector_uses_kind_specific_defaults() {
         let node = json!({"kind": "Node", "metadata": {"name": "n"}, "spec": {}});
-        assert!(
-            FieldSelector::parse("spec.unschedulable=false")
-                .unwrap()
-                .matches(&node)
-        );
+        assert!(FieldSelector::parse("spec.unschedulable=false").unwrap().matches(&node));
         let cordoned = json!({"kind": "Node", "spec": {"unschedulable": true}});
-        assert!(
-            FieldSelector::parse("spec.unschedulable=true")
-                .unwrap()
-                .matches(&cordoned)
-        );
+        assert!(FieldSelector::parse("spec.unschedulable=true").unwrap().matches(&cordoned));
         let event = json!({"kind": "Event", "involvedObject": {"kind": "Pod", "name": "p"}, "source": {"component": "kubelet"}});
-        assert!(
-            FieldSelector::parse("involvedObject.name=p,source=kubelet")
-                .unwrap()
-                .matches(&event)
-        );
+        assert!(FieldSelector::parse("involvedObject.name=p,source=kubelet").unwrap().matches(&event));
         let bare_node = json!({"metadata": {"name": "n"}});
         let unschedulable = FieldSelector::parse("spec.unschedulable=false").unwrap();
         assert!(unschedulable.matches_as("Node", &bare_node));
-        assert!(
-            !unschedulable.matches(&bare_node),
-            "without a kind there is no Node default"
-        );
+        assert!(!unschedulable.matches(&bare_node), "without a kind there is no Node default");
         let pod = json!({"kind": "Pod", "status": {"podIPs": [{"ip": "10.0.0.1"}]}});
-        assert!(
-            FieldSelector::parse("status.podIP=10.0.0.1,spec.hostNetwork=false")
-                .unwrap()
-                .matches(&pod)
-        );
+        assert!(FieldSelector::parse("status.podIP=10.0.0.1,spec.hostNetwork=false").unwrap().matches(&pod));
     }
 
     #[test]
@@ -1437,46 +1280,19 @@ mod tests {
     #[test]
     fn unsupported_field_labels_are_rejected_per_kind() {
         let s = FieldSelector::parse("spec.foo=x").unwrap();
-        assert_eq!(
-            s.supported_for("Pod").unwrap_err().to_string(),
-            "field label not supported: spec.foo"
-        );
+        assert_eq!(s.supported_for("Pod").unwrap_err().to_string(), "field label not supported: spec.foo");
+        assert!(FieldSelector::parse("spec.nodeName=n").unwrap().supported_for("Pod").is_ok());
         assert!(
-            FieldSelector::parse("spec.nodeName=n")
-                .unwrap()
-                .supported_for("Pod")
-                .is_ok()
+            FieldSelector::parse("metadata.name=x,metadata.namespace=y").unwrap().supported_for("NodeClaim").is_ok()
         );
-        assert!(
-            FieldSelector::parse("metadata.name=x,metadata.namespace=y")
-                .unwrap()
-                .supported_for("NodeClaim")
-                .is_ok()
-        );
-        assert!(
-            FieldSelector::parse("spec.unschedulable=false")
-                .unwrap()
-                .supported_for("Node")
-                .is_ok()
-        );
-        assert!(
-            FieldSelector::parse("status.phase=Running")
-                .unwrap()
-                .supported_for("NodeClaim")
-                .is_err()
-        );
+        assert!(FieldSelector::parse("spec.unschedulable=false").unwrap().supported_for("Node").is_ok());
+        assert!(FieldSelector::parse("status.phase=Running").unwrap().supported_for("NodeClaim").is_err());
         let ns = FieldSelector::parse("metadata.namespace=default").unwrap();
-        assert!(
-            ns.supported_for("Node").is_err(),
-            "nodes index only metadata.name and spec.unschedulable"
-        );
+        assert!(ns.supported_for("Node").is_err(), "nodes index only metadata.name and spec.unschedulable");
         assert!(ns.supported_for_custom_resource(true, &[]).is_err());
         assert!(ns.supported_for_custom_resource(false, &[]).is_ok());
         let sel = FieldSelector::parse("spec.nodeClassRef.name=default").unwrap();
-        assert!(
-            sel.supported_for_custom_resource(true, &["spec.nodeClassRef.name"])
-                .is_ok()
-        );
+        assert!(sel.supported_for_custom_resource(true, &["spec.nodeClassRef.name"]).is_ok());
         let host = FieldSelector::parse("spec.host=n1").unwrap();
         assert!(host.supported_for("Pod").is_ok());
         assert!(host.matches(&json!({"kind": "Pod", "spec": {"nodeName": "n1"}})));

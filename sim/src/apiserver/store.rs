@@ -349,7 +349,13 @@ impl Store {
 
     /// Creates an object. The server sets uid, creationTimestamp, resourceVersion and
     /// generation, and fills generateName.
-    pub fn create(&mut self, rt: &ResourceType, namespace: &str, mut obj: Value, opts: WriteOptions) -> ApiResult<Arc<Value>> {
+    pub fn create(
+        &mut self,
+        rt: &ResourceType,
+        namespace: &str,
+        mut obj: Value,
+        opts: WriteOptions,
+    ) -> ApiResult<Arc<Value>> {
         if !obj.is_object() {
             return Err(ApiError::bad_request("the body of the request was not a JSON object"));
         }
@@ -381,7 +387,11 @@ impl Store {
                         &rt.kind,
                         &rt.group,
                         "",
-                        &[("FieldValueRequired".into(), "metadata.name".into(), "Required value: name or generateName is required".into())],
+                        &[(
+                            "FieldValueRequired".into(),
+                            "metadata.name".into(),
+                            "Required value: name or generateName is required".into(),
+                        )],
                     ));
                 }
             }
@@ -487,7 +497,14 @@ impl Store {
         {
             let old_meta = old["metadata"].as_object().cloned().unwrap_or_default();
             let meta = metadata_mut(&mut new);
-            for k in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace"] {
+            for k in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+                "namespace",
+            ] {
                 match old_meta.get(k) {
                     Some(v) => meta.insert(k.into(), v.clone()),
                     None => meta.remove(k),
@@ -505,7 +522,9 @@ impl Store {
                         &[(
                             "FieldValueForbidden".into(),
                             "metadata.finalizers".into(),
-                            format!("Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{\"{added}\"}}"),
+                            format!(
+                                "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{\"{added}\"}}"
+                            ),
                         )],
                     ));
                 }
@@ -527,7 +546,8 @@ impl Store {
         let deleting = new.pointer("/metadata/deletionTimestamp").is_some();
         let no_finalizers = string_set(new.pointer("/metadata/finalizers")).is_empty();
         let pod_waiting = is_pod_in_grace(rt, &new);
-        let stored = self.commit(r.clone(), new, Some(old.clone()), if part == Part::Status { "status" } else { "update" });
+        let stored =
+            self.commit(r.clone(), new, Some(old.clone()), if part == Part::Status { "status" } else { "update" });
         admission::after_commit(self, rt, &stored, Some(&old));
         if deleting && no_finalizers && !pod_waiting {
             self.remove(&r, Propagation::Background);
@@ -537,7 +557,13 @@ impl Store {
 
     /// Deletes an object: removes it at once, or marks it with a deletionTimestamp while
     /// finalizers or a pod's grace period hold it. Returns the object's last state.
-    pub fn delete(&mut self, rt: &ResourceType, namespace: &str, name: &str, opts: &DeleteOptions) -> ApiResult<Arc<Value>> {
+    pub fn delete(
+        &mut self,
+        rt: &ResourceType,
+        namespace: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> ApiResult<Arc<Value>> {
         let old = self.get(rt, namespace, name)?;
         if let Some(uid) = &opts.precondition_uid
             && old["metadata"]["uid"].as_str() != Some(uid.as_str())
@@ -546,7 +572,10 @@ impl Store {
                 &rt.plural,
                 &rt.group,
                 name,
-                &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", old["metadata"]["uid"].as_str().unwrap_or("")),
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    old["metadata"]["uid"].as_str().unwrap_or("")
+                ),
             ));
         }
         if let Some(rv) = &opts.precondition_rv
@@ -599,9 +628,8 @@ impl Store {
         }
         if !finalizers.is_empty() {
             if !already_deleting {
-                new["metadata"]["deletionTimestamp"] = json!(crate::world::clock::rfc3339(
-                    crate::world::clock::sim_epoch() + now
-                ));
+                new["metadata"]["deletionTimestamp"] =
+                    json!(crate::world::clock::rfc3339(crate::world::clock::sim_epoch() + now));
                 new["metadata"]["deletionGracePeriodSeconds"] = json!(0);
             } else if new.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(0) > 0 {
                 new["metadata"]["deletionGracePeriodSeconds"] = json!(0);
@@ -628,7 +656,13 @@ impl Store {
         let last = Arc::new(last);
         self.unindex(&old.obj);
         self.record("delete", r);
-        self.publish(Event { rv: self.rv, obj: r.clone(), kind: EventType::Deleted, object: last.clone(), prev: Some(old.obj.clone()) });
+        self.publish(Event {
+            rv: self.rv,
+            obj: r.clone(),
+            kind: EventType::Deleted,
+            object: last.clone(),
+            prev: Some(old.obj.clone()),
+        });
         if let Some(rt) = self.registry.by_key(&r.key) {
             admission::after_remove(self, &rt, &last);
         }
@@ -636,7 +670,8 @@ impl Store {
         match propagation {
             Propagation::Orphan => self.orphan_dependents(&uid),
             _ => {
-                let deps: Vec<ObjRef> = self.dependents.get(&uid).map(|d| d.iter().cloned().collect()).unwrap_or_default();
+                let deps: Vec<ObjRef> =
+                    self.dependents.get(&uid).map(|d| d.iter().cloned().collect()).unwrap_or_default();
                 for d in deps {
                     self.collect_dependent(&d);
                 }
@@ -1049,7 +1084,11 @@ fn encode_continue(rv: u64, ns: &str, name: &str) -> String {
 }
 
 fn decode_continue(tok: &str) -> ApiResult<(u64, String, String)> {
-    let bad = || ApiError::bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)");
+    let bad = || {
+        ApiError::bad_request(
+            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+        )
+    };
     let bytes = hex::decode(tok).map_err(|_| bad())?;
     let v: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
     Ok((

@@ -17,7 +17,8 @@ pub fn table(rt: &ResourceType, objects: &[Arc<Value>], now: Duration) -> Value 
         .iter()
         .map(|o| {
             let cells: Vec<Value> = columns.iter().map(|c| cell(rt, c, o, now)).collect();
-            let meta = json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]});
+            let meta =
+                json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]});
             json!({"cells": cells, "object": meta})
         })
         .collect();
@@ -43,10 +44,21 @@ fn col(name: &str, priority: i64) -> Column {
 fn columns(rt: &ResourceType) -> Vec<Column> {
     let mut cols = vec![col("Name", 0)];
     match (rt.group.as_str(), rt.plural.as_str()) {
-        ("", "pods") => cols.extend([col("Ready", 0), col("Status", 0), col("Restarts", 0), col("Age", 0), col("Node", 1)]),
-        ("", "nodes") => cols.extend([col("Status", 0), col("Roles", 0), col("Age", 0), col("Version", 0), col("Instance-Type", 1), col("Zone", 1)]),
+        ("", "pods") => {
+            cols.extend([col("Ready", 0), col("Status", 0), col("Restarts", 0), col("Age", 0), col("Node", 1)])
+        }
+        ("", "nodes") => cols.extend([
+            col("Status", 0),
+            col("Roles", 0),
+            col("Age", 0),
+            col("Version", 0),
+            col("Instance-Type", 1),
+            col("Zone", 1),
+        ]),
         ("", "namespaces") => cols.extend([col("Status", 0), col("Age", 0)]),
-        ("apps", "deployments") => cols.extend([col("Ready", 0), col("Up-to-date", 0), col("Available", 0), col("Age", 0)]),
+        ("apps", "deployments") => {
+            cols.extend([col("Ready", 0), col("Up-to-date", 0), col("Available", 0), col("Age", 0)])
+        }
         _ => {
             if let Some(crd) = &rt.crd
                 && let Some(version) = crd
@@ -127,8 +139,12 @@ fn cell(rt: &ResourceType, c: &Column, o: &Value, now: Duration) -> Value {
         "Status" => json!(s("/status/phase")),
         "Roles" => json!("<none>"),
         "Version" => json!(s("/status/nodeInfo/kubeletVersion")),
-        "Instance-Type" => json!(o.pointer("/metadata/labels/node.kubernetes.io~1instance-type").and_then(Value::as_str).unwrap_or("")),
-        "Zone" => json!(o.pointer("/metadata/labels/topology.kubernetes.io~1zone").and_then(Value::as_str).unwrap_or("")),
+        "Instance-Type" => {
+            json!(o.pointer("/metadata/labels/node.kubernetes.io~1instance-type").and_then(Value::as_str).unwrap_or(""))
+        }
+        "Zone" => {
+            json!(o.pointer("/metadata/labels/topology.kubernetes.io~1zone").and_then(Value::as_str).unwrap_or(""))
+        }
         _ => json!(""),
     }
 }

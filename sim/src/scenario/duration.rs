@@ -48,7 +48,7 @@ impl SimDuration {
 impl std::fmt::Display for SimDuration {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let ms = self.0.as_millis();
-        if ms % 1000 != 0 {
+        if !ms.is_multiple_of(1000) {
             return write!(f, "{ms}ms");
         }
         let s = ms / 1000;

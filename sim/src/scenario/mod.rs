@@ -114,8 +114,8 @@ impl Loaded {
     /// Reads and validates a scenario file and the manifests it installs.
     pub fn from_file(path: &Path) -> Result<Loaded, LoadError> {
         let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io { path: path.into(), source })?;
-        let scenario: Scenario =
-            serde_saphyr::from_str(&text).map_err(|e| LoadError::Invalid { path: path.into(), message: e.to_string() })?;
+        let scenario: Scenario = serde_saphyr::from_str(&text)
+            .map_err(|e| LoadError::Invalid { path: path.into(), message: e.to_string() })?;
         scenario.validate().map_err(|message| LoadError::Invalid { path: path.into(), message })?;
         let base = path.parent().unwrap_or(Path::new("."));
         let mut install = Vec::new();
@@ -134,7 +134,8 @@ impl Scenario {
     /// Checks what the types cannot: one action per step, steps within the duration.
     pub fn validate(&self) -> Result<(), String> {
         for (i, s) in self.steps.iter().enumerate() {
-            let actions = usize::from(s.apply.is_some()) + usize::from(s.delete.is_some()) + usize::from(s.expire_watches);
+            let actions =
+                usize::from(s.apply.is_some()) + usize::from(s.delete.is_some()) + usize::from(s.expire_watches);
             if actions != 1 {
                 return Err(format!(
                     "steps[{i}]: exactly one of `apply`, `delete`, `expireWatches` must be set (found {actions})"

@@ -57,9 +57,7 @@ impl Clock {
 /// Formats a time as Kubernetes does in `metav1.Time` (RFC 3339, seconds, `Z`).
 pub fn rfc3339(t: SystemTime) -> String {
     let secs = t.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs() as i64;
-    Timestamp::from_second(secs)
-        .map(|ts| ts.to_string())
-        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_string())
+    Timestamp::from_second(secs).map(|ts| ts.to_string()).unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_string())
 }
 
 /// Parses a Kubernetes `Time` string back to a `SystemTime`.

@@ -23,8 +23,7 @@ use serde_json::Value;
 use super::PatchError;
 use super::fieldset::{FieldSet, PathElement};
 use super::managed::{
-    Entry, conflict_error, parse_managers, reset_fields, strip, strip_managed_fields,
-    stripped_fields, write_managers,
+    Entry, conflict_error, parse_managers, reset_fields, strip, strip_managed_fields, stripped_fields, write_managers,
 };
 use super::schema::PatchSchema;
 use super::typed::{compare, field_set, merge, prune};
@@ -46,12 +45,7 @@ pub struct ApplyOptions {
 impl ApplyOptions {
     /// Options for a manager, no force, no time, main resource.
     pub fn new(field_manager: &str) -> ApplyOptions {
-        ApplyOptions {
-            field_manager: field_manager.to_string(),
-            force: false,
-            time: None,
-            subresource: None,
-        }
+        ApplyOptions { field_manager: field_manager.to_string(), force: false, time: None, subresource: None }
     }
 
     /// Sets `force`.
@@ -81,24 +75,15 @@ pub(crate) fn apply(
     opts: &ApplyOptions,
 ) -> Result<Value, PatchError> {
     for field in ["apiVersion", "kind"] {
-        if config
-            .get(field)
-            .and_then(Value::as_str)
-            .is_none_or(str::is_empty)
-        {
+        if config.get(field).and_then(Value::as_str).is_none_or(str::is_empty) {
             return Err(PatchError::BadRequest(format!(
                 "Object '{}' is missing in apply configuration",
                 if field == "kind" { "Kind" } else { field }
             )));
         }
     }
-    if config
-        .pointer("/metadata/managedFields")
-        .is_some_and(|v| !v.is_null())
-    {
-        return Err(PatchError::BadRequest(
-            "metadata.managedFields must be nil".to_string(),
-        ));
+    if config.pointer("/metadata/managedFields").is_some_and(|v| !v.is_null()) {
+        return Err(PatchError::BadRequest("metadata.managedFields must be nil".to_string()));
     }
     let root = schema.root();
     let reset = reset_fields(schema, opts.subresource.as_deref());
@@ -108,20 +93,13 @@ pub(crate) fn apply(
     let me = Entry {
         manager: opts.field_manager.clone(),
         operation: "Apply".to_string(),
-        api_version: config
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
+        api_version: config.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_string(),
         time: opts.time.clone(),
         subresource: opts.subresource.clone(),
         set: FieldSet::new(),
     };
     let key = me.identity();
-    let last = managers
-        .get(&key)
-        .map(|e| e.set.clone())
-        .unwrap_or_default();
+    let last = managers.get(&key).map(|e| e.set.clone()).unwrap_or_default();
     let previous_time = managers.get(&key).and_then(|e| e.time.clone());
 
     let mut live_plain = live.clone();
@@ -130,13 +108,7 @@ pub(crate) fn apply(
     let config_set = field_set(config, root, true).map_err(|e| typed_patch_error(config, &e))?;
     let config_set = strip(&config_set, &reset);
     let merged = merge(Some(&live_plain), config, root)?;
-    managers.insert(
-        key.clone(),
-        Entry {
-            set: config_set.clone(),
-            ..me
-        },
-    );
+    managers.insert(key.clone(), Entry { set: config_set.clone(), ..me });
     let result = prune(&merged, root, &managers, &last)?;
 
     let changes = compare(&live_plain, &result, root);
@@ -225,11 +197,7 @@ pub fn record_update(old: &Value, new: &Value, schema: &PatchSchema, opts: &Appl
     let me = Entry {
         manager: opts.field_manager.clone(),
         operation: "Update".to_string(),
-        api_version: new
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
+        api_version: new.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_string(),
         time: opts.time.clone(),
         subresource: opts.subresource.clone(),
         set: FieldSet::new(),
@@ -288,12 +256,8 @@ mod tests {
 
     #[test]
     fn apply_create_records_an_apply_entry_in_fields_v1_format() {
-        let out = run(
-            &json!({}),
-            &config(Some(2), "web:1"),
-            &ApplyOptions::new("ctl").at("2026-01-01T00:00:00Z"),
-        )
-        .unwrap();
+        let out =
+            run(&json!({}), &config(Some(2), "web:1"), &ApplyOptions::new("ctl").at("2026-01-01T00:00:00Z")).unwrap();
         assert_eq!(out["spec"]["replicas"], json!(2));
         let e = entry(&out, "ctl", "Apply").unwrap();
         assert_eq!(e["apiVersion"], json!("apps/v1"));
@@ -318,25 +282,13 @@ mod tests {
         let first = run(&json!({}), &config(Some(2), "web:1"), &opts).unwrap();
         let second = run(&first, &config(None, "web:1"), &opts).unwrap();
         assert!(second["spec"].get("replicas").is_none(), "{second}");
-        assert_eq!(
-            second["spec"]["template"]["spec"]["containers"][0]["image"],
-            json!("web:1")
-        );
-        assert!(
-            entry(&second, "ctl", "Apply").unwrap()["fieldsV1"]["f:spec"]
-                .get("f:replicas")
-                .is_none()
-        );
+        assert_eq!(second["spec"]["template"]["spec"]["containers"][0]["image"], json!("web:1"));
+        assert!(entry(&second, "ctl", "Apply").unwrap()["fieldsV1"]["f:spec"].get("f:replicas").is_none());
     }
 
     #[test]
     fn a_field_another_manager_also_owns_survives_pruning() {
-        let first = run(
-            &json!({}),
-            &config(Some(2), "web:1"),
-            &ApplyOptions::new("a"),
-        )
-        .unwrap();
+        let first = run(&json!({}), &config(Some(2), "web:1"), &ApplyOptions::new("a")).unwrap();
         let shared = run(&first, &config(Some(2), "web:1"), &ApplyOptions::new("b")).unwrap();
         let out = run(&shared, &config(None, "web:1"), &ApplyOptions::new("a")).unwrap();
         assert_eq!(out["spec"]["replicas"], json!(2));
@@ -344,82 +296,41 @@ mod tests {
 
     #[test]
     fn a_different_value_owned_by_another_manager_conflicts() {
-        let first = run(
-            &json!({}),
-            &config(Some(2), "web:1"),
-            &ApplyOptions::new("a"),
-        )
-        .unwrap();
+        let first = run(&json!({}), &config(Some(2), "web:1"), &ApplyOptions::new("a")).unwrap();
         let err = run(&first, &config(Some(5), "web:2"), &ApplyOptions::new("b")).unwrap_err();
         assert_eq!(err.status_code(), 409);
-        let PatchError::Conflict { message, causes } = err else {
-            panic!()
-        };
+        let PatchError::Conflict { message, causes } = err else { panic!() };
         assert_eq!(
             message,
             "Apply failed with 2 conflicts: conflicts with \"a\":\n- .spec.replicas\n- .spec.template.spec.containers[name=\"app\"].image"
         );
-        assert_eq!(
-            causes[0],
-            ConflictCause {
-                message: "conflict with \"a\"".into(),
-                field: ".spec.replicas".into()
-            }
-        );
+        assert_eq!(causes[0], ConflictCause { message: "conflict with \"a\"".into(), field: ".spec.replicas".into() });
     }
 
     #[test]
     fn the_same_value_is_shared_without_conflict() {
-        let first = run(
-            &json!({}),
-            &config(Some(2), "web:1"),
-            &ApplyOptions::new("a"),
-        )
-        .unwrap();
+        let first = run(&json!({}), &config(Some(2), "web:1"), &ApplyOptions::new("a")).unwrap();
         let out = run(&first, &config(Some(2), "web:1"), &ApplyOptions::new("b")).unwrap();
         assert!(entry(&out, "a", "Apply").is_some() && entry(&out, "b", "Apply").is_some());
     }
 
     #[test]
     fn force_moves_ownership_to_the_applier() {
-        let first = run(
-            &json!({}),
-            &config(Some(2), "web:1"),
-            &ApplyOptions::new("a"),
-        )
-        .unwrap();
-        let out = run(
-            &first,
-            &config(Some(5), "web:1"),
-            &ApplyOptions::new("b").force(true),
-        )
-        .unwrap();
+        let first = run(&json!({}), &config(Some(2), "web:1"), &ApplyOptions::new("a")).unwrap();
+        let out = run(&first, &config(Some(5), "web:1"), &ApplyOptions::new("b").force(true)).unwrap();
         assert_eq!(out["spec"]["replicas"], json!(5));
         let a = &entry(&out, "a", "Apply").unwrap()["fieldsV1"]["f:spec"];
         assert!(a.get("f:replicas").is_none(), "{a}");
-        assert!(
-            entry(&out, "b", "Apply").unwrap()["fieldsV1"]["f:spec"]
-                .get("f:replicas")
-                .is_some()
-        );
+        assert!(entry(&out, "b", "Apply").unwrap()["fieldsV1"]["f:spec"].get("f:replicas").is_some());
     }
 
     #[test]
     fn an_update_manager_conflicts_with_apply_and_prints_its_version() {
-        let first = run(
-            &json!({}),
-            &config(Some(2), "web:1"),
-            &ApplyOptions::new("a"),
-        )
-        .unwrap();
+        let first = run(&json!({}), &config(Some(2), "web:1"), &ApplyOptions::new("a")).unwrap();
         let mut scaled = first.clone();
         scaled["spec"]["replicas"] = json!(7);
         let updated = record_update(&first, &scaled, &deployment(), &ApplyOptions::new("hpa"));
-        assert!(
-            entry(&updated, "a", "Apply").unwrap()["fieldsV1"]["f:spec"]
-                .get("f:replicas")
-                .is_none()
-        );
+        assert!(entry(&updated, "a", "Apply").unwrap()["fieldsV1"]["f:spec"].get("f:replicas").is_none());
         let hpa = entry(&updated, "hpa", "Update").unwrap();
         assert_eq!(hpa["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
         let err = run(&updated, &config(Some(3), "web:1"), &ApplyOptions::new("a")).unwrap_err();
@@ -458,15 +369,9 @@ mod tests {
                          "spec": {"containers": [{"name": "b", "image": "b2"}]}});
         let out = apply(&live, &cfg, &schema, &ApplyOptions::new("m")).unwrap();
         assert_eq!(out["metadata"]["finalizers"], json!(["x", "y"]));
-        assert_eq!(
-            out["spec"]["containers"],
-            json!([{"name": "a", "image": "a"}, {"name": "b", "image": "b2"}])
-        );
+        assert_eq!(out["spec"]["containers"], json!([{"name": "a", "image": "a"}, {"name": "b", "image": "b2"}]));
         let e = entry(&out, "m", "Apply").unwrap();
-        assert_eq!(
-            e["fieldsV1"]["f:metadata"],
-            json!({"f:finalizers": {"v:\"y\"": {}}})
-        );
+        assert_eq!(e["fieldsV1"]["f:metadata"], json!({"f:finalizers": {"v:\"y\"": {}}}));
     }
 
     #[test]
@@ -475,14 +380,9 @@ mod tests {
         let cfg = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
                          "spec": {"containers": [{"name": "a", "ports": [{"containerPort": 80}]}]}});
         let out = apply(&json!({}), &cfg, &schema, &ApplyOptions::new("m")).unwrap();
-        let ports = &entry(&out, "m", "Apply").unwrap()["fieldsV1"]["f:spec"]["f:containers"]["k:{\"name\":\"a\"}"]
-            ["f:ports"];
-        assert!(
-            ports
-                .get("k:{\"containerPort\":80,\"protocol\":\"TCP\"}")
-                .is_some(),
-            "{ports}"
-        );
+        let ports =
+            &entry(&out, "m", "Apply").unwrap()["fieldsV1"]["f:spec"]["f:containers"]["k:{\"name\":\"a\"}"]["f:ports"];
+        assert!(ports.get("k:{\"containerPort\":80,\"protocol\":\"TCP\"}").is_some(), "{ports}");
     }
 
     #[test]
@@ -499,23 +399,15 @@ mod tests {
         twice["spec"]["template"]["spec"]["containers"] = json!([{"name": "a"}, {"name": "a"}]);
         let err = run(&json!({}), &twice, &ApplyOptions::new("m")).unwrap_err();
         assert!(
-            err.to_string().ends_with(
-                ".spec.template.spec.containers: duplicate entries for key [name=\"a\"]"
-            ),
+            err.to_string().ends_with(".spec.template.spec.containers: duplicate entries for key [name=\"a\"]"),
             "{err}"
         );
     }
 
     #[test]
     fn the_manager_defaults_to_the_user_agent_prefix() {
-        assert_eq!(
-            manager_or_user_agent(Some("karpenter"), "kube-rs/5.0"),
-            "karpenter"
-        );
-        assert_eq!(
-            manager_or_user_agent(None, "kubectl/v1.34.0 (linux/amd64) kubernetes/abc"),
-            "kubectl"
-        );
+        assert_eq!(manager_or_user_agent(Some("karpenter"), "kube-rs/5.0"), "karpenter");
+        assert_eq!(manager_or_user_agent(None, "kubectl/v1.34.0 (linux/amd64) kubernetes/abc"), "kubectl");
         assert_eq!(manager_or_user_agent(Some(""), "kube-rs/5.0"), "kube-rs");
         assert_eq!(manager_or_user_agent(None, &"x".repeat(200)).len(), 128);
     }
@@ -523,18 +415,10 @@ mod tests {
     #[test]
     fn apply_requires_kind_and_refuses_managed_fields() {
         let opts = ApplyOptions::new("m");
-        assert_eq!(
-            run(&json!({}), &json!({"apiVersion": "apps/v1"}), &opts)
-                .unwrap_err()
-                .status_code(),
-            400
-        );
+        assert_eq!(run(&json!({}), &json!({"apiVersion": "apps/v1"}), &opts).unwrap_err().status_code(), 400);
         let mut cfg = config(None, "x");
         cfg["metadata"]["managedFields"] = json!([]);
-        assert_eq!(
-            run(&json!({}), &cfg, &opts).unwrap_err().to_string(),
-            "metadata.managedFields must be nil"
-        );
+        assert_eq!(run(&json!({}), &cfg, &opts).unwrap_err().to_string(), "metadata.managedFields must be nil");
     }
 
     #[test]
@@ -542,11 +426,7 @@ mod tests {
         let mut cfg = config(Some(1), "x");
         cfg["status"] = json!({"replicas": 1});
         let out = run(&json!({}), &cfg, &ApplyOptions::new("m")).unwrap();
-        assert!(
-            entry(&out, "m", "Apply").unwrap()["fieldsV1"]
-                .get("f:status")
-                .is_none()
-        );
+        assert!(entry(&out, "m", "Apply").unwrap()["fieldsV1"].get("f:status").is_none());
     }
 
     #[test]
@@ -566,11 +446,7 @@ mod tests {
         assert_eq!(out["spec"]["taints"], json!([{"key": "u"}]));
         let e = entry(&out, "m", "Apply").unwrap();
         assert_eq!(e["fieldsV1"]["f:spec"]["f:taints"], json!({}));
-        assert!(
-            e["fieldsV1"]["f:spec"]["f:requirements"]
-                .get("k:{\"key\":\"b\"}")
-                .is_some()
-        );
+        assert!(e["fieldsV1"]["f:spec"]["f:requirements"].get("k:{\"key\":\"b\"}").is_some());
     }
 
     #[test]
@@ -592,10 +468,7 @@ mod tests {
             json!([{"name": "app", "image": "web:1"}, {"name": "sidecar", "image": "proxy:1"}]);
         let first = run(&json!({}), &two, &opts).unwrap();
         let second = run(&first, &config(Some(1), "web:1"), &opts).unwrap();
-        assert_eq!(
-            second["spec"]["template"]["spec"]["containers"],
-            json!([{"name": "app", "image": "web:1"}])
-        );
+        assert_eq!(second["spec"]["template"]["spec"]["containers"], json!([{"name": "app", "image": "web:1"}]));
     }
 
     #[test]
@@ -604,12 +477,7 @@ mod tests {
         let first = run(&json!({}), &config(Some(1), "web:1"), &opts).unwrap();
         let mut edited = first.clone();
         edited["metadata"]["labels"] = json!({"team": "a"});
-        let edited = record_update(
-            &first,
-            &edited,
-            &deployment(),
-            &ApplyOptions::new("kubectl-label"),
-        );
+        let edited = record_update(&first, &edited, &deployment(), &ApplyOptions::new("kubectl-label"));
         let out = run(&edited, &config(None, "web:1"), &opts).unwrap();
         assert_eq!(out["metadata"]["labels"], json!({"team": "a"}));
         assert!(entry(&out, "kubectl-label", "Update").is_some());
@@ -617,40 +485,20 @@ mod tests {
 
     #[test]
     fn removed_fields_leave_every_managers_set() {
-        let first = run(
-            &json!({}),
-            &config(Some(2), "web:1"),
-            &ApplyOptions::new("a"),
-        )
-        .unwrap();
+        let first = run(&json!({}), &config(Some(2), "web:1"), &ApplyOptions::new("a")).unwrap();
         let mut edited = first.clone();
         edited["spec"].as_object_mut().unwrap().remove("replicas");
         let out = record_update(&first, &edited, &deployment(), &ApplyOptions::new("editor"));
-        assert!(
-            entry(&out, "a", "Apply").unwrap()["fieldsV1"]["f:spec"]
-                .get("f:replicas")
-                .is_none()
-        );
-        assert!(
-            entry(&out, "editor", "Update").is_none(),
-            "an update that only removes owns nothing"
-        );
+        assert!(entry(&out, "a", "Apply").unwrap()["fieldsV1"]["f:spec"].get("f:replicas").is_none());
+        assert!(entry(&out, "editor", "Update").is_none(), "an update that only removes owns nothing");
     }
 
     #[test]
     fn status_subresource_writes_are_recorded_with_the_subresource() {
-        let live = run(
-            &json!({}),
-            &config(Some(1), "web:1"),
-            &ApplyOptions::new("ctl"),
-        )
-        .unwrap();
+        let live = run(&json!({}), &config(Some(1), "web:1"), &ApplyOptions::new("ctl")).unwrap();
         let mut new = live.clone();
-        new["status"] =
-            json!({"replicas": 1, "conditions": [{"type": "Available", "status": "True"}]});
-        let opts = ApplyOptions::new("deployment-controller")
-            .subresource("status")
-            .at("2026-01-01T00:00:01Z");
+        new["status"] = json!({"replicas": 1, "conditions": [{"type": "Available", "status": "True"}]});
+        let opts = ApplyOptions::new("deployment-controller").subresource("status").at("2026-01-01T00:00:01Z");
         let out = record_update(&live, &new, &deployment(), &opts);
         let e = entry(&out, "deployment-controller", "Update").unwrap();
         assert_eq!(e["subresource"], json!("status"));
@@ -669,29 +517,12 @@ mod tests {
 
     #[test]
     fn conflicts_across_managers_are_sorted_by_manager() {
-        let first = run(
-            &json!({}),
-            &config(Some(2), "web:1"),
-            &ApplyOptions::new("zeta"),
-        )
-        .unwrap();
+        let first = run(&json!({}), &config(Some(2), "web:1"), &ApplyOptions::new("zeta")).unwrap();
         let mut labelled = first.clone();
         labelled["spec"]["template"]["spec"]["containers"][0]["image"] = json!("web:9");
-        let labelled = record_update(
-            &first,
-            &labelled,
-            &deployment(),
-            &ApplyOptions::new("alpha"),
-        );
-        let err = run(
-            &labelled,
-            &config(Some(3), "web:2"),
-            &ApplyOptions::new("new"),
-        )
-        .unwrap_err();
-        let PatchError::Conflict { message, causes } = err else {
-            panic!()
-        };
+        let labelled = record_update(&first, &labelled, &deployment(), &ApplyOptions::new("alpha"));
+        let err = run(&labelled, &config(Some(3), "web:2"), &ApplyOptions::new("new")).unwrap_err();
+        let PatchError::Conflict { message, causes } = err else { panic!() };
         assert_eq!(
             message,
             "Apply failed with 2 conflicts: conflicts with \"alpha\" using apps/v1:\n- .spec.template.spec.containers[name=\"app\"].image\nconflicts with \"zeta\":\n- .spec.replicas"
@@ -714,18 +545,8 @@ mod tests {
 
     #[test]
     fn a_no_op_apply_keeps_the_entry_time() {
-        let first = run(
-            &json!({}),
-            &config(Some(2), "x"),
-            &ApplyOptions::new("m").at("2026-01-01T00:00:00Z"),
-        )
-        .unwrap();
-        let again = run(
-            &first,
-            &config(Some(2), "x"),
-            &ApplyOptions::new("m").at("2026-01-02T00:00:00Z"),
-        )
-        .unwrap();
+        let first = run(&json!({}), &config(Some(2), "x"), &ApplyOptions::new("m").at("2026-01-01T00:00:00Z")).unwrap();
+        let again = run(&first, &config(Some(2), "x"), &ApplyOptions::new("m").at("2026-01-02T00:00:00Z")).unwrap();
         assert_eq!(again, first);
     }
 

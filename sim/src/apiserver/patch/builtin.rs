@@ -33,25 +33,16 @@ pub fn root(kind: &str) -> Option<S> {
         ),
         "Service" => (service_spec(), service_status()),
         "Deployment" | "ReplicaSet" | "DaemonSet" => (
-            S::structure(vec![
-                ("selector", label_selector()),
-                ("template", pod_template()),
-            ]),
+            S::structure(vec![("selector", label_selector()), ("template", pod_template())]),
             S::structure(vec![("conditions", conditions())]),
         ),
         "Job" => (
-            S::structure(vec![
-                ("selector", label_selector()),
-                ("template", pod_template()),
-            ]),
+            S::structure(vec![("selector", label_selector()), ("template", pod_template())]),
             S::structure(vec![("conditions", conditions().applied_atomically())]),
         ),
         "PodDisruptionBudget" => (
             S::structure(vec![("selector", label_selector().replaced_by_patch())]),
-            S::structure(vec![
-                ("conditions", conditions()),
-                ("disruptedPods", S::map_of(S::scalar())),
-            ]),
+            S::structure(vec![("conditions", conditions()), ("disruptedPods", S::map_of(S::scalar()))]),
         ),
         "Event" => {
             let reference = S::unknown().atomic_struct();
@@ -88,11 +79,8 @@ pub fn object_meta() -> S {
 
 /// metav1.LabelSelector is `+structType=atomic`.
 fn label_selector() -> S {
-    S::structure(vec![
-        ("matchLabels", S::map_of(S::scalar())),
-        ("matchExpressions", S::atomic_list(S::unknown())),
-    ])
-    .atomic()
+    S::structure(vec![("matchLabels", S::map_of(S::scalar())), ("matchExpressions", S::atomic_list(S::unknown()))])
+        .atomic()
 }
 
 /// Status conditions merged by `type`.
@@ -105,10 +93,7 @@ fn pod_template() -> S {
 }
 
 fn container() -> S {
-    let port = S::structure(vec![
-        ("containerPort", S::scalar()),
-        ("protocol", S::scalar().with_default(json!("TCP"))),
-    ]);
+    let port = S::structure(vec![("containerPort", S::scalar()), ("protocol", S::scalar().with_default(json!("TCP")))]);
     S::structure(vec![
         ("args", S::atomic_list(S::scalar())),
         ("command", S::atomic_list(S::scalar())),
@@ -131,19 +116,13 @@ fn container() -> S {
 
 fn pod_spec() -> S {
     S::structure(vec![
-        (
-            "containers",
-            S::map_list(&["name"], container()).always_present(),
-        ),
+        ("containers", S::map_list(&["name"], container()).always_present()),
         ("initContainers", S::map_list(&["name"], container())),
         ("ephemeralContainers", S::map_list(&["name"], container())),
         ("volumes", S::map_list(&["name"], S::unknown())),
         ("imagePullSecrets", S::map_list(&["name"], S::unknown())),
         ("hostAliases", S::map_list(&["ip"], S::unknown())),
-        (
-            "topologySpreadConstraints",
-            S::map_list(&["topologyKey", "whenUnsatisfiable"], S::unknown()),
-        ),
+        ("topologySpreadConstraints", S::map_list(&["topologyKey", "whenUnsatisfiable"], S::unknown())),
         ("schedulingGates", S::map_list(&["name"], S::unknown())),
         ("resourceClaims", S::map_list(&["name"], S::unknown())),
         ("tolerations", S::atomic_list(S::unknown())),
@@ -161,18 +140,12 @@ fn pod_status() -> S {
         ("containerStatuses", S::atomic_list(S::unknown())),
         ("initContainerStatuses", S::atomic_list(S::unknown())),
         ("ephemeralContainerStatuses", S::atomic_list(S::unknown())),
-        (
-            "resourceClaimStatuses",
-            S::map_list(&["name"], S::unknown()),
-        ),
+        ("resourceClaimStatuses", S::map_list(&["name"], S::unknown())),
     ])
 }
 
 fn node_spec() -> S {
-    S::structure(vec![
-        ("podCIDRs", S::set_list()),
-        ("taints", S::atomic_list(S::unknown())),
-    ])
+    S::structure(vec![("podCIDRs", S::set_list()), ("taints", S::atomic_list(S::unknown()))])
 }
 
 fn node_status() -> S {
@@ -188,10 +161,7 @@ fn node_status() -> S {
 }
 
 fn service_spec() -> S {
-    let port = S::structure(vec![
-        ("port", S::scalar()),
-        ("protocol", S::scalar().with_default(json!("TCP"))),
-    ]);
+    let port = S::structure(vec![("port", S::scalar()), ("protocol", S::scalar().with_default(json!("TCP")))]);
     S::structure(vec![
         ("ports", S::map_list(&["port", "protocol"], port)),
         ("selector", S::atomic_map()),
@@ -222,18 +192,11 @@ mod tests {
     #[test]
     fn deployment_template_containers_merge_by_name_and_ports_by_container_port() {
         let d = root("Deployment").unwrap();
-        let c = d
-            .child("spec")
-            .child("template")
-            .child("spec")
-            .child("containers");
+        let c = d.child("spec").child("template").child("spec").child("containers");
         assert_eq!(c.list_type, ListType::Map(vec!["name".to_string()]));
         let ports = c.item().child("ports");
         assert_eq!(ports.patch_merge_key.as_deref(), Some("containerPort"));
-        assert_eq!(
-            ports.list_type,
-            ListType::Map(vec!["containerPort".to_string(), "protocol".to_string()])
-        );
+        assert_eq!(ports.list_type, ListType::Map(vec!["containerPort".to_string(), "protocol".to_string()]));
         assert!(d.child("spec").child("selector").atomic);
     }
 }

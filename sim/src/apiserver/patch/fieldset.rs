@@ -190,12 +190,7 @@ impl FieldSet {
     /// both owned and has owned children carries `".": {}`.
     pub fn to_fields_v1(&self) -> Value {
         let mut elements: BTreeSet<&PathElement> = self.members.iter().collect();
-        elements.extend(
-            self.children
-                .iter()
-                .filter(|(_, c)| !c.is_empty())
-                .map(|(pe, _)| pe),
-        );
+        elements.extend(self.children.iter().filter(|(_, c)| !c.is_empty()).map(|(pe, _)| pe));
         let mut out = Map::new();
         for pe in elements {
             let mut node = match self.children.get(pe) {
@@ -222,9 +217,7 @@ impl FieldSet {
     /// [`PatchError::BadRequest`] when it is not an object tree of valid path elements.
     pub fn from_fields_v1(value: &Value) -> Result<FieldSet, PatchError> {
         let Value::Object(map) = value else {
-            return Err(PatchError::BadRequest(
-                "managedFields fieldsV1 must be an object".to_string(),
-            ));
+            return Err(PatchError::BadRequest("managedFields fieldsV1 must be an object".to_string()));
         };
         let mut out = FieldSet::new();
         for (key, child) in map {
@@ -266,11 +259,7 @@ mod tests {
         });
         let set = FieldSet::from_fields_v1(&v1).unwrap();
         assert!(set.contains(&[f("spec"), f("replicas")]));
-        assert!(set.contains(&[
-            f("spec"),
-            f("containers"),
-            PathElement::Key("{\"name\":\"app\"}".into())
-        ]));
+        assert!(set.contains(&[f("spec"), f("containers"), PathElement::Key("{\"name\":\"app\"}".into())]));
         assert!(!set.contains(&[f("spec")]));
         assert_eq!(set.to_fields_v1(), v1);
     }
@@ -289,19 +278,10 @@ mod tests {
 
     #[test]
     fn paths_print_like_structured_merge_diff() {
-        let path = vec![
-            f("spec"),
-            f("containers"),
-            PathElement::Key("{\"name\":\"app\"}".into()),
-            f("image"),
-        ];
+        let path = vec![f("spec"), f("containers"), PathElement::Key("{\"name\":\"app\"}".into()), f("image")];
         assert_eq!(path_string(&path), ".spec.containers[name=\"app\"].image");
         assert_eq!(
-            path_string(&[
-                f("metadata"),
-                f("finalizers"),
-                PathElement::Value("\"x\"".into())
-            ]),
+            path_string(&[f("metadata"), f("finalizers"), PathElement::Value("\"x\"".into())]),
             ".metadata.finalizers[=\"x\"]"
         );
     }

@@ -14,8 +14,8 @@ pub const OPERATIONS_MAX: usize = 10_000;
 /// [`PatchError::TooLarge`] beyond [`OPERATIONS_MAX`], and [`PatchError::Unprocessable`] when
 /// an operation fails (a `test` mismatch, a missing path), as the apiserver answers 422.
 pub fn apply(current: &Value, body: &[u8]) -> Result<Value, PatchError> {
-    let ops: json_patch::Patch = serde_json::from_slice(body)
-        .map_err(|e| PatchError::BadRequest(format!("invalid JSON patch: {e}")))?;
+    let ops: json_patch::Patch =
+        serde_json::from_slice(body).map_err(|e| PatchError::BadRequest(format!("invalid JSON patch: {e}")))?;
     if ops.0.len() > OPERATIONS_MAX {
         return Err(PatchError::TooLarge(format!(
             "The allowed maximum operations in a JSON patch is {OPERATIONS_MAX}, got {}",
@@ -48,10 +48,7 @@ fn check(doc: &Value, test: &json_patch::TestOperation) -> Result<(), PatchError
     if json_equal(actual, &test.value) {
         Ok(())
     } else {
-        Err(PatchError::Unprocessable(format!(
-            "testing value {} failed: test failed",
-            test.path
-        )))
+        Err(PatchError::Unprocessable(format!("testing value {} failed: test failed", test.path)))
     }
 }
 
@@ -59,13 +56,9 @@ fn check(doc: &Value, test: &json_patch::TestOperation) -> Result<(), PatchError
 fn json_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_equal(a, b))
-        }
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_equal(a, b)),
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
         }
         _ => a == b,
     }
@@ -93,8 +86,7 @@ mod tests {
 
     #[test]
     fn add_replace_remove_move_copy_apply_in_order() {
-        let doc =
-            json!({"metadata": {"labels": {"a": "1"}}, "spec": {"replicas": 1, "list": [1, 2]}});
+        let doc = json!({"metadata": {"labels": {"a": "1"}}, "spec": {"replicas": 1, "list": [1, 2]}});
         let out = run(
             doc,
             json!([
@@ -141,47 +133,25 @@ mod tests {
             {"op": "test", "path": "/metadata/finalizers/0", "value": "dovetail/cleanup"},
             {"op": "remove", "path": "/metadata/finalizers/0"}
         ]);
-        assert_eq!(
-            run(obj, remove).unwrap()["metadata"]["finalizers"],
-            json!([])
-        );
+        assert_eq!(run(obj, remove).unwrap()["metadata"]["finalizers"], json!([]));
     }
 
     #[test]
     fn test_compares_numbers_by_value() {
-        assert!(
-            run(
-                json!({"a": 1}),
-                json!([{"op": "test", "path": "/a", "value": 1.0}])
-            )
-            .is_ok()
-        );
+        assert!(run(json!({"a": 1}), json!([{"op": "test", "path": "/a", "value": 1.0}])).is_ok());
     }
 
     #[test]
     fn removing_a_missing_path_is_unprocessable() {
-        let err = run(
-            json!({"metadata": {}}),
-            json!([{"op": "remove", "path": "/metadata/finalizers/0"}]),
-        )
-        .unwrap_err();
+        let err =
+            run(json!({"metadata": {}}), json!([{"op": "remove", "path": "/metadata/finalizers/0"}])).unwrap_err();
         assert_eq!(err.status_code(), 422);
     }
 
     #[test]
     fn malformed_operations_are_bad_requests() {
-        assert_eq!(
-            run(json!({}), json!({"op": "add"}))
-                .unwrap_err()
-                .status_code(),
-            400
-        );
-        assert_eq!(
-            run(json!({}), json!([{"op": "frobnicate", "path": "/a"}]))
-                .unwrap_err()
-                .status_code(),
-            400
-        );
+        assert_eq!(run(json!({}), json!({"op": "add"})).unwrap_err().status_code(), 400);
+        assert_eq!(run(json!({}), json!([{"op": "frobnicate", "path": "/a"}])).unwrap_err().status_code(), 400);
         assert_eq!(apply(&json!({}), b"[{").unwrap_err().status_code(), 400);
     }
 }

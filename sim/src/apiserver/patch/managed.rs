@@ -24,27 +24,15 @@ pub(super) struct Entry {
 impl Entry {
     /// apiserver `BuildManagerIdentifier`: appliers are identified without API version.
     pub(super) fn identity(&self) -> (String, String, String, String) {
-        let version = if self.operation == "Apply" {
-            String::new()
-        } else {
-            self.api_version.clone()
-        };
-        (
-            self.manager.clone(),
-            self.operation.clone(),
-            version,
-            self.subresource.clone().unwrap_or_default(),
-        )
+        let version = if self.operation == "Apply" { String::new() } else { self.api_version.clone() };
+        (self.manager.clone(), self.operation.clone(), version, self.subresource.clone().unwrap_or_default())
     }
 
     /// apiserver `printManager`, as conflict messages show a manager.
     pub(super) fn printable(&self) -> String {
         let mut out = serde_json::to_string(&self.manager).unwrap_or_default();
         if let Some(sub) = &self.subresource {
-            out.push_str(&format!(
-                " with subresource {}",
-                serde_json::to_string(sub).unwrap_or_default()
-            ));
+            out.push_str(&format!(" with subresource {}", serde_json::to_string(sub).unwrap_or_default()));
         }
         if self.operation == "Update" {
             out.push_str(&format!(" using {}", self.api_version));
@@ -73,10 +61,7 @@ pub(super) type Managers = BTreeMap<(String, String, String, String), Entry>;
 
 pub(super) fn parse_managers(object: &Value) -> Result<Managers, PatchError> {
     let mut out = Managers::new();
-    let Some(entries) = object
-        .pointer("/metadata/managedFields")
-        .and_then(Value::as_array)
-    else {
+    let Some(entries) = object.pointer("/metadata/managedFields").and_then(Value::as_array) else {
         return Ok(out);
     };
     for e in entries {
@@ -96,42 +81,27 @@ pub(super) fn parse_managers(object: &Value) -> Result<Managers, PatchError> {
 
 /// apiserver `sortEncodedManagedFields`: Apply before Update, then time, manager, version.
 pub(super) fn write_managers(object: &mut Value, managers: Managers) {
-    let mut entries: Vec<Entry> = managers
-        .into_values()
-        .filter(|e| !e.set.is_empty())
-        .collect();
+    let mut entries: Vec<Entry> = managers.into_values().filter(|e| !e.set.is_empty()).collect();
     entries.sort_by(|a, b| {
-        (
-            &a.operation,
-            a.time.as_deref().unwrap_or(""),
-            &a.manager,
-            &a.api_version,
-            &a.subresource,
-        )
-            .cmp(&(
-                &b.operation,
-                b.time.as_deref().unwrap_or(""),
-                &b.manager,
-                &b.api_version,
-                &b.subresource,
-            ))
+        (&a.operation, a.time.as_deref().unwrap_or(""), &a.manager, &a.api_version, &a.subresource).cmp(&(
+            &b.operation,
+            b.time.as_deref().unwrap_or(""),
+            &b.manager,
+            &b.api_version,
+            &b.subresource,
+        ))
     });
     let Some(root) = object.as_object_mut() else {
         return;
     };
-    let meta = root
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
+    let meta = root.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
     let Some(meta) = meta.as_object_mut() else {
         return;
     };
     if entries.is_empty() {
         meta.remove("managedFields");
     } else {
-        meta.insert(
-            "managedFields".into(),
-            Value::Array(entries.iter().map(Entry::to_json).collect()),
-        );
+        meta.insert("managedFields".into(), Value::Array(entries.iter().map(Entry::to_json).collect()));
     }
 }
 
@@ -143,16 +113,9 @@ pub(super) fn stripped_fields() -> FieldSet {
     let mut set = FieldSet::new();
     set.insert(&[f("apiVersion")]);
     set.insert(&[f("kind")]);
-    for meta in [
-        "name",
-        "namespace",
-        "creationTimestamp",
-        "selfLink",
-        "uid",
-        "generation",
-        "managedFields",
-        "resourceVersion",
-    ] {
+    for meta in
+        ["name", "namespace", "creationTimestamp", "selfLink", "uid", "generation", "managedFields", "resourceVersion"]
+    {
         set.insert(&[f("metadata"), f(meta)]);
     }
     set
@@ -196,16 +159,10 @@ pub(super) fn conflict_error(mut conflicts: Vec<(String, Vec<PathElement>)>) -> 
     conflicts.sort();
     let causes: Vec<ConflictCause> = conflicts
         .iter()
-        .map(|(m, p)| ConflictCause {
-            message: format!("conflict with {m}"),
-            field: path_string(p),
-        })
+        .map(|(m, p)| ConflictCause { message: format!("conflict with {m}"), field: path_string(p) })
         .collect();
     let message = if let [(manager, path)] = conflicts.as_slice() {
-        format!(
-            "Apply failed with 1 conflict: conflict with {manager}: {}",
-            path_string(path)
-        )
+        format!("Apply failed with 1 conflict: conflict with {manager}: {}", path_string(path))
     } else {
         let mut lines = Vec::new();
         let mut current: Option<&str> = None;
@@ -216,11 +173,7 @@ pub(super) fn conflict_error(mut conflicts: Vec<(String, Vec<PathElement>)>) -> 
             }
             lines.push(format!("- {}", path_string(path)));
         }
-        format!(
-            "Apply failed with {} conflicts: {}",
-            conflicts.len(),
-            lines.join("\n")
-        )
+        format!("Apply failed with {} conflicts: {}", conflicts.len(), lines.join("\n"))
     };
     PatchError::Conflict { message, causes }
 }

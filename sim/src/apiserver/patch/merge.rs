@@ -65,48 +65,20 @@ mod tests {
         // The table of RFC 7386 appendix A.
         let cases = [
             (json!({"a": "b"}), json!({"a": "c"}), json!({"a": "c"})),
-            (
-                json!({"a": "b"}),
-                json!({"b": "c"}),
-                json!({"a": "b", "b": "c"}),
-            ),
+            (json!({"a": "b"}), json!({"b": "c"}), json!({"a": "b", "b": "c"})),
             (json!({"a": "b"}), json!({"a": null}), json!({})),
-            (
-                json!({"a": "b", "b": "c"}),
-                json!({"a": null}),
-                json!({"b": "c"}),
-            ),
+            (json!({"a": "b", "b": "c"}), json!({"a": null}), json!({"b": "c"})),
             (json!({"a": ["b"]}), json!({"a": "c"}), json!({"a": "c"})),
             (json!({"a": "c"}), json!({"a": ["b"]}), json!({"a": ["b"]})),
-            (
-                json!({"a": {"b": "c"}}),
-                json!({"a": {"b": "d", "c": null}}),
-                json!({"a": {"b": "d"}}),
-            ),
-            (
-                json!({"a": [{"b": "c"}]}),
-                json!({"a": [1]}),
-                json!({"a": [1]}),
-            ),
+            (json!({"a": {"b": "c"}}), json!({"a": {"b": "d", "c": null}}), json!({"a": {"b": "d"}})),
+            (json!({"a": [{"b": "c"}]}), json!({"a": [1]}), json!({"a": [1]})),
             (json!(["a", "b"]), json!(["c", "d"]), json!(["c", "d"])),
             (json!({"a": "b"}), json!(["c"]), json!(["c"])),
             (json!({"a": "foo"}), json!(null), json!(null)),
             (json!({"a": "foo"}), json!("bar"), json!("bar")),
-            (
-                json!({"e": null}),
-                json!({"a": 1}),
-                json!({"e": null, "a": 1}),
-            ),
-            (
-                json!([1, 2]),
-                json!({"a": "b", "c": null}),
-                json!({"a": "b"}),
-            ),
-            (
-                json!({}),
-                json!({"a": {"bb": {"ccc": null}}}),
-                json!({"a": {"bb": {}}}),
-            ),
+            (json!({"e": null}), json!({"a": 1}), json!({"e": null, "a": 1})),
+            (json!([1, 2]), json!({"a": "b", "c": null}), json!({"a": "b"})),
+            (json!({}), json!({"a": {"bb": {"ccc": null}}}), json!({"a": {"bb": {}}})),
         ];
         for (target, patch, expected) in cases {
             assert_eq!(apply(&target, &patch), expected, "{target} + {patch}");
@@ -117,10 +89,7 @@ mod tests {
     fn diff_deletes_removed_keys_and_recurses() {
         let from = json!({"spec": {"replicas": 1, "paused": true}, "x": 1});
         let to = json!({"spec": {"replicas": 2}, "x": 1});
-        assert_eq!(
-            diff(&from, &to),
-            json!({"spec": {"replicas": 2, "paused": null}})
-        );
+        assert_eq!(diff(&from, &to), json!({"spec": {"replicas": 2, "paused": null}}));
     }
 
     /// JSON without nulls inside objects (a merge patch cannot express them).
@@ -133,8 +102,7 @@ mod tests {
         leaf.prop_recursive(4, 32, 4, |inner| {
             prop_oneof![
                 prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
-                prop::collection::btree_map("[a-d]", inner, 0..4)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+                prop::collection::btree_map("[a-d]", inner, 0..4).prop_map(|m| Value::Object(m.into_iter().collect())),
             ]
         })
     }

@@ -57,12 +57,7 @@ pub enum PatchType {
 impl PatchType {
     /// Parses a `Content-Type` header value, ignoring parameters such as `charset`.
     pub fn from_content_type(content_type: &str) -> Option<PatchType> {
-        let media = content_type
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
+        let media = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
         match media.as_str() {
             "application/json-patch+json" => Some(PatchType::Json),
             "application/merge-patch+json" => Some(PatchType::Merge),
@@ -86,10 +81,7 @@ impl PatchType {
 /// The 415 the apiserver answers for a content type the resource does not accept; custom
 /// resources do not accept strategic merge patch.
 pub fn unsupported_media_type(schema: &PatchSchema) -> PatchError {
-    let mut accepted = vec![
-        PatchType::Json.content_type(),
-        PatchType::Merge.content_type(),
-    ];
+    let mut accepted = vec![PatchType::Json.content_type(), PatchType::Merge.content_type()];
     if schema.supports_strategic_merge() {
         accepted.push(PatchType::StrategicMerge.content_type());
     }
@@ -142,36 +134,24 @@ pub fn patch(
 ///
 /// # Errors
 /// As [`patch`] with [`PatchType::Apply`].
-pub fn apply_create(
-    body: &[u8],
-    schema: &PatchSchema,
-    opts: &ApplyOptions,
-) -> Result<Value, PatchError> {
+pub fn apply_create(body: &[u8], schema: &PatchSchema, opts: &ApplyOptions) -> Result<Value, PatchError> {
     validate_options(PatchType::Apply, opts)?;
     let config = decode_apply(body)?;
-    apply::apply(
-        &Value::Object(serde_json::Map::new()),
-        &config,
-        schema,
-        opts,
-    )
+    apply::apply(&Value::Object(serde_json::Map::new()), &config, schema, opts)
 }
 
 /// apiserver `ValidatePatchOptions`: apply needs a field manager, only apply may force.
 /// Both failures are 422 Invalid on `PatchOptions`.
 pub fn validate_options(patch_type: PatchType, opts: &ApplyOptions) -> Result<(), PatchError> {
-    let invalid = |detail: &str| {
-        PatchError::Unprocessable(format!(
-            "PatchOptions.meta.k8s.io \"\" is invalid: {detail}"
-        ))
-    };
+    let invalid =
+        |detail: &str| PatchError::Unprocessable(format!("PatchOptions.meta.k8s.io \"\" is invalid: {detail}"));
     match patch_type {
-        PatchType::Apply if opts.field_manager.is_empty() => Err(invalid(
-            "fieldManager: Required value: is required for apply patch",
-        )),
-        PatchType::Json | PatchType::Merge | PatchType::StrategicMerge if opts.force => Err(
-            invalid("force: Forbidden: may not be specified for non-apply patch"),
-        ),
+        PatchType::Apply if opts.field_manager.is_empty() => {
+            Err(invalid("fieldManager: Required value: is required for apply patch"))
+        }
+        PatchType::Json | PatchType::Merge | PatchType::StrategicMerge if opts.force => {
+            Err(invalid("force: Forbidden: may not be specified for non-apply patch"))
+        }
         _ => Ok(()),
     }
 }
@@ -180,9 +160,7 @@ fn decode_json_object(body: &[u8], what: &str) -> Result<Value, PatchError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| PatchError::BadRequest(format!("invalid JSON in {what} body: {e}")))?;
     if !value.is_object() {
-        return Err(PatchError::BadRequest(format!(
-            "a {what} body must be a JSON object"
-        )));
+        return Err(PatchError::BadRequest(format!("a {what} body must be a JSON object")));
     }
     Ok(value)
 }
@@ -192,13 +170,12 @@ fn decode_json_object(body: &[u8], what: &str) -> Result<Value, PatchError> {
 fn decode_apply(body: &[u8]) -> Result<Value, PatchError> {
     let value: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
-        Err(_) => serde_saphyr::from_slice(body)
-            .map_err(|e| PatchError::BadRequest(format!("error decoding YAML: {e}")))?,
+        Err(_) => {
+            serde_saphyr::from_slice(body).map_err(|e| PatchError::BadRequest(format!("error decoding YAML: {e}")))?
+        }
     };
     if !value.is_object() {
-        return Err(PatchError::BadRequest(
-            "an apply configuration must be an object".to_string(),
-        ));
+        return Err(PatchError::BadRequest("an apply configuration must be an object".to_string()));
     }
     Ok(value)
 }
@@ -210,36 +187,20 @@ mod tests {
 
     #[test]
     fn content_types_map_to_patch_types() {
-        assert_eq!(
-            PatchType::from_content_type("application/json-patch+json"),
-            Some(PatchType::Json)
-        );
-        assert_eq!(
-            PatchType::from_content_type("application/merge-patch+json; charset=utf-8"),
-            Some(PatchType::Merge)
-        );
+        assert_eq!(PatchType::from_content_type("application/json-patch+json"), Some(PatchType::Json));
+        assert_eq!(PatchType::from_content_type("application/merge-patch+json; charset=utf-8"), Some(PatchType::Merge));
         assert_eq!(
             PatchType::from_content_type("application/strategic-merge-patch+json"),
             Some(PatchType::StrategicMerge)
         );
-        assert_eq!(
-            PatchType::from_content_type("application/apply-patch+yaml"),
-            Some(PatchType::Apply)
-        );
+        assert_eq!(PatchType::from_content_type("application/apply-patch+yaml"), Some(PatchType::Apply));
         assert_eq!(PatchType::from_content_type("application/json"), None);
     }
 
     #[test]
     fn strategic_merge_on_a_custom_resource_is_unsupported_media_type() {
         let schema = PatchSchema::from_crd(None, true);
-        let err = patch(
-            PatchType::StrategicMerge,
-            &json!({}),
-            b"{}",
-            &schema,
-            &ApplyOptions::new("t"),
-        )
-        .unwrap_err();
+        let err = patch(PatchType::StrategicMerge, &json!({}), b"{}", &schema, &ApplyOptions::new("t")).unwrap_err();
         assert_eq!(err.status_code(), 415);
         assert_eq!(
             err.to_string(),
@@ -251,26 +212,9 @@ mod tests {
     fn merge_patch_body_must_be_a_json_object() {
         let schema = PatchSchema::builtin("Pod").unwrap();
         let opts = ApplyOptions::new("t");
-        assert_eq!(
-            patch(PatchType::Merge, &json!({}), b"{", &schema, &opts)
-                .unwrap_err()
-                .status_code(),
-            400
-        );
-        assert_eq!(
-            patch(PatchType::Merge, &json!({}), b"[1]", &schema, &opts)
-                .unwrap_err()
-                .status_code(),
-            400
-        );
-        let out = patch(
-            PatchType::Merge,
-            &json!({"a": 1}),
-            br#"{"b": 2}"#,
-            &schema,
-            &opts,
-        )
-        .unwrap();
+        assert_eq!(patch(PatchType::Merge, &json!({}), b"{", &schema, &opts).unwrap_err().status_code(), 400);
+        assert_eq!(patch(PatchType::Merge, &json!({}), b"[1]", &schema, &opts).unwrap_err().status_code(), 400);
+        let out = patch(PatchType::Merge, &json!({"a": 1}), br#"{"b": 2}"#, &schema, &opts).unwrap();
         assert_eq!(out, json!({"a": 1, "b": 2}));
     }
 
@@ -278,48 +222,23 @@ mod tests {
     fn apply_needs_a_field_manager_and_only_apply_may_force() {
         let schema = PatchSchema::builtin("Pod").unwrap();
         let body = br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}"#;
-        let err = patch(
-            PatchType::Apply,
-            &json!({}),
-            body,
-            &schema,
-            &ApplyOptions::new(""),
-        )
-        .unwrap_err();
+        let err = patch(PatchType::Apply, &json!({}), body, &schema, &ApplyOptions::new("")).unwrap_err();
         assert_eq!(err.status_code(), 422);
-        assert!(
-            err.to_string()
-                .ends_with("fieldManager: Required value: is required for apply patch")
-        );
+        assert!(err.to_string().ends_with("fieldManager: Required value: is required for apply patch"));
         let forced = ApplyOptions::new("m").force(true);
-        assert_eq!(
-            patch(PatchType::Merge, &json!({}), b"{}", &schema, &forced)
-                .unwrap_err()
-                .status_code(),
-            422
-        );
+        assert_eq!(patch(PatchType::Merge, &json!({}), b"{}", &schema, &forced).unwrap_err().status_code(), 422);
     }
 
     #[test]
     fn kube_rs_json_apply_goes_through_patch() {
         let schema = PatchSchema::builtin("Pod").unwrap();
-        let live = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "uid": "u1", "resourceVersion": "7"}});
-        let body =
-            br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{"a":"b"}}}"#;
-        let out = patch(
-            PatchType::Apply,
-            &live,
-            body,
-            &schema,
-            &ApplyOptions::new("kube-rs"),
-        )
-        .unwrap();
+        let live =
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "uid": "u1", "resourceVersion": "7"}});
+        let body = br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{"a":"b"}}}"#;
+        let out = patch(PatchType::Apply, &live, body, &schema, &ApplyOptions::new("kube-rs")).unwrap();
         assert_eq!(out["metadata"]["uid"], json!("u1"));
         assert_eq!(out["metadata"]["labels"], json!({"a": "b"}));
-        assert_eq!(
-            out["metadata"]["managedFields"][0]["fieldsV1"],
-            json!({"f:metadata": {"f:labels": {"f:a": {}}}})
-        );
+        assert_eq!(out["metadata"]["managedFields"][0]["fieldsV1"], json!({"f:metadata": {"f:labels": {"f:a": {}}}}));
     }
 
     #[test]
@@ -328,10 +247,7 @@ mod tests {
         let yaml = b"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 3\n";
         let out = apply_create(yaml, &schema, &ApplyOptions::new("kubectl")).unwrap();
         assert_eq!(out["spec"]["replicas"], json!(3));
-        assert_eq!(
-            out["metadata"]["managedFields"][0]["manager"],
-            json!("kubectl")
-        );
+        assert_eq!(out["metadata"]["managedFields"][0]["manager"], json!("kubectl"));
         let bad = apply_create(b"a: [", &schema, &ApplyOptions::new("kubectl")).unwrap_err();
         assert_eq!(bad.status_code(), 400);
     }

@@ -106,10 +106,7 @@ impl FieldSchema {
     /// A struct with these named fields.
     pub fn structure(fields: Vec<(&str, FieldSchema)>) -> FieldSchema {
         let mut s = FieldSchema::of_shape(Shape::Struct);
-        s.fields = fields
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
+        s.fields = fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
         s
     }
 
@@ -207,9 +204,7 @@ impl FieldSchema {
         match (&self.element, self.shape) {
             (Some(element), Shape::Map) => element,
             (_, Shape::Deduced) => &DEDUCED,
-            (_, Shape::Struct) if self.element.is_some() => {
-                self.element.as_deref().unwrap_or(&UNKNOWN)
-            }
+            (_, Shape::Struct) if self.element.is_some() => self.element.as_deref().unwrap_or(&UNKNOWN),
             _ => &UNKNOWN,
         }
     }
@@ -243,15 +238,9 @@ impl FieldSchema {
         let ty = schema.get("type").and_then(Value::as_str).unwrap_or("");
         let properties = schema.get("properties").and_then(Value::as_object);
         let additional = schema.get("additionalProperties").filter(|v| v.is_object());
-        let preserve = schema
-            .get("x-kubernetes-preserve-unknown-fields")
-            .and_then(Value::as_bool)
-            == Some(true);
+        let preserve = schema.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true);
         let mut node = if ty == "array" {
-            let item = schema
-                .get("items")
-                .map(FieldSchema::from_openapi)
-                .unwrap_or_else(FieldSchema::deduced);
+            let item = schema.get("items").map(FieldSchema::from_openapi).unwrap_or_else(FieldSchema::deduced);
             let mut list = FieldSchema::atomic_list(item);
             match schema.get("x-kubernetes-list-type").and_then(Value::as_str) {
                 Some("set") => list.list_type = ListType::Set,
@@ -259,12 +248,7 @@ impl FieldSchema {
                     let keys = schema
                         .get("x-kubernetes-list-map-keys")
                         .and_then(Value::as_array)
-                        .map(|ks| {
-                            ks.iter()
-                                .filter_map(Value::as_str)
-                                .map(str::to_string)
-                                .collect()
-                        })
+                        .map(|ks| ks.iter().filter_map(Value::as_str).map(str::to_string).collect())
                         .unwrap_or_default();
                     list.list_type = ListType::Map(keys);
                 }
@@ -273,20 +257,14 @@ impl FieldSchema {
             list
         } else if let Some(properties) = properties {
             let mut s = FieldSchema::of_shape(Shape::Struct);
-            s.fields = properties
-                .iter()
-                .map(|(k, v)| (k.clone(), FieldSchema::from_openapi(v)))
-                .collect();
+            s.fields = properties.iter().map(|(k, v)| (k.clone(), FieldSchema::from_openapi(v))).collect();
             if let Some(additional) = additional {
                 s.element = Some(Box::new(FieldSchema::from_openapi(additional)));
             }
             s
         } else if let Some(additional) = additional {
             FieldSchema::map_of(FieldSchema::from_openapi(additional))
-        } else if ty == "object"
-            || preserve
-            || schema.get("x-kubernetes-embedded-resource").is_some()
-        {
+        } else if ty == "object" || preserve || schema.get("x-kubernetes-embedded-resource").is_some() {
             FieldSchema::deduced()
         } else {
             FieldSchema::scalar()
@@ -314,11 +292,7 @@ impl PatchSchema {
     /// `None` for any other kind.
     pub fn builtin(kind: &str) -> Option<PatchSchema> {
         let root = super::builtin::root(kind)?;
-        Some(PatchSchema {
-            root,
-            strategic: true,
-            status_subresource: !matches!(kind, "Event" | "Lease"),
-        })
+        Some(PatchSchema { root, strategic: true, status_subresource: !matches!(kind, "Event" | "Lease") })
     }
 
     /// The kinds [`PatchSchema::builtin`] knows.
@@ -330,28 +304,20 @@ impl PatchSchema {
     /// schemaless one for `None`). Strategic merge patch is refused for it, as the apiserver
     /// does.
     pub fn from_crd(open_api_v3_schema: Option<&Value>, status_subresource: bool) -> PatchSchema {
-        let mut root = open_api_v3_schema
-            .map(FieldSchema::from_openapi)
-            .unwrap_or_else(FieldSchema::deduced);
+        let mut root = open_api_v3_schema.map(FieldSchema::from_openapi).unwrap_or_else(FieldSchema::deduced);
         // metadata is ObjectMeta whatever the CRD says (CRDs may only restrict name).
         let meta = super::builtin::object_meta();
         if root.shape == Shape::Struct || root.shape == Shape::Deduced {
             root.shape = Shape::Struct;
             root.fields.insert("metadata".to_string(), meta);
             for key in ["apiVersion", "kind"] {
-                root.fields
-                    .entry(key.to_string())
-                    .or_insert_with(FieldSchema::scalar);
+                root.fields.entry(key.to_string()).or_insert_with(FieldSchema::scalar);
             }
             if root.element.is_none() && open_api_v3_schema.is_none() {
                 root.element = Some(Box::new(FieldSchema::deduced()));
             }
         }
-        PatchSchema {
-            root,
-            strategic: false,
-            status_subresource,
-        }
+        PatchSchema { root, strategic: false, status_subresource }
     }
 
     /// The schema of one served version of a CRD manifest (`apiextensions.k8s.io/v1`):
@@ -359,9 +325,7 @@ impl PatchSchema {
     /// version is not in the CRD.
     pub fn from_crd_manifest(crd: &Value, version: &str) -> Option<PatchSchema> {
         let versions = crd.pointer("/spec/versions")?.as_array()?;
-        let v = versions
-            .iter()
-            .find(|v| v.get("name").and_then(Value::as_str) == Some(version))?;
+        let v = versions.iter().find(|v| v.get("name").and_then(Value::as_str) == Some(version))?;
         let schema = v.pointer("/schema/openAPIV3Schema");
         let status = v.pointer("/subresources/status").is_some();
         Some(PatchSchema::from_crd(schema, status))
@@ -369,11 +333,7 @@ impl PatchSchema {
 
     /// A schema from a hand-built root (tests, or a kind without a table).
     pub fn from_root(root: FieldSchema, strategic: bool, status_subresource: bool) -> PatchSchema {
-        PatchSchema {
-            root,
-            strategic,
-            status_subresource,
-        }
+        PatchSchema { root, strategic, status_subresource }
     }
 
     /// The root node (the object).
@@ -416,18 +376,12 @@ mod tests {
         let s = PatchSchema::from_crd(Some(&schema), true);
         let spec = s.root().child("spec");
         assert_eq!(spec.child("taints").list_type, ListType::Atomic);
-        assert_eq!(
-            spec.child("reqs").list_type,
-            ListType::Map(vec!["key".to_string()])
-        );
+        assert_eq!(spec.child("reqs").list_type, ListType::Map(vec!["key".to_string()]));
         assert_eq!(spec.child("tags").list_type, ListType::Set);
         assert!(spec.child("sel").atomic);
         assert_eq!(spec.child("free").shape, Shape::Deduced);
         assert!(!s.supports_strategic_merge());
-        assert_eq!(
-            s.root().child("metadata").child("finalizers").list_type,
-            ListType::Set
-        );
+        assert_eq!(s.root().child("metadata").child("finalizers").list_type, ListType::Set);
     }
 
     #[test]
@@ -442,10 +396,7 @@ mod tests {
         }});
         let s = PatchSchema::from_crd_manifest(&crd, "v1").unwrap();
         assert!(s.has_status_subresource());
-        assert_eq!(
-            s.root().child("spec").child("requirements").list_type,
-            ListType::Atomic
-        );
+        assert_eq!(s.root().child("spec").child("requirements").list_type, ListType::Atomic);
         assert!(PatchSchema::from_crd_manifest(&crd, "v2").is_none());
     }
 

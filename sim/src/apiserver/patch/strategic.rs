@@ -108,10 +108,7 @@ fn merge_map(
 
 /// `$retainKeys`: keep only the listed keys of the original; every key the patch sets must
 /// be listed.
-fn apply_retain_keys(
-    original: &mut Map<String, Value>,
-    patch: &mut Map<String, Value>,
-) -> Result<(), PatchError> {
+fn apply_retain_keys(original: &mut Map<String, Value>, patch: &mut Map<String, Value>) -> Result<(), PatchError> {
     let Some(retain) = patch.remove(RETAIN_KEYS) else {
         return Ok(());
     };
@@ -120,10 +117,7 @@ fn apply_retain_keys(
     };
     let keep: Vec<&str> = retain.iter().filter_map(Value::as_str).collect();
     for (key, value) in patch.iter() {
-        if value.is_null()
-            || key.starts_with(DELETE_FROM_PRIMITIVE_LIST)
-            || key.starts_with(SET_ELEMENT_ORDER)
-        {
+        if value.is_null() || key.starts_with(DELETE_FROM_PRIMITIVE_LIST) || key.starts_with(SET_ELEMENT_ORDER) {
             continue;
         }
         if !keep.contains(&key.as_str()) {
@@ -141,17 +135,10 @@ fn merge_set_element_order(
     patch: &mut Map<String, Value>,
     schema: &FieldSchema,
 ) -> Result<(), PatchError> {
-    let keys: Vec<String> = patch
-        .keys()
-        .filter(|k| k.starts_with(SET_ELEMENT_ORDER))
-        .cloned()
-        .collect();
+    let keys: Vec<String> = patch.keys().filter(|k| k.starts_with(SET_ELEMENT_ORDER)).cloned().collect();
     for key in keys {
         let order = patch.remove(&key).unwrap_or(Value::Null);
-        let Some(name) = key
-            .strip_prefix(SET_ELEMENT_ORDER)
-            .and_then(|r| r.strip_prefix('/'))
-        else {
+        let Some(name) = key.strip_prefix(SET_ELEMENT_ORDER).and_then(|r| r.strip_prefix('/')) else {
             return Err(bad_format("setElementOrder list"));
         };
         let Value::Array(order) = order else {
@@ -186,11 +173,7 @@ fn merge_set_element_order(
         let merged = match (&original_list, patch_list) {
             (None, None) => continue,
             (Some(o), None) => o.clone(),
-            (None, Some(p)) => p
-                .into_iter()
-                .filter(|v| !is_delete_item(v))
-                .map(clean)
-                .collect(),
+            (None, Some(p)) => p.into_iter().filter(|v| !is_delete_item(v)).map(clean).collect(),
             (Some(o), Some(p)) => {
                 if field.patch_merge {
                     merge_list(o.clone(), p, field, false)?
@@ -201,27 +184,15 @@ fn merge_set_element_order(
         };
         let (in_order, server_only) = partition(merged, &order, &merge_key);
         let live = original_list.unwrap_or_default();
-        original.insert(
-            name.to_string(),
-            Value::Array(normalize_order(
-                in_order,
-                server_only,
-                &order,
-                &live,
-                &merge_key,
-            )),
-        );
+        original
+            .insert(name.to_string(), Value::Array(normalize_order(in_order, server_only, &order, &live, &merge_key)));
         patch.remove(name);
     }
     Ok(())
 }
 
 /// validatePatchWithSetOrderList: the patch items must appear in the directive, in order.
-fn validate_order(
-    patch_list: &[Value],
-    order: &[Value],
-    merge_key: &str,
-) -> Result<(), PatchError> {
+fn validate_order(patch_list: &[Value], order: &[Value], merge_key: &str) -> Result<(), PatchError> {
     if patch_list.is_empty() || order.is_empty() {
         return Ok(());
     }
@@ -268,10 +239,7 @@ fn merge_key_value<'a>(item: &'a Value, merge_key: &str) -> Result<&'a Value, Pa
         )));
     };
     map.get(merge_key).ok_or_else(|| {
-        PatchError::Internal(format!(
-            "map: {} does not contain declared merge key: {merge_key}",
-            go_fmt(item)
-        ))
+        PatchError::Internal(format!("map: {} does not contain declared merge key: {merge_key}", go_fmt(item)))
     })
 }
 
@@ -293,10 +261,7 @@ fn merge_list(
     let merge_key = field.patch_merge_key.clone().unwrap_or_default();
     if !element_is_map {
         if is_delete_list {
-            return Ok(original
-                .into_iter()
-                .filter(|v| !patch.iter().any(|d| scalar_eq(v, d)))
-                .collect());
+            return Ok(original.into_iter().filter(|v| !patch.iter().any(|d| scalar_eq(v, d))).collect());
         }
         let mut merged: Vec<Value> = Vec::new();
         for v in original.iter().chain(patch.iter()) {
@@ -305,27 +270,17 @@ fn merge_list(
             }
         }
         let (in_patch, server_only) = partition(merged, &patch, "");
-        return Ok(normalize_order(
-            in_patch,
-            server_only,
-            &patch,
-            &original,
-            "",
-        ));
+        return Ok(normalize_order(in_patch, server_only, &patch, &original, ""));
     }
     if merge_key.is_empty() {
-        return Err(PatchError::Internal(
-            "cannot merge lists without merge key for type map".to_string(),
-        ));
+        return Err(PatchError::Internal("cannot merge lists without merge key for type map".to_string()));
     }
     let (original, patch) = merge_special_items(original, patch, &merge_key)?;
     let item_schema = field.item();
     let mut merged = original.clone();
     for item in &patch {
         let key_value = merge_key_value(item, &merge_key)?.clone();
-        let found = merged
-            .iter()
-            .position(|m| m.get(&merge_key).is_some_and(|v| scalar_eq(v, &key_value)));
+        let found = merged.iter().position(|m| m.get(&merge_key).is_some_and(|v| scalar_eq(v, &key_value)));
         match (found, item) {
             (Some(index), Value::Object(p)) => {
                 let base = match &merged[index] {
@@ -338,13 +293,7 @@ fn merge_list(
         }
     }
     let (in_patch, server_only) = partition(merged, &patch, &merge_key);
-    Ok(normalize_order(
-        in_patch,
-        server_only,
-        &patch,
-        &original,
-        &merge_key,
-    ))
+    Ok(normalize_order(in_patch, server_only, &patch, &original, &merge_key))
 }
 
 /// mergeSliceWithSpecialElements: `{$patch: delete, key: v}` removes matching items,
@@ -365,9 +314,7 @@ fn merge_special_items(
             }
             Some(Value::String(d)) if d == "replace" => replace = true,
             Some(Value::String(d)) if d == "merge" => {
-                return Err(PatchError::Internal(
-                    "merging lists cannot yet be specified in the patch".to_string(),
-                ));
+                return Err(PatchError::Internal("merging lists cannot yet be specified in the patch".to_string()));
             }
             Some(other) => {
                 return Err(PatchError::Internal(format!(
@@ -390,18 +337,14 @@ fn element_kind(original: &[Value], patch: &[Value]) -> Result<bool, PatchError>
     for v in original.iter().chain(patch.iter()) {
         let this = go_type(v);
         if this == "[]interface {}" {
-            return Err(PatchError::Unprocessable(
-                "lists of lists are not supported".to_string(),
-            ));
+            return Err(PatchError::Unprocessable("lists of lists are not supported".to_string()));
         }
         match kind {
             None => kind = Some(this),
             Some(k) if k != this => {
                 return Err(PatchError::Internal(format!(
                     "list element types are not identical: {}",
-                    go_fmt(&Value::Array(
-                        original.iter().chain(patch.iter()).cloned().collect()
-                    ))
+                    go_fmt(&Value::Array(original.iter().chain(patch.iter()).cloned().collect()))
                 )));
             }
             Some(_) => {}
@@ -412,23 +355,16 @@ fn element_kind(original: &[Value], patch: &[Value]) -> Result<bool, PatchError>
 
 /// Splits items into those present in `by` (matched on merge key) and the rest.
 fn partition(items: Vec<Value>, by: &[Value], merge_key: &str) -> (Vec<Value>, Vec<Value>) {
-    items
-        .into_iter()
-        .partition(|item| index_of(by, item, merge_key).is_some())
+    items.into_iter().partition(|item| index_of(by, item, merge_key).is_some())
 }
 
 fn identity<'a>(item: &'a Value, merge_key: &str) -> Option<&'a Value> {
-    if merge_key.is_empty() {
-        Some(item)
-    } else {
-        item.get(merge_key)
-    }
+    if merge_key.is_empty() { Some(item) } else { item.get(merge_key) }
 }
 
 fn index_of(list: &[Value], item: &Value, merge_key: &str) -> Option<usize> {
     let wanted = identity(item, merge_key)?;
-    list.iter()
-        .position(|v| identity(v, merge_key).is_some_and(|x| scalar_eq(x, wanted)))
+    list.iter().position(|v| identity(v, merge_key).is_some_and(|x| scalar_eq(x, wanted)))
 }
 
 /// normalizeElementOrder: patch items in patch order, server-only items in live order,
@@ -464,10 +400,7 @@ fn normalize_order(
         } else if j >= right.len() {
             true
         } else {
-            match (
-                index_of(server_order, &left[i], merge_key),
-                index_of(server_order, &right[j], merge_key),
-            ) {
+            match (index_of(server_order, &left[i], merge_key), index_of(server_order, &right[j], merge_key)) {
                 (Some(l), Some(r)) => l < r,
                 _ => false,
             }
@@ -495,13 +428,7 @@ fn scalar_eq(a: &Value, b: &Value) -> bool {
 fn clean(value: Value) -> Value {
     match value {
         Value::Object(map) => Value::Object(clean_map(map)),
-        Value::Array(items) => Value::Array(
-            items
-                .into_iter()
-                .filter(|v| !is_delete_item(v))
-                .map(clean)
-                .collect(),
-        ),
+        Value::Array(items) => Value::Array(items.into_iter().filter(|v| !is_delete_item(v)).map(clean).collect()),
         other => other,
     }
 }
@@ -538,17 +465,11 @@ fn go_fmt(value: &Value) -> String {
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => n.to_string(),
         Value::String(s) => s.clone(),
-        Value::Array(items) => format!(
-            "[{}]",
-            items.iter().map(go_fmt).collect::<Vec<_>>().join(" ")
-        ),
+        Value::Array(items) => format!("[{}]", items.iter().map(go_fmt).collect::<Vec<_>>().join(" ")),
         Value::Object(map) => {
             let mut entries: Vec<(&String, &Value)> = map.iter().collect();
             entries.sort_by(|a, b| a.0.cmp(b.0));
-            let parts: Vec<String> = entries
-                .iter()
-                .map(|(k, v)| format!("{k}:{}", go_fmt(v)))
-                .collect();
+            let parts: Vec<String> = entries.iter().map(|(k, v)| format!("{k}:{}", go_fmt(v))).collect();
             format!("map[{}]", parts.join(" "))
         }
     }
@@ -574,12 +495,9 @@ mod tests {
 
     #[test]
     fn containers_merge_by_name_and_scalars_replace() {
-        let live = json!({"spec": {"containers": [{"name": "app", "image": "app:1"}, {"name": "side", "image": "side:1"}]}});
-        let out = smp(
-            "Pod",
-            live,
-            json!({"spec": {"containers": [{"name": "side", "image": "side:2"}]}}),
-        );
+        let live =
+            json!({"spec": {"containers": [{"name": "app", "image": "app:1"}, {"name": "side", "image": "side:1"}]}});
+        let out = smp("Pod", live, json!({"spec": {"containers": [{"name": "side", "image": "side:2"}]}}));
         assert_eq!(
             out,
             json!({"spec": {"containers": [{"name": "app", "image": "app:1"}, {"name": "side", "image": "side:2"}]}})
@@ -590,72 +508,36 @@ mod tests {
     fn new_items_of_a_merging_list_go_before_server_only_items() {
         // apimachinery's mergeSortedSlice takes a patch item first when its live position is unknown.
         let live = json!({"spec": {"containers": [{"name": "a", "image": "a"}]}});
-        let out = smp(
-            "Pod",
-            live,
-            json!({"spec": {"containers": [{"name": "b", "image": "b"}]}}),
-        );
-        assert_eq!(
-            out["spec"]["containers"],
-            json!([{"name": "b", "image": "b"}, {"name": "a", "image": "a"}])
-        );
+        let out = smp("Pod", live, json!({"spec": {"containers": [{"name": "b", "image": "b"}]}}));
+        assert_eq!(out["spec"]["containers"], json!([{"name": "b", "image": "b"}, {"name": "a", "image": "a"}]));
     }
 
     #[test]
     fn tolerations_and_taints_are_replaced() {
         let live = json!({"spec": {"tolerations": [{"key": "a", "operator": "Exists"}]}});
-        let out = smp(
-            "Pod",
-            live,
-            json!({"spec": {"tolerations": [{"key": "b", "operator": "Exists"}]}}),
-        );
-        assert_eq!(
-            out["spec"]["tolerations"],
-            json!([{"key": "b", "operator": "Exists"}])
-        );
+        let out = smp("Pod", live, json!({"spec": {"tolerations": [{"key": "b", "operator": "Exists"}]}}));
+        assert_eq!(out["spec"]["tolerations"], json!([{"key": "b", "operator": "Exists"}]));
         let node = json!({"spec": {"taints": [{"key": "a", "effect": "NoSchedule"}]}});
-        let out = smp(
-            "Node",
-            node,
-            json!({"spec": {"taints": [{"key": "b", "effect": "NoExecute"}]}}),
-        );
-        assert_eq!(
-            out["spec"]["taints"],
-            json!([{"key": "b", "effect": "NoExecute"}])
-        );
+        let out = smp("Node", node, json!({"spec": {"taints": [{"key": "b", "effect": "NoExecute"}]}}));
+        assert_eq!(out["spec"]["taints"], json!([{"key": "b", "effect": "NoExecute"}]));
     }
 
     #[test]
     fn null_deletes_a_key_and_maps_merge() {
         let live = json!({"metadata": {"labels": {"a": "1", "b": "2"}}});
-        let out = smp(
-            "Pod",
-            live,
-            json!({"metadata": {"labels": {"a": null, "c": "3"}}}),
-        );
+        let out = smp("Pod", live, json!({"metadata": {"labels": {"a": null, "c": "3"}}}));
         assert_eq!(out, json!({"metadata": {"labels": {"b": "2", "c": "3"}}}));
     }
 
     #[test]
     fn finalizers_merge_as_a_set_and_delete_from_primitive_list_removes() {
         let live = json!({"metadata": {"finalizers": ["a", "b"]}});
-        let out = smp(
-            "Pod",
-            live.clone(),
-            json!({"metadata": {"finalizers": ["b", "c"]}}),
-        );
+        let out = smp("Pod", live.clone(), json!({"metadata": {"finalizers": ["b", "c"]}}));
         assert_eq!(out["metadata"]["finalizers"], json!(["a", "b", "c"]));
-        let out = smp(
-            "Pod",
-            live,
-            json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}}),
-        );
+        let out = smp("Pod", live, json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}}));
         assert_eq!(out["metadata"]["finalizers"], json!(["b"]));
-        let none = smp(
-            "Pod",
-            json!({"metadata": {}}),
-            json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}}),
-        );
+        let none =
+            smp("Pod", json!({"metadata": {}}), json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}}));
         assert_eq!(none, json!({"metadata": {}}));
     }
 
@@ -663,36 +545,22 @@ mod tests {
     fn patch_delete_item_removes_a_container() {
         // Kubernetes docs, "Use strategic merge patch ... $patch: delete".
         let live = json!({"spec": {"containers": [{"name": "a"}, {"name": "b"}]}});
-        let out = smp(
-            "Pod",
-            live,
-            json!({"spec": {"containers": [{"name": "a", "$patch": "delete"}]}}),
-        );
+        let out = smp("Pod", live, json!({"spec": {"containers": [{"name": "a", "$patch": "delete"}]}}));
         assert_eq!(out["spec"]["containers"], json!([{"name": "b"}]));
     }
 
     #[test]
     fn patch_replace_item_replaces_the_whole_list() {
         let live = json!({"spec": {"containers": [{"name": "a"}, {"name": "b"}]}});
-        let out = smp(
-            "Pod",
-            live,
-            json!({"spec": {"containers": [{"name": "c", "image": "c"}, {"$patch": "replace"}]}}),
-        );
-        assert_eq!(
-            out["spec"]["containers"],
-            json!([{"name": "c", "image": "c"}])
-        );
+        let out =
+            smp("Pod", live, json!({"spec": {"containers": [{"name": "c", "image": "c"}, {"$patch": "replace"}]}}));
+        assert_eq!(out["spec"]["containers"], json!([{"name": "c", "image": "c"}]));
     }
 
     #[test]
     fn patch_replace_on_a_map_replaces_it() {
         let live = json!({"metadata": {"labels": {"a": "1"}}, "spec": {"nodeName": "n"}});
-        let out = smp(
-            "Pod",
-            live,
-            json!({"metadata": {"labels": {"b": "2", "$patch": "replace"}}}),
-        );
+        let out = smp("Pod", live, json!({"metadata": {"labels": {"b": "2", "$patch": "replace"}}}));
         assert_eq!(out["metadata"]["labels"], json!({"b": "2"}));
         let out = smp("Pod", out, json!({"spec": {"$patch": "delete"}}));
         assert_eq!(out["spec"], json!({}));
@@ -716,10 +584,7 @@ mod tests {
         );
         let spec = &out["spec"]["template"]["spec"];
         assert_eq!(spec["containers"].as_array().unwrap().len(), 2);
-        assert_eq!(
-            spec["tolerations"],
-            json!([{"effect": "NoSchedule", "key": "disktype", "value": "ssd"}])
-        );
+        assert_eq!(spec["tolerations"], json!([{"effect": "NoSchedule", "key": "disktype", "value": "ssd"}]));
     }
 
     #[test]
@@ -730,12 +595,8 @@ mod tests {
             "containers": [{"name": "c", "image": "c"}]
         }});
         let out = smp("Pod", live, patch);
-        let names: Vec<&str> = out["spec"]["containers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["name"].as_str().unwrap())
-            .collect();
+        let names: Vec<&str> =
+            out["spec"]["containers"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["b", "c", "a"]);
     }
 
@@ -748,20 +609,14 @@ mod tests {
             "containers": [{"name": "d"}, {"$patch": "delete", "name": "b"}]
         }});
         let out = smp("Pod", live, patch);
-        assert_eq!(
-            out["spec"]["containers"],
-            json!([{"name": "a"}, {"name": "d"}, {"name": "c"}])
-        );
+        assert_eq!(out["spec"]["containers"], json!([{"name": "a"}, {"name": "d"}, {"name": "c"}]));
     }
 
     #[test]
     fn set_element_order_for_primitive_lists() {
         let live = json!({"metadata": {"finalizers": ["x", "y"]}});
         let patch = json!({"metadata": {"$setElementOrder/finalizers": ["z", "x", "y"], "finalizers": ["z"]}});
-        assert_eq!(
-            smp("Pod", live, patch)["metadata"]["finalizers"],
-            json!(["z", "x", "y"])
-        );
+        assert_eq!(smp("Pod", live, patch)["metadata"]["finalizers"], json!(["z", "x", "y"]));
     }
 
     #[test]
@@ -776,10 +631,7 @@ mod tests {
         // Deployment strategy switch from RollingUpdate to Recreate, as kubectl apply sends it.
         let live = json!({"spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}}});
         let patch = json!({"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}}});
-        assert_eq!(
-            smp("Deployment", live, patch)["spec"]["strategy"],
-            json!({"type": "Recreate"})
-        );
+        assert_eq!(smp("Deployment", live, patch)["spec"]["strategy"], json!({"type": "Recreate"}));
         let bad = json!({"spec": {"strategy": {"$retainKeys": ["type"], "rollingUpdate": {}}}});
         assert_eq!(
             apply(
@@ -824,17 +676,8 @@ mod tests {
             json!({"metadata": {"ownerReferences": [{"uid": "1", "controller": true}]},
                                           "spec": {"containers": [{"name": "a", "env": [{"name": "Y", "value": "2"}]}]}}),
         );
-        assert_eq!(
-            out["metadata"]["ownerReferences"],
-            json!([{"uid": "1", "name": "rs", "controller": true}])
-        );
-        assert_eq!(
-            out["spec"]["containers"][0]["env"]
-                .as_array()
-                .unwrap()
-                .len(),
-            2
-        );
+        assert_eq!(out["metadata"]["ownerReferences"], json!([{"uid": "1", "name": "rs", "controller": true}]));
+        assert_eq!(out["spec"]["containers"][0]["env"].as_array().unwrap().len(), 2);
     }
 
     #[test]
@@ -844,27 +687,18 @@ mod tests {
             json!({"spec": {"containers": [{"image": "x"}]}}),
         );
         assert_eq!(err.status_code(), 500);
-        assert_eq!(
-            err.to_string(),
-            "map: map[image:x] does not contain declared merge key: name"
-        );
+        assert_eq!(err.to_string(), "map: map[image:x] does not contain declared merge key: name");
     }
 
     #[test]
     fn bad_directives_are_rejected() {
-        assert_eq!(
-            smp_err(json!({"spec": {}}), json!({"spec": {"$patch": "frob"}})).status_code(),
-            500
-        );
+        assert_eq!(smp_err(json!({"spec": {}}), json!({"spec": {"$patch": "frob"}})).status_code(), 500);
         let err = smp_err(
             json!({"metadata": {"finalizers": ["a"]}}),
             json!({"metadata": {"$deleteFromPrimitiveListfinalizers": ["a"]}}),
         );
         assert_eq!(err.status_code(), 400);
-        let lists = smp_err(
-            json!({"metadata": {"finalizers": [["a"]]}}),
-            json!({"metadata": {"finalizers": [["b"]]}}),
-        );
+        let lists = smp_err(json!({"metadata": {"finalizers": [["a"]]}}), json!({"metadata": {"finalizers": [["b"]]}}));
         assert_eq!(lists.status_code(), 422);
     }
 
@@ -896,10 +730,7 @@ mod tests {
         );
         assert_eq!(out["spec"]["volumes"].as_array().unwrap().len(), 2);
         assert_eq!(out["spec"]["imagePullSecrets"].as_array().unwrap().len(), 2);
-        assert_eq!(
-            out["spec"]["hostAliases"],
-            json!([{"ip": "10.0.0.1", "hostnames": ["b"]}])
-        );
+        assert_eq!(out["spec"]["hostAliases"], json!([{"ip": "10.0.0.1", "hostnames": ["b"]}]));
     }
 
     #[test]
@@ -907,11 +738,8 @@ mod tests {
         let live = json!({"spec": {"topologySpreadConstraints": [
             {"topologyKey": "zone", "maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"}
         ]}});
-        let out = smp(
-            "Pod",
-            live,
-            json!({"spec": {"topologySpreadConstraints": [{"topologyKey": "zone", "maxSkew": 2}]}}),
-        );
+        let out =
+            smp("Pod", live, json!({"spec": {"topologySpreadConstraints": [{"topologyKey": "zone", "maxSkew": 2}]}}));
         assert_eq!(
             out["spec"]["topologySpreadConstraints"],
             json!([{"topologyKey": "zone", "maxSkew": 2, "whenUnsatisfiable": "DoNotSchedule"}])
@@ -926,32 +754,22 @@ mod tests {
             smp("PodDisruptionBudget", live.clone(), patch.clone())["spec"]["selector"],
             json!({"matchLabels": {"b": "2"}})
         );
-        assert_eq!(
-            smp("Deployment", live, patch)["spec"]["selector"],
-            json!({"matchLabels": {"a": "1", "b": "2"}})
-        );
+        assert_eq!(smp("Deployment", live, patch)["spec"]["selector"], json!({"matchLabels": {"a": "1", "b": "2"}}));
     }
 
     #[test]
     fn node_cordon_patch_as_kubectl_sends_it() {
         let live = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}, "spec": {"providerID": "aws:///i-1"}});
         let out = smp("Node", live, json!({"spec": {"unschedulable": true}}));
-        assert_eq!(
-            out["spec"],
-            json!({"providerID": "aws:///i-1", "unschedulable": true})
-        );
+        assert_eq!(out["spec"], json!({"providerID": "aws:///i-1", "unschedulable": true}));
     }
 
     /// Objects without lists: a strategic merge patch is a JSON merge patch.
     fn arb_object() -> impl proptest::strategy::Strategy<Value = Value> {
         use proptest::prelude::*;
-        let leaf = prop_oneof![
-            any::<bool>().prop_map(Value::from),
-            "[a-z]{0,3}".prop_map(Value::from)
-        ];
+        let leaf = prop_oneof![any::<bool>().prop_map(Value::from), "[a-z]{0,3}".prop_map(Value::from)];
         leaf.prop_recursive(3, 24, 4, |inner| {
-            prop::collection::btree_map("[a-d]", inner, 0..4)
-                .prop_map(|m| Value::Object(m.into_iter().collect()))
+            prop::collection::btree_map("[a-d]", inner, 0..4).prop_map(|m| Value::Object(m.into_iter().collect()))
         })
     }
 
@@ -974,12 +792,6 @@ mod tests {
             live,
             json!({"spec": {"containers": [{"name": "a", "ports": [{"containerPort": 80.0, "hostPort": 8080}]}]}}),
         );
-        assert_eq!(
-            out["spec"]["containers"][0]["ports"]
-                .as_array()
-                .unwrap()
-                .len(),
-            1
-        );
+        assert_eq!(out["spec"]["containers"][0]["ports"].as_array().unwrap().len(), 1);
     }
 }

@@ -17,20 +17,14 @@ pub(super) fn is_atomic(value: &Value, schema: &FieldSchema) -> bool {
     match value {
         Value::Object(_) => schema.atomic || matches!(schema.shape, Shape::Scalar | Shape::List),
         Value::Array(_) => {
-            schema.atomic
-                || *schema.apply_list_type() == ListType::Atomic
-                || schema.shape != Shape::List
+            schema.atomic || *schema.apply_list_type() == ListType::Atomic || schema.shape != Shape::List
         }
         _ => true,
     }
 }
 
 /// Merges the applied configuration into the live value ("the config wins").
-pub(super) fn merge(
-    live: Option<&Value>,
-    config: &Value,
-    schema: &FieldSchema,
-) -> Result<Value, PatchError> {
+pub(super) fn merge(live: Option<&Value>, config: &Value, schema: &FieldSchema) -> Result<Value, PatchError> {
     match (live, config) {
         (Some(Value::Object(l)), Value::Object(c)) if !is_atomic(config, schema) => {
             let mut out = l.clone();
@@ -44,9 +38,7 @@ pub(super) fn merge(
             }
             Ok(Value::Object(out))
         }
-        (Some(Value::Array(l)), Value::Array(c)) if !is_atomic(config, schema) => {
-            merge_list(l, c, schema)
-        }
+        (Some(Value::Array(l)), Value::Array(c)) if !is_atomic(config, schema) => merge_list(l, c, schema),
         (_, Value::Object(c)) => {
             let mut out = Map::new();
             for (k, v) in c {
@@ -63,27 +55,13 @@ pub(super) fn merge(
 /// structured-merge-diff's list merge: live-only items keep their place, items in the
 /// configuration follow its order.
 fn merge_list(live: &[Value], config: &[Value], schema: &FieldSchema) -> Result<Value, PatchError> {
-    let live_pes: Vec<Option<PathElement>> = live
-        .iter()
-        .enumerate()
-        .map(|(i, v)| item_element(schema, v, i).ok())
-        .collect();
-    let config_pes: Vec<PathElement> = config
-        .iter()
-        .enumerate()
-        .map(|(i, v)| item_element(schema, v, i))
-        .collect::<Result<_, _>>()?;
+    let live_pes: Vec<Option<PathElement>> =
+        live.iter().enumerate().map(|(i, v)| item_element(schema, v, i).ok()).collect();
+    let config_pes: Vec<PathElement> =
+        config.iter().enumerate().map(|(i, v)| item_element(schema, v, i)).collect::<Result<_, _>>()?;
     let in_config = |pe: &Option<PathElement>| pe.as_ref().is_some_and(|p| config_pes.contains(p));
-    let live_of = |pe: &PathElement| {
-        live.iter()
-            .zip(&live_pes)
-            .find(|(_, p)| p.as_ref() == Some(pe))
-            .map(|(v, _)| v)
-    };
-    let shared: Vec<&PathElement> = config_pes
-        .iter()
-        .filter(|pe| live_pes.contains(&Some((*pe).clone())))
-        .collect();
+    let live_of = |pe: &PathElement| live.iter().zip(&live_pes).find(|(_, p)| p.as_ref() == Some(pe)).map(|(v, _)| v);
+    let shared: Vec<&PathElement> = config_pes.iter().filter(|pe| live_pes.contains(&Some((*pe).clone()))).collect();
     let mut next_shared = 0;
     let mut merged_config: Vec<&PathElement> = Vec::new();
     let mut out = Vec::new();
@@ -103,11 +81,7 @@ fn merge_list(live: &[Value], config: &[Value], schema: &FieldSchema) -> Result<
                 ri += 1;
                 continue;
             }
-            if in_config(&live_pes[li])
-                && shared
-                    .get(next_shared)
-                    .is_some_and(|s| live_pes[li].as_ref() != Some(*s))
-            {
+            if in_config(&live_pes[li]) && shared.get(next_shared).is_some_and(|s| live_pes[li].as_ref() != Some(*s)) {
                 li += 1;
                 continue;
             }
@@ -118,10 +92,7 @@ fn merge_list(live: &[Value], config: &[Value], schema: &FieldSchema) -> Result<
                 li += 1;
                 continue;
             }
-            if live_pes[li]
-                .as_ref()
-                .is_some_and(|p| merged_config.contains(&p))
-            {
+            if live_pes[li].as_ref().is_some_and(|p| merged_config.contains(&p)) {
                 li += 1;
                 continue;
             }
@@ -141,11 +112,7 @@ fn merge_list(live: &[Value], config: &[Value], schema: &FieldSchema) -> Result<
 
 /// The path element of a list item: `k:` for map lists (missing keys take their schema
 /// default), `v:` for sets.
-fn item_element(
-    schema: &FieldSchema,
-    item: &Value,
-    index: usize,
-) -> Result<PathElement, PatchError> {
+fn item_element(schema: &FieldSchema, item: &Value, index: usize) -> Result<PathElement, PatchError> {
     match schema.apply_list_type() {
         ListType::Map(keys) => {
             let mut key_map = Map::new();
@@ -172,11 +139,7 @@ fn item_element(
 
 /// structured-merge-diff `ToFieldSet`: leaves, map entries and list items are members;
 /// struct fields only through their leaves (or when null or empty).
-pub(super) fn field_set(
-    value: &Value,
-    schema: &FieldSchema,
-    strict: bool,
-) -> Result<FieldSet, PatchError> {
+pub(super) fn field_set(value: &Value, schema: &FieldSchema, strict: bool) -> Result<FieldSet, PatchError> {
     let mut set = FieldSet::new();
     walk(value, schema, &mut Vec::new(), &mut set, strict)?;
     Ok(set)
@@ -211,10 +174,7 @@ fn walk(
                 let pe = match item_element(schema, item, i) {
                     Ok(pe) => pe,
                     Err(e) if strict => {
-                        return Err(PatchError::BadRequest(format!(
-                            "{}: {e}",
-                            path_string(path)
-                        )));
+                        return Err(PatchError::BadRequest(format!("{}: {e}", path_string(path))));
                     }
                     Err(_) => continue,
                 };
@@ -309,24 +269,14 @@ pub(super) fn prune(
         return Ok(merged.clone());
     }
     let last = ensure_named(last, schema);
-    let managed = managers
-        .values()
-        .fold(FieldSet::new(), |acc, e| acc.union(&e.set));
+    let managed = managers.values().fold(FieldSet::new(), |acc, e| acc.union(&e.set));
     let managed = ensure_named(&managed, schema);
     let merged_set = ensure_named(&field_set(merged, schema, false)?, schema);
     let pruned = remove_items(merged, &last, schema);
     let pruned_set = ensure_named(&field_set(&pruned, schema, false)?, schema);
-    let pruned = remove_items(
-        merged,
-        &merged_set.difference(&pruned_set.union(&managed)),
-        schema,
-    );
+    let pruned = remove_items(merged, &merged_set.difference(&pruned_set.union(&managed)), schema);
     let pruned_set = ensure_named(&field_set(&pruned, schema, false)?, schema);
-    Ok(remove_items(
-        merged,
-        &merged_set.difference(&pruned_set).intersection(&last),
-        schema,
-    ))
+    Ok(remove_items(merged, &merged_set.difference(&pruned_set).intersection(&last), schema))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -343,28 +293,16 @@ pub(super) struct Changes {
 /// structured-merge-diff `TypedValue.Compare`.
 pub(super) fn compare(old: &Value, new: &Value, schema: &FieldSchema) -> Changes {
     let mut changes = Changes::default();
-    diff(
-        Some(old),
-        Some(new),
-        schema,
-        &mut Vec::new(),
-        &mut changes,
-        false,
-    );
+    diff(Some(old), Some(new), schema, &mut Vec::new(), &mut changes, false);
     changes
 }
 
 fn children<'a>(value: Option<&'a Value>, schema: &FieldSchema) -> Vec<(PathElement, &'a Value)> {
     match value {
-        Some(Value::Object(map)) => map
-            .iter()
-            .map(|(k, v)| (PathElement::Field(k.clone()), v))
-            .collect(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .enumerate()
-            .filter_map(|(i, v)| item_element(schema, v, i).ok().map(|pe| (pe, v)))
-            .collect(),
+        Some(Value::Object(map)) => map.iter().map(|(k, v)| (PathElement::Field(k.clone()), v)).collect(),
+        Some(Value::Array(items)) => {
+            items.iter().enumerate().filter_map(|(i, v)| item_element(schema, v, i).ok().map(|pe| (pe, v))).collect()
+        }
         _ => Vec::new(),
     }
 }
@@ -387,9 +325,7 @@ fn diff(
 ) {
     let probe = new.or(old).unwrap_or(&Value::Null);
     let leaf = is_atomic(probe, schema)
-        || old
-            .zip(new)
-            .is_some_and(|(o, n)| std::mem::discriminant(o) != std::mem::discriminant(n));
+        || old.zip(new).is_some_and(|(o, n)| std::mem::discriminant(o) != std::mem::discriminant(n));
     if leaf {
         match (old, new) {
             (None, Some(_)) => out.added.insert(path),

@@ -51,15 +51,8 @@ pub enum RuleResult {
 impl CelRule {
     /// Compiles every rule of `schema`'s `x-kubernetes-validations`, recording compile failures
     /// (the apiserver rejects such a CRD) in `problems`.
-    pub(crate) fn compile_all(
-        schema: &Value,
-        at: &str,
-        problems: &mut Vec<String>,
-    ) -> Vec<CelRule> {
-        let Some(raw_rules) = schema
-            .get("x-kubernetes-validations")
-            .and_then(Value::as_array)
-        else {
+    pub(crate) fn compile_all(schema: &Value, at: &str, problems: &mut Vec<String>) -> Vec<CelRule> {
+        let Some(raw_rules) = schema.get("x-kubernetes-validations").and_then(Value::as_array) else {
             return Vec::new();
         };
         let mut stripped = schema.clone();
@@ -73,10 +66,7 @@ impl CelRule {
             };
             let mut single = stripped.clone();
             if let Some(obj) = single.as_object_mut() {
-                obj.insert(
-                    "x-kubernetes-validations".into(),
-                    Value::Array(vec![raw.clone()]),
-                );
+                obj.insert("x-kubernetes-validations".into(), Value::Array(vec![raw.clone()]));
             }
             let compiled = compile_schema(&single);
             let Some(first) = compiled.validations.first() else {
@@ -86,9 +76,7 @@ impl CelRule {
             let is_transition = match first {
                 Ok(result) => result.is_transition_rule,
                 Err(e) => {
-                    problems.push(format!(
-                        "{at_rule}.rule: Invalid value: {rule:?}: compilation failed: {e}"
-                    ));
+                    problems.push(format!("{at_rule}.rule: Invalid value: {rule:?}: compilation failed: {e}"));
                     continue;
                 }
             };
@@ -98,8 +86,7 @@ impl CelRule {
                 reason: text("reason"),
                 field_path: text("fieldPath"),
                 is_transition,
-                optional_old_self: raw.get("optionalOldSelf").and_then(Value::as_bool)
-                    == Some(true),
+                optional_old_self: raw.get("optionalOldSelf").and_then(Value::as_bool) == Some(true),
                 compiled,
             });
         }
@@ -134,38 +121,17 @@ impl CelRule {
         let shown = Shown::Json(Value::String(type_name.to_string()));
         match err.kind {
             ErrorKind::ValidationFailure => {
-                let kind = self
-                    .reason
-                    .as_deref()
-                    .map(FieldErrorKind::from_reason)
-                    .unwrap_or(FieldErrorKind::Invalid);
-                let detail = if kind == FieldErrorKind::Duplicate {
-                    ""
-                } else {
-                    err.message.as_str()
-                };
+                let kind = self.reason.as_deref().map(FieldErrorKind::from_reason).unwrap_or(FieldErrorKind::Invalid);
+                let detail = if kind == FieldErrorKind::Duplicate { "" } else { err.message.as_str() };
                 RuleResult::Failed(FieldError::new(&field, kind, shown, detail))
             }
             // The apiserver's wording for runtime errors: `<error> evaluating rule: <rule>`.
             ErrorKind::EvaluationError => {
-                let cause = err
-                    .message
-                    .strip_prefix("rule evaluation error: ")
-                    .unwrap_or(&err.message);
+                let cause = err.message.strip_prefix("rule evaluation error: ").unwrap_or(&err.message);
                 let detail = format!("{cause} evaluating rule: {}", self.rule.trim());
-                RuleResult::Errored(FieldError::new(
-                    &field,
-                    FieldErrorKind::Invalid,
-                    shown,
-                    &detail,
-                ))
+                RuleResult::Errored(FieldError::new(&field, FieldErrorKind::Invalid, shown, &detail))
             }
-            _ => RuleResult::Errored(FieldError::new(
-                &field,
-                FieldErrorKind::Invalid,
-                shown,
-                &err.message,
-            )),
+            _ => RuleResult::Errored(FieldError::new(&field, FieldErrorKind::Invalid, shown, &err.message)),
         }
     }
 }

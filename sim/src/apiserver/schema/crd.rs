@@ -33,8 +33,7 @@ fn is_dns1123_label(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= 63
-        && b.iter()
-            .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+        && b.iter().all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
         && b[0] != b'-'
         && b[b.len() - 1] != b'-'
 }
@@ -68,42 +67,35 @@ pub(crate) fn read(crd: &Value, version: &str) -> Read {
     if group.is_empty() {
         problems.push("spec.group: Required value".to_string());
     } else if !is_dns1123_subdomain(&group) || !group.contains('.') {
-        problems.push(format!(
-            "spec.group: Invalid value: {group:?}: should be a domain with at least one dot"
-        ));
+        problems.push(format!("spec.group: Invalid value: {group:?}: should be a domain with at least one dot"));
     }
     let plural = text(crd.pointer("/spec/names/plural"));
     if plural.is_empty() {
         problems.push("spec.names.plural: Required value".to_string());
     } else if !is_dns1035_label(&plural) {
-        problems.push(format!(
-            "spec.names.plural: Invalid value: {plural:?}: must be a DNS-1035 label"
-        ));
+        problems.push(format!("spec.names.plural: Invalid value: {plural:?}: must be a DNS-1035 label"));
     }
     let kind = text(crd.pointer("/spec/names/kind"));
     if kind.is_empty() {
         problems.push("spec.names.kind: Required value".to_string());
-    } else if !kind.starts_with(|c: char| c.is_ascii_alphabetic())
-        || !kind.chars().all(|c| c.is_ascii_alphanumeric())
-    {
-        problems.push(format!("spec.names.kind: Invalid value: {kind:?}: must be an alphanumeric name starting with a letter"));
+    } else if !kind.starts_with(|c: char| c.is_ascii_alphabetic()) || !kind.chars().all(|c| c.is_ascii_alphanumeric()) {
+        problems.push(format!(
+            "spec.names.kind: Invalid value: {kind:?}: must be an alphanumeric name starting with a letter"
+        ));
     }
     if !plural.is_empty() && !group.is_empty() && name != format!("{plural}.{group}") {
-        problems.push(format!(
-            "metadata.name: Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group"
-        ));
+        problems.push(format!("metadata.name: Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group"));
     }
     let scope = text(crd.pointer("/spec/scope"));
     if scope != "Cluster" && scope != "Namespaced" {
-        problems.push(format!("spec.scope: Unsupported value: {scope:?}: supported values: \"Cluster\", \"Namespaced\""));
+        problems
+            .push(format!("spec.scope: Unsupported value: {scope:?}: supported values: \"Cluster\", \"Namespaced\""));
     }
-    let versions = crd
-        .pointer("/spec/versions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let versions = crd.pointer("/spec/versions").and_then(Value::as_array).cloned().unwrap_or_default();
     if versions.is_empty() {
-        problems.push("spec.versions: Invalid value: []: must have exactly one version marked as storage version".to_string());
+        problems.push(
+            "spec.versions: Invalid value: []: must have exactly one version marked as storage version".to_string(),
+        );
     }
     let mut storage = 0;
     let mut names: Vec<String> = Vec::new();
@@ -112,9 +104,7 @@ pub(crate) fn read(crd: &Value, version: &str) -> Read {
         let at = path::index("spec.versions", i);
         let vname = text(v.get("name"));
         if !is_dns1035_label(&vname) {
-            problems.push(format!(
-                "{at}.name: Invalid value: {vname:?}: must be a DNS-1035 label"
-            ));
+            problems.push(format!("{at}.name: Invalid value: {vname:?}: must be a DNS-1035 label"));
         }
         if names.contains(&vname) {
             problems.push(format!("{at}.name: Duplicate value: {vname:?}"));
@@ -142,7 +132,9 @@ pub(crate) fn read(crd: &Value, version: &str) -> Read {
         }
     }
     if !versions.is_empty() && storage != 1 {
-        problems.push(format!("spec.versions: Invalid value: {storage}: must have exactly one version marked as storage version"));
+        problems.push(format!(
+            "spec.versions: Invalid value: {storage}: must have exactly one version marked as storage version"
+        ));
     }
     if !problems.is_empty() {
         return Read::Invalid { name, problems };
@@ -169,10 +161,8 @@ fn check_defaults(node: &Node, at: &str, problems: &mut Vec<String>) {
         let mut value = d.clone();
         let pruned = prune::prune_value(node, &mut value, "");
         if !pruned.is_empty() {
-            problems.push(format!(
-                "{at_default}: Invalid value: {d}: must not have unknown fields: {}",
-                pruned.join(", ")
-            ));
+            problems
+                .push(format!("{at_default}: Invalid value: {d}: must not have unknown fields: {}", pruned.join(", ")));
         }
         default::apply(node, &mut value);
         let mut errs = Vec::new();
@@ -182,11 +172,7 @@ fn check_defaults(node: &Node, at: &str, problems: &mut Vec<String>) {
         }
     }
     for (name, child) in &node.properties {
-        check_defaults(
-            child,
-            &path::child(at, &format!("properties[{name}]")),
-            problems,
-        );
+        check_defaults(child, &path::child(at, &format!("properties[{name}]")), problems);
     }
     if let Additional::Schema(child) = &node.additional {
         check_defaults(child, &path::child(at, "additionalProperties"), problems);

@@ -62,9 +62,7 @@ fn drop_nulls(node: &Node, value: &mut Value) {
         }
         Value::Array(items) => {
             if let Some(item_node) = &node.items {
-                items
-                    .iter_mut()
-                    .for_each(|item| drop_nulls(item_node, item));
+                items.iter_mut().for_each(|item| drop_nulls(item_node, item));
             }
         }
         _ => {}

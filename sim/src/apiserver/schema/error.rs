@@ -67,10 +67,7 @@ impl FieldErrorKind {
     /// Kinds that keep the apiserver from running CEL rules (`hasBlockingErr` in
     /// apiextensions-apiserver): the object is too malformed for rules to see a sane value.
     pub fn blocks_cel(self) -> bool {
-        matches!(
-            self,
-            Self::NotSupported | Self::Required | Self::TooLong | Self::TooMany | Self::TypeInvalid
-        )
+        matches!(self, Self::NotSupported | Self::Required | Self::TooLong | Self::TooMany | Self::TypeInvalid)
     }
 }
 
@@ -104,9 +101,7 @@ impl FieldError {
     pub(crate) fn new(field: &str, kind: FieldErrorKind, shown: Shown, detail: &str) -> Self {
         let mut body = kind.text().to_string();
         let bad_value = match (&shown, kind) {
-            (_, FieldErrorKind::Required | FieldErrorKind::Forbidden | FieldErrorKind::TooLong) => {
-                None
-            }
+            (_, FieldErrorKind::Required | FieldErrorKind::Forbidden | FieldErrorKind::TooLong) => None,
             (Shown::Omitted, _) => None,
             (Shown::Json(v), _) => {
                 body.push_str(": ");
@@ -120,12 +115,7 @@ impl FieldError {
         }
         // Go prints a nil `*field.Path` as `<nil>` and stores that string as the field.
         let shown_field = if field.is_empty() { "<nil>" } else { field };
-        Self {
-            field: shown_field.to_string(),
-            kind,
-            message: format!("{shown_field}: {body}"),
-            bad_value,
-        }
+        Self { field: shown_field.to_string(), kind, message: format!("{shown_field}: {body}"), bad_value }
     }
 
     /// `field.Required(path, detail)`.
@@ -146,28 +136,14 @@ impl FieldError {
     /// `field.NotSupported(path, value, supported)`: quotes each supported value.
     pub(crate) fn not_supported(field: &str, value: Value, supported: &[String]) -> Self {
         let quoted: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
-        let detail = if quoted.is_empty() {
-            String::new()
-        } else {
-            format!("supported values: {}", quoted.join(", "))
-        };
-        Self::new(
-            field,
-            FieldErrorKind::NotSupported,
-            Shown::Json(value),
-            &detail,
-        )
+        let detail = if quoted.is_empty() { String::new() } else { format!("supported values: {}", quoted.join(", ")) };
+        Self::new(field, FieldErrorKind::NotSupported, Shown::Json(value), &detail)
     }
 
     /// `field.TooLong(path, value, max)`.
     pub(crate) fn too_long(field: &str, max: u64) -> Self {
         let unit = if max == 1 { "byte" } else { "bytes" };
-        Self::new(
-            field,
-            FieldErrorKind::TooLong,
-            Shown::Omitted,
-            &format!("may not be more than {max} {unit}"),
-        )
+        Self::new(field, FieldErrorKind::TooLong, Shown::Omitted, &format!("may not be more than {max} {unit}"))
     }
 
     /// `field.TooMany(path, actual, max)`.
@@ -183,12 +159,7 @@ impl FieldError {
 
     /// `field.TypeInvalid(path, value, detail)`.
     pub(crate) fn type_invalid(field: &str, value: Value, detail: &str) -> Self {
-        Self::new(
-            field,
-            FieldErrorKind::TypeInvalid,
-            Shown::Json(value),
-            detail,
-        )
+        Self::new(field, FieldErrorKind::TypeInvalid, Shown::Json(value), detail)
     }
 
     /// `field.Duplicate(path, value)`.
@@ -245,11 +216,7 @@ pub(crate) fn go_number(n: &serde_json::Number) -> String {
         return u.to_string();
     }
     let f = n.as_f64().unwrap_or(f64::NAN);
-    if f.fract() == 0.0 && f.abs() < 1e21 {
-        format!("{f:.0}")
-    } else {
-        format!("{f}")
-    }
+    if f.fract() == 0.0 && f.abs() < 1e21 { format!("{f:.0}") } else { format!("{f}") }
 }
 
 /// Go `%#v` of a value inside `interface{}` (maps sorted by key, as Go's fmt sorts them).
@@ -263,10 +230,8 @@ fn go_sharp(v: &Value) -> String {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort();
-            let inner: Vec<String> = keys
-                .iter()
-                .map(|k| format!("{}:{}", go_quote(k), go_sharp(&map[k.as_str()])))
-                .collect();
+            let inner: Vec<String> =
+                keys.iter().map(|k| format!("{}:{}", go_quote(k), go_sharp(&map[k.as_str()]))).collect();
             format!("map[string]interface {{}}{{{}}}", inner.join(", "))
         }
         other => go_value(other),
@@ -302,38 +267,19 @@ mod tests {
 
     #[test]
     fn not_supported_renders_like_apimachinery() {
-        let e = FieldError::not_supported(
-            "spec.x",
-            json!("Foo"),
-            &["In".to_string(), "NotIn".to_string()],
-        );
-        assert_eq!(
-            e.message,
-            r#"spec.x: Unsupported value: "Foo": supported values: "In", "NotIn""#
-        );
+        let e = FieldError::not_supported("spec.x", json!("Foo"), &["In".to_string(), "NotIn".to_string()]);
+        assert_eq!(e.message, r#"spec.x: Unsupported value: "Foo": supported values: "In", "NotIn""#);
     }
 
     #[test]
     fn required_and_too_many_render_like_apimachinery() {
-        assert_eq!(
-            FieldError::required("spec.a", "").message,
-            "spec.a: Required value"
-        );
-        assert_eq!(
-            FieldError::too_many("spec.l", 3, 2).message,
-            "spec.l: Too many: 3: must have at most 2 items"
-        );
-        assert_eq!(
-            FieldError::too_long("spec.s", 63).message,
-            "spec.s: Too long: may not be more than 63 bytes"
-        );
+        assert_eq!(FieldError::required("spec.a", "").message, "spec.a: Required value");
+        assert_eq!(FieldError::too_many("spec.l", 3, 2).message, "spec.l: Too many: 3: must have at most 2 items");
+        assert_eq!(FieldError::too_long("spec.s", 63).message, "spec.s: Too long: may not be more than 63 bytes");
     }
 
     #[test]
     fn go_sharp_sorts_map_keys() {
-        assert_eq!(
-            go_value(&json!({"b": 1, "a": "x"})),
-            r#"map[string]interface {}{"a":"x", "b":1}"#
-        );
+        assert_eq!(go_value(&json!({"b": 1, "a": "x"})), r#"map[string]interface {}{"a":"x", "b":1}"#);
     }
 }

@@ -94,21 +94,14 @@ fn is_go_duration(s: &str) -> bool {
     }
     let mut rest = s;
     while !rest.is_empty() {
-        let num_end = rest
-            .find(|c: char| !c.is_ascii_digit() && c != '.')
-            .unwrap_or(rest.len());
+        let num_end = rest.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(rest.len());
         let num = &rest[..num_end];
         if num.is_empty() || num == "." || num.matches('.').count() > 1 {
             return false;
         }
         rest = &rest[num_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        if !matches!(
-            &rest[..unit_end],
-            "ns" | "us" | "µs" | "μs" | "ms" | "s" | "m" | "h"
-        ) {
+        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        if !matches!(&rest[..unit_end], "ns" | "us" | "µs" | "μs" | "ms" | "s" | "m" | "h") {
             return false;
         }
         rest = &rest[unit_end..];
@@ -165,20 +158,14 @@ fn is_base64(s: &str) -> bool {
         return false;
     }
     let body = s.trim_end_matches('=');
-    s.len() - body.len() <= 2
-        && body
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
+    s.len() - body.len() <= 2 && body.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
 }
 
 fn is_uuid(s: &str, version: Option<u8>) -> bool {
     let groups: Vec<&str> = s.split('-').collect();
     let lens = [8, 4, 4, 4, 12];
     if groups.len() != 5
-        || groups
-            .iter()
-            .zip(lens)
-            .any(|(g, n)| g.len() != n || !g.bytes().all(|b| b.is_ascii_hexdigit()))
+        || groups.iter().zip(lens).any(|(g, n)| g.len() != n || !g.bytes().all(|b| b.is_ascii_hexdigit()))
     {
         return false;
     }
@@ -224,9 +211,7 @@ fn is_hostname(s: &str) -> bool {
                 && label.len() <= 63
                 && !label.starts_with('-')
                 && !label.ends_with('-')
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
         })
 }
 

@@ -11,13 +11,7 @@ use super::validate::{correlate, json_equal};
 
 /// Checks every set and map list under `node`, appending `Duplicate` errors. Like schema
 /// validation it ratchets: a list equal to its correlated `old` value is not checked again.
-pub(crate) fn validate(
-    node: &Node,
-    value: &Value,
-    old: Option<&Value>,
-    at: &str,
-    errs: &mut Vec<FieldError>,
-) {
+pub(crate) fn validate(node: &Node, value: &Value, old: Option<&Value>, at: &str, errs: &mut Vec<FieldError>) {
     if old.is_some_and(|o| json_equal(o, value)) {
         return;
     }
@@ -25,25 +19,13 @@ pub(crate) fn validate(
         Value::Object(map) => {
             for (name, prop) in &node.properties {
                 if let Some(v) = map.get(name) {
-                    validate(
-                        prop,
-                        v,
-                        old.and_then(|o| o.get(name)),
-                        &path::child(at, name),
-                        errs,
-                    );
+                    validate(prop, v, old.and_then(|o| o.get(name)), &path::child(at, name), errs);
                 }
             }
             if let Additional::Schema(child) = &node.additional {
                 for (k, v) in map {
                     if !node.properties.contains_key(k) {
-                        validate(
-                            child,
-                            v,
-                            old.and_then(|o| o.get(k)),
-                            &path::key(at, k),
-                            errs,
-                        );
+                        validate(child, v, old.and_then(|o| o.get(k)), &path::key(at, k), errs);
                     }
                 }
             }
@@ -70,10 +52,7 @@ pub(crate) fn validate(
                     };
                     for (i, item) in items.iter().enumerate() {
                         let key = key_of(item);
-                        if items[..i]
-                            .iter()
-                            .any(|seen| json_equal(&key_of(seen), &key))
-                        {
+                        if items[..i].iter().any(|seen| json_equal(&key_of(seen), &key)) {
                             errs.push(FieldError::duplicate(&path::index(at, i), key));
                         }
                     }

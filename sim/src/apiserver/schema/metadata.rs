@@ -15,66 +15,37 @@ const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist 
 /// Validates `obj.metadata` for a custom resource of the given scope.
 pub(crate) fn validate(obj: &Value, namespaced: bool, errs: &mut Vec<FieldError>) {
     let meta = obj.get("metadata");
-    let text = |k: &str| {
-        meta.and_then(|m| m.get(k))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    };
+    let text = |k: &str| meta.and_then(|m| m.get(k)).and_then(Value::as_str).unwrap_or("");
     let name = text("name");
     let generate_name = text("generateName");
     if name.is_empty() && generate_name.is_empty() {
-        errs.push(FieldError::required(
-            "metadata.name",
-            "name or generateName is required",
-        ));
+        errs.push(FieldError::required("metadata.name", "name or generateName is required"));
     }
     if !generate_name.is_empty() {
         let prefix = generate_name.trim_end_matches('-');
         for msg in dns1123_subdomain(prefix) {
-            errs.push(FieldError::invalid(
-                "metadata.generateName",
-                Value::from(generate_name),
-                &msg,
-            ));
+            errs.push(FieldError::invalid("metadata.generateName", Value::from(generate_name), &msg));
         }
     }
     if !name.is_empty() {
         for msg in dns1123_subdomain(name) {
-            errs.push(FieldError::invalid(
-                "metadata.name",
-                Value::from(name),
-                &msg,
-            ));
+            errs.push(FieldError::invalid("metadata.name", Value::from(name), &msg));
         }
     }
     let namespace = text("namespace");
     if namespaced && namespace.is_empty() {
         errs.push(FieldError::required("metadata.namespace", ""));
     } else if !namespaced && !namespace.is_empty() {
-        errs.push(FieldError::forbidden(
-            "metadata.namespace",
-            "not allowed on this type",
-        ));
+        errs.push(FieldError::forbidden("metadata.namespace", "not allowed on this type"));
     }
-    if let Some(labels) = meta
-        .and_then(|m| m.get("labels"))
-        .and_then(Value::as_object)
-    {
+    if let Some(labels) = meta.and_then(|m| m.get("labels")).and_then(Value::as_object) {
         for (k, v) in labels {
             for msg in qualified_name(k) {
-                errs.push(FieldError::invalid(
-                    "metadata.labels",
-                    Value::from(k.as_str()),
-                    &msg,
-                ));
+                errs.push(FieldError::invalid("metadata.labels", Value::from(k.as_str()), &msg));
             }
             let value = v.as_str().unwrap_or("");
             for msg in label_value(value) {
-                errs.push(FieldError::invalid(
-                    "metadata.labels",
-                    Value::from(value),
-                    &msg,
-                ));
+                errs.push(FieldError::invalid("metadata.labels", Value::from(value), &msg));
             }
         }
     }
@@ -93,8 +64,7 @@ fn dns1123_subdomain(s: &str) -> Vec<String> {
     let label_ok = |l: &str| {
         let b = l.as_bytes();
         !b.is_empty()
-            && b.iter()
-                .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+            && b.iter().all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
             && b[0] != b'-'
             && b[b.len() - 1] != b'-'
     };
@@ -109,8 +79,7 @@ fn name_part_ok(s: &str) -> bool {
     !b.is_empty()
         && is_alnum(b[0])
         && is_alnum(b[b.len() - 1])
-        && b.iter()
-            .all(|&c| is_alnum(c) || c == b'-' || c == b'_' || c == b'.')
+        && b.iter().all(|&c| is_alnum(c) || c == b'-' || c == b'_' || c == b'.')
 }
 
 /// `IsQualifiedName`: `[prefix/]name`.
@@ -124,11 +93,7 @@ fn qualified_name(s: &str) -> Vec<String> {
         if p.is_empty() {
             out.push("prefix part must be non-empty".to_string());
         } else {
-            out.extend(
-                dns1123_subdomain(p)
-                    .into_iter()
-                    .map(|m| format!("prefix part {m}")),
-            );
+            out.extend(dns1123_subdomain(p).into_iter().map(|m| format!("prefix part {m}")));
         }
     }
     if name.is_empty() {

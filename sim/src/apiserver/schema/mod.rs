@@ -103,10 +103,7 @@ pub struct CrdSchema {
 
 impl std::fmt::Debug for CrdSchema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CrdSchema")
-            .field("name", &self.name)
-            .field("version", &self.version)
-            .finish_non_exhaustive()
+        f.debug_struct("CrdSchema").field("name", &self.name).field("version", &self.version).finish_non_exhaustive()
     }
 }
 
@@ -164,10 +161,9 @@ impl CrdSchema {
                 validator: kube_cel::Validator::new(),
             }),
             crd::Read::Invalid { name, problems } => Err(CrdError::Invalid { name, problems }),
-            crd::Read::VersionNotServed { name } => Err(CrdError::VersionNotServed {
-                name,
-                version: version.to_string(),
-            }),
+            crd::Read::VersionNotServed { name } => {
+                Err(CrdError::VersionNotServed { name, version: version.to_string() })
+            }
         }
     }
 
@@ -181,12 +177,7 @@ impl CrdSchema {
     /// [`Rejection::UnknownFields`] under `strict`; [`Rejection::Invalid`] with every field
     /// error, in a stable order: metadata, schema (depth first, schema property order), list
     /// types, then CEL rules.
-    pub fn admit(
-        &self,
-        obj: &mut Value,
-        old: Option<&Value>,
-        strict: bool,
-    ) -> Result<Admitted, Rejection> {
+    pub fn admit(&self, obj: &mut Value, old: Option<&Value>, strict: bool) -> Result<Admitted, Rejection> {
         numbers::normalize(obj);
         let pruned = prune::prune_root(&self.root, obj);
         if strict && !pruned.is_empty() {
@@ -203,19 +194,14 @@ impl CrdSchema {
             for outcome in rules::evaluate(&self.validator, &self.root, obj, old) {
                 match outcome.result {
                     RuleResult::Failed(e) | RuleResult::Errored(e) => errs.push(e),
-                    RuleResult::Passed
-                    | RuleResult::SkippedNoOldSelf
-                    | RuleResult::SkippedUnchanged => {}
+                    RuleResult::Passed | RuleResult::SkippedNoOldSelf | RuleResult::SkippedUnchanged => {}
                 }
             }
         }
         if !errs.is_empty() {
             return Err(Rejection::Invalid(errs));
         }
-        let warnings = pruned
-            .iter()
-            .map(|p| format!("unknown field {p:?}"))
-            .collect();
+        let warnings = pruned.iter().map(|p| format!("unknown field {p:?}")).collect();
         Ok(Admitted { pruned, warnings })
     }
 

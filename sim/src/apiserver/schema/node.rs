@@ -150,19 +150,12 @@ impl Node {
         node.preserve_unknown = flag("x-kubernetes-preserve-unknown-fields");
         node.embedded_resource = flag("x-kubernetes-embedded-resource");
         if node.ty.is_none() && !node.int_or_string && !node.preserve_unknown && depth > 0 {
-            problems.push(format!(
-                "{at}.type: Required value: must not be empty for specified object fields"
-            ));
+            problems.push(format!("{at}.type: Required value: must not be empty for specified object fields"));
         }
         let next = depth + 1;
         if let Some(props) = obj.get("properties").and_then(Value::as_object) {
             for (name, sub) in props {
-                let child = Self::parse_at(
-                    sub,
-                    &path::child(at, &format!("properties[{name}]")),
-                    problems,
-                    next,
-                );
+                let child = Self::parse_at(sub, &path::child(at, &format!("properties[{name}]")), problems, next);
                 node.properties.insert(name.clone(), child);
             }
         }
@@ -177,27 +170,19 @@ impl Node {
             ))),
         };
         if !node.properties.is_empty() && !matches!(node.additional, Additional::None) {
-            problems.push(format!("{at}.additionalProperties: Forbidden: additionalProperties and properties are mutual exclusive"));
+            problems.push(format!(
+                "{at}.additionalProperties: Forbidden: additionalProperties and properties are mutual exclusive"
+            ));
         }
         if let Some(items) = obj.get("items") {
-            node.items = Some(Box::new(Self::parse_at(
-                items,
-                &path::child(at, "items"),
-                problems,
-                next,
-            )));
+            node.items = Some(Box::new(Self::parse_at(items, &path::child(at, "items"), problems, next)));
         } else if node.ty == Some(Ty::Array) {
             problems.push(format!("{at}.items: Required value: must be specified"));
         }
         node.required = obj
             .get("required")
             .and_then(Value::as_array)
-            .map(|r| {
-                r.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
+            .map(|r| r.iter().filter_map(Value::as_str).map(str::to_string).collect())
             .unwrap_or_default();
         node.enum_values = obj.get("enum").and_then(Value::as_array).cloned();
         if let Some(p) = obj.get("pattern").and_then(Value::as_str) {
@@ -206,10 +191,7 @@ impl Node {
                 Err(e) => problems.push(format!("{at}.pattern: Invalid value: {p:?}: {e}")),
             }
         }
-        node.format = obj
-            .get("format")
-            .and_then(Value::as_str)
-            .map(str::to_string);
+        node.format = obj.get("format").and_then(Value::as_str).map(str::to_string);
         node.min_length = uint("minLength");
         node.max_length = uint("maxLength");
         node.min_items = uint("minItems");
@@ -226,12 +208,7 @@ impl Node {
                 let keys: Vec<String> = obj
                     .get("x-kubernetes-list-map-keys")
                     .and_then(Value::as_array)
-                    .map(|k| {
-                        k.iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_string)
-                            .collect()
-                    })
+                    .map(|k| k.iter().filter_map(Value::as_str).map(str::to_string).collect())
                     .unwrap_or_default();
                 if keys.is_empty() {
                     problems.push(format!("{at}.x-kubernetes-list-map-keys: Required value: must not be empty if x-kubernetes-list-type is map"));
@@ -240,35 +217,19 @@ impl Node {
             }
             Some("atomic") | None => ListType::Atomic,
             Some(other) => {
-                problems.push(format!(
-                    "{at}.x-kubernetes-list-type: Unsupported value: {other:?}"
-                ));
+                problems.push(format!("{at}.x-kubernetes-list-type: Unsupported value: {other:?}"));
                 ListType::Atomic
             }
         };
-        for (key, list) in [
-            ("allOf", &mut node.all_of),
-            ("anyOf", &mut node.any_of),
-            ("oneOf", &mut node.one_of),
-        ] {
+        for (key, list) in [("allOf", &mut node.all_of), ("anyOf", &mut node.any_of), ("oneOf", &mut node.one_of)] {
             if let Some(arr) = obj.get(key).and_then(Value::as_array) {
                 for (i, sub) in arr.iter().enumerate() {
-                    list.push(Self::parse_junctor(
-                        sub,
-                        &path::index(&path::child(at, key), i),
-                        problems,
-                        next,
-                    ));
+                    list.push(Self::parse_junctor(sub, &path::index(&path::child(at, key), i), problems, next));
                 }
             }
         }
         if let Some(sub) = obj.get("not") {
-            node.not = Some(Box::new(Self::parse_junctor(
-                sub,
-                &path::child(at, "not"),
-                problems,
-                next,
-            )));
+            node.not = Some(Box::new(Self::parse_junctor(sub, &path::child(at, "not"), problems, next)));
         }
         node.rules = CelRule::compile_all(schema, at, problems);
         node

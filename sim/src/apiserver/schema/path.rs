@@ -2,11 +2,7 @@
 
 /// `path.Child(name)`: `a.b`, or `b` at the root.
 pub(crate) fn child(base: &str, name: &str) -> String {
-    if base.is_empty() {
-        name.to_string()
-    } else {
-        format!("{base}.{name}")
-    }
+    if base.is_empty() { name.to_string() } else { format!("{base}.{name}") }
 }
 
 /// `path.Index(i)`: `a[0]`.

@@ -19,10 +19,7 @@ impl Pattern {
     pub(crate) fn compile(source: &str) -> Result<Self, String> {
         let translated = ascii_perl_classes(source);
         let regex = Regex::new(&translated).map_err(|e| e.to_string())?;
-        Ok(Self {
-            source: source.to_string(),
-            regex,
-        })
+        Ok(Self { source: source.to_string(), regex })
     }
 
     /// Unanchored match, like Go's `regexp.MatchString` used by kube-openapi.

@@ -78,21 +78,13 @@ fn prune(node: &Node, value: &mut Value, at: &str, pruned: &mut Vec<String>) {
     }
 }
 
-fn prune_object(
-    node: &Node,
-    map: &mut Map<String, Value>,
-    at: &str,
-    pruned: &mut Vec<String>,
-    keep: &[&str],
-) {
+fn prune_object(node: &Node, map: &mut Map<String, Value>, at: &str, pruned: &mut Vec<String>, keep: &[&str]) {
     let keys: Vec<String> = map.keys().cloned().collect();
     for k in keys {
         if keep.contains(&k.as_str()) {
             continue;
         }
-        let child_at = if node.properties.contains_key(&k)
-            || !matches!(node.additional, Additional::Schema(_))
-        {
+        let child_at = if node.properties.contains_key(&k) || !matches!(node.additional, Additional::Schema(_)) {
             path::child(at, &k)
         } else {
             path::key(at, &k)

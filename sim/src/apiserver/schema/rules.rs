@@ -27,38 +27,19 @@ pub struct RuleOutcome {
 }
 
 /// Runs all rules under `node` on `value` (with `old` on update), in schema order.
-pub(crate) fn evaluate(
-    validator: &Validator,
-    node: &Node,
-    value: &Value,
-    old: Option<&Value>,
-) -> Vec<RuleOutcome> {
+pub(crate) fn evaluate(validator: &Validator, node: &Node, value: &Value, old: Option<&Value>) -> Vec<RuleOutcome> {
     let mut out = Vec::new();
     // The root sees `metadata` as the apiserver shows it to CEL: name and generateName only.
     if !node.rules.is_empty() {
         let root_value = with_cel_metadata(value);
         let root_old = old.map(with_cel_metadata);
-        run_rules(
-            validator,
-            node,
-            &root_value,
-            root_old.as_ref(),
-            "",
-            &mut out,
-        );
+        run_rules(validator, node, &root_value, root_old.as_ref(), "", &mut out);
     }
     walk_children(validator, node, value, old, "", &mut out, true);
     out
 }
 
-fn walk(
-    validator: &Validator,
-    node: &Node,
-    value: &Value,
-    old: Option<&Value>,
-    at: &str,
-    out: &mut Vec<RuleOutcome>,
-) {
+fn walk(validator: &Validator, node: &Node, value: &Value, old: Option<&Value>, at: &str, out: &mut Vec<RuleOutcome>) {
     if value.is_null() {
         return;
     }
@@ -81,11 +62,7 @@ fn run_rules(
         } else {
             rule.evaluate(validator, value, old, at, node.type_name())
         };
-        out.push(RuleOutcome {
-            field: at.to_string(),
-            rule: rule.rule.clone(),
-            result,
-        });
+        out.push(RuleOutcome { field: at.to_string(), rule: rule.rule.clone(), result });
     }
 }
 
@@ -124,9 +101,7 @@ fn walk_children(
             for (i, item) in items.iter().enumerate() {
                 // Set items have no old value for CEL; map-list items are paired by key.
                 let o = match (&node.list_type, old.and_then(Value::as_array)) {
-                    (ListType::Map(_), Some(old_items)) => {
-                        correlate(&node.list_type, item, old_items)
-                    }
+                    (ListType::Map(_), Some(old_items)) => correlate(&node.list_type, item, old_items),
                     _ => None,
                 };
                 walk(validator, item_node, item, o, &path::index(at, i), out);

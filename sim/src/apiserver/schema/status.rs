@@ -8,11 +8,7 @@ use super::error::FieldError;
 /// where one error is shown bare and several as `[a, b]` (duplicates removed, as
 /// `ErrorList.ToAggregate` does), and one cause per error.
 pub fn invalid_status(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> Value {
-    let qualified = if group.is_empty() {
-        kind.to_string()
-    } else {
-        format!("{kind}.{group}")
-    };
+    let qualified = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
     let mut shown: Vec<&str> = Vec::new();
     for e in errors {
         if !shown.contains(&e.message.as_str()) {
@@ -29,14 +25,7 @@ pub fn invalid_status(group: &str, kind: &str, name: &str, errors: &[FieldError]
         .map(|e| {
             let body = e
                 .message
-                .strip_prefix(&format!(
-                    "{}: ",
-                    if e.field.is_empty() {
-                        "<nil>"
-                    } else {
-                        &e.field
-                    }
-                ))
+                .strip_prefix(&format!("{}: ", if e.field.is_empty() { "<nil>" } else { &e.field }))
                 .unwrap_or(&e.message);
             json!({"reason": e.kind.reason(), "message": body, "field": e.field})
         })
@@ -56,10 +45,7 @@ pub fn invalid_status(group: &str, kind: &str, name: &str, errors: &[FieldError]
 /// The 400 `Status` for unknown fields under `fieldValidation=Strict`:
 /// `strict decoding error: unknown field "spec.foo", unknown field "spec.bar"`.
 pub fn strict_decoding_status(pruned: &[String]) -> Value {
-    let fields: Vec<String> = pruned
-        .iter()
-        .map(|p| format!("unknown field {p:?}"))
-        .collect();
+    let fields: Vec<String> = pruned.iter().map(|p| format!("unknown field {p:?}")).collect();
     json!({
         "kind": "Status",
         "apiVersion": "v1",

@@ -80,17 +80,10 @@ const SKIPPED: &str = "<nil>: Invalid value: null: some validation rules were no
 
 #[test]
 fn integers_and_numbers_are_distinguished_like_the_apiserver() {
-    assert_eq!(
-        messages(json!({"count": 2.0})),
-        Vec::<String>::new(),
-        "2.0 decodes as an integer"
-    );
+    assert_eq!(messages(json!({"count": 2.0})), Vec::<String>::new(), "2.0 decodes as an integer");
     assert_eq!(
         messages(json!({"count": 2.5})),
-        [
-            r#"spec.count: Invalid value: "number": spec.count in body must be of type integer: "number""#,
-            SKIPPED
-        ]
+        [r#"spec.count: Invalid value: "number": spec.count in body must be of type integer: "number""#, SKIPPED]
     );
     assert_eq!(
         messages(json!({"count": 0})),
@@ -120,10 +113,7 @@ fn nullable_int_or_string_format_and_length_follow_kube_openapi() {
     );
     assert_eq!(
         messages(json!({"when": "tomorrow"})),
-        [
-            r#"spec.when: Invalid value: "tomorrow": spec.when in body must be of type date-time: "tomorrow""#,
-            SKIPPED
-        ]
+        [r#"spec.when: Invalid value: "tomorrow": spec.when in body must be of type date-time: "tomorrow""#, SKIPPED]
     );
     assert_eq!(
         messages(json!({"note": "a"})),
@@ -131,10 +121,7 @@ fn nullable_int_or_string_format_and_length_follow_kube_openapi() {
     );
     assert_eq!(
         messages(json!({"labels": {"a": "long"}})),
-        [
-            "spec.labels.a: Too long: may not be more than 3 bytes",
-            SKIPPED
-        ]
+        ["spec.labels.a: Too long: may not be more than 3 bytes", SKIPPED]
     );
     assert_eq!(
         messages(json!({"labels": {}})),
@@ -168,10 +155,7 @@ fn list_types_reject_duplicates() {
 
 #[test]
 fn junctors_and_preserve_unknown_fields_work() {
-    assert!(
-        messages(json!({"choice": "ab"})).len() == 1,
-        "both branches match: oneOf fails"
-    );
+    assert!(messages(json!({"choice": "ab"})).len() == 1, "both branches match: oneOf fails");
     assert!(messages(json!({"choice": "ax"})).is_empty());
     let mut obj = widget(json!({"free": {"known": "k", "anything": {"deep": 1}}}));
     let admitted = schema().admit(&mut obj, None, true).expect("admitted");
@@ -184,43 +168,28 @@ fn cel_rules_that_cannot_be_evaluated_fail_closed() {
     assert!(messages(json!({"evalError": "5"})).is_empty());
     let errors = messages(json!({"evalError": "five"}));
     assert_eq!(errors.len(), 1);
-    assert!(
-        errors[0].starts_with(r#"spec.evalError: Invalid value: "string": "#),
-        "{errors:?}"
-    );
+    assert!(errors[0].starts_with(r#"spec.evalError: Invalid value: "string": "#), "{errors:?}");
 }
 
 #[test]
 fn cel_reason_and_field_path_shape_the_error() {
-    assert_eq!(
-        messages(json!({"forbidden": "x"})),
-        ["spec.forbidden.inner: Forbidden: x is not allowed"]
-    );
+    assert_eq!(messages(json!({"forbidden": "x"})), ["spec.forbidden.inner: Forbidden: x is not allowed"]);
 }
 
 #[test]
 fn map_list_items_are_correlated_by_key_for_transition_rules() {
     let s = schema();
-    let mut old =
-        widget(json!({"ports": [{"name": "a", "number": 1}, {"name": "b", "number": 2}]}));
+    let mut old = widget(json!({"ports": [{"name": "a", "number": 1}, {"name": "b", "number": 2}]}));
     s.admit(&mut old, None, true).expect("create");
     // Reordered but unchanged: correlated by name, so no immutability error.
-    let mut reordered =
-        widget(json!({"ports": [{"name": "b", "number": 2}, {"name": "a", "number": 1}]}));
+    let mut reordered = widget(json!({"ports": [{"name": "b", "number": 2}, {"name": "a", "number": 1}]}));
     assert!(s.admit(&mut reordered, Some(&old), true).is_ok());
-    let mut changed =
-        widget(json!({"ports": [{"name": "b", "number": 3}, {"name": "a", "number": 1}]}));
-    let Err(Rejection::Invalid(errors)) = s.admit(&mut changed, Some(&old), true) else {
-        panic!("rejected")
-    };
-    assert_eq!(
-        errors[0].message,
-        r#"spec.ports[0]: Invalid value: "object": number is immutable"#
-    );
+    let mut changed = widget(json!({"ports": [{"name": "b", "number": 3}, {"name": "a", "number": 1}]}));
+    let Err(Rejection::Invalid(errors)) = s.admit(&mut changed, Some(&old), true) else { panic!("rejected") };
+    assert_eq!(errors[0].message, r#"spec.ports[0]: Invalid value: "object": number is immutable"#);
     // A new item has no old value: its transition rule does not run.
-    let mut added = widget(
-        json!({"ports": [{"name": "a", "number": 1}, {"name": "b", "number": 2}, {"name": "c", "number": 9}]}),
-    );
+    let mut added =
+        widget(json!({"ports": [{"name": "a", "number": 1}, {"name": "b", "number": 2}, {"name": "c", "number": 9}]}));
     assert!(s.admit(&mut added, Some(&old), true).is_ok());
 }
 
@@ -228,9 +197,7 @@ fn map_list_items_are_correlated_by_key_for_transition_rules() {
 fn namespaced_resources_need_a_namespace() {
     let mut obj = widget(json!({}));
     obj["metadata"] = json!({"name": "w"});
-    let Err(Rejection::Invalid(errors)) = schema().admit(&mut obj, None, true) else {
-        panic!("rejected")
-    };
+    let Err(Rejection::Invalid(errors)) = schema().admit(&mut obj, None, true) else { panic!("rejected") };
     assert_eq!(errors[0].message, "metadata.namespace: Required value");
     assert!(schema().has_status_subresource());
     assert!(schema().namespaced());
@@ -238,8 +205,7 @@ fn namespaced_resources_need_a_namespace() {
 
 #[test]
 fn admission_is_deterministic() {
-    let spec =
-        json!({"count": 3, "tags": ["a", "a"], "labels": {"z": "long", "a": "long"}, "when": "x"});
+    let spec = json!({"count": 3, "tags": ["a", "a"], "labels": {"z": "long", "a": "long"}, "when": "x"});
     let first = messages(spec.clone());
     for _ in 0..5 {
         assert_eq!(messages(spec.clone()), first);
@@ -253,16 +219,11 @@ fn admission_is_deterministic() {
 fn rules_kube_cel_cannot_run_reject_instead_of_admitting() {
     for rule in ["cel.bind(x, self, x == 'a')", "self.all(i, v, v != '')"] {
         let spec = json!({"type": "object", "properties": {"v": {"type": "string", "x-kubernetes-validations": [{"rule": rule}]}}});
-        let s = CrdSchema::compile(&crd(spec, "Cluster"), "v1")
-            .expect("the apiserver accepts this CRD");
-        let mut obj = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"v": "a"}});
-        let Err(Rejection::Invalid(errors)) = s.admit(&mut obj, None, true) else {
-            panic!("{rule} must fail closed")
-        };
-        assert!(
-            errors[0].message.contains("does not support"),
-            "{rule}: {errors:?}"
-        );
+        let s = CrdSchema::compile(&crd(spec, "Cluster"), "v1").expect("the apiserver accepts this CRD");
+        let mut obj =
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"v": "a"}});
+        let Err(Rejection::Invalid(errors)) = s.admit(&mut obj, None, true) else { panic!("{rule} must fail closed") };
+        assert!(errors[0].message.contains("does not support"), "{rule}: {errors:?}");
     }
 }
 
@@ -270,17 +231,10 @@ fn rules_kube_cel_cannot_run_reject_instead_of_admitting() {
 fn crds_with_invalid_defaults_are_refused() {
     let spec = json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "default": 0}}});
     let err = CrdSchema::compile(&crd(spec, "Cluster"), "v1").expect_err("bad default");
-    assert!(
-        err.to_string()
-            .contains("should be greater than or equal to 1"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("should be greater than or equal to 1"), "{err}");
     let spec = json!({"type": "object", "properties": {"o": {"type": "object", "properties": {"a": {"type": "string"}}, "default": {"b": "x"}}}});
     let err = CrdSchema::compile(&crd(spec, "Cluster"), "v1").expect_err("unpruned default");
-    assert!(
-        err.to_string().contains("must not have unknown fields"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("must not have unknown fields"), "{err}");
 }
 
 /// The API server shares compiled schemas between tasks and threads.
@@ -299,25 +253,18 @@ fn unchanged_invalid_values_ratchet_on_update() {
     let mut touched_elsewhere = widget(json!({"count": 3, "forbidden": "x", "note": "fine"}));
     assert!(s.admit(&mut touched_elsewhere, Some(&old), true).is_ok());
     let mut touched_count = widget(json!({"count": 5, "forbidden": "x", "note": "ok"}));
-    let Err(Rejection::Invalid(errors)) = s.admit(&mut touched_count, Some(&old), true) else {
-        panic!("rejected")
-    };
+    let Err(Rejection::Invalid(errors)) = s.admit(&mut touched_count, Some(&old), true) else { panic!("rejected") };
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].field, "spec.count");
     let mut created = old.clone();
-    assert!(
-        s.admit(&mut created, None, true).is_err(),
-        "no ratcheting on create"
-    );
+    assert!(s.admit(&mut created, None, true).is_err(), "no ratcheting on create");
 }
 
 #[test]
 fn object_meta_is_validated_like_the_apiserver() {
     let mut obj = widget(json!({}));
     obj["metadata"]["labels"] = json!({"team/": "a", "ok": "bad value!"});
-    let Err(Rejection::Invalid(errors)) = schema().admit(&mut obj, None, true) else {
-        panic!("rejected")
-    };
+    let Err(Rejection::Invalid(errors)) = schema().admit(&mut obj, None, true) else { panic!("rejected") };
     let messages: Vec<&str> = errors.iter().map(|e| e.message.as_str()).collect();
     assert_eq!(
         messages,
@@ -328,11 +275,6 @@ fn object_meta_is_validated_like_the_apiserver() {
     );
     let mut unnamed = widget(json!({}));
     unnamed["metadata"] = json!({"namespace": "ns"});
-    let Err(Rejection::Invalid(errors)) = schema().admit(&mut unnamed, None, true) else {
-        panic!("rejected")
-    };
-    assert_eq!(
-        errors[0].message,
-        "metadata.name: Required value: name or generateName is required"
-    );
+    let Err(Rejection::Invalid(errors)) = schema().admit(&mut unnamed, None, true) else { panic!("rejected") };
+    assert_eq!(errors[0].message, "metadata.name: Required value: name or generateName is required");
 }

@@ -21,13 +21,7 @@ use super::path;
 
 /// Validates `value` against `node` at path `at`, appending errors. `old` is the correlated old
 /// value on update (for ratcheting), `None` on create.
-pub(crate) fn validate(
-    node: &Node,
-    value: &Value,
-    old: Option<&Value>,
-    at: &str,
-    errs: &mut Vec<FieldError>,
-) {
+pub(crate) fn validate(node: &Node, value: &Value, old: Option<&Value>, at: &str, errs: &mut Vec<FieldError>) {
     if old.is_some_and(|o| json_equal(o, value)) {
         return;
     }
@@ -81,11 +75,7 @@ fn json_type(v: &Value) -> &'static str {
         Value::Null => "null",
         Value::Bool(_) => "boolean",
         Value::Number(n) => {
-            if n.is_i64()
-                || n.is_u64()
-                || n.as_f64()
-                    .is_some_and(|f| f.fract() == 0.0 && f.abs() < 9.2e18)
-            {
+            if n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0 && f.abs() < 9.2e18) {
                 "integer"
             } else {
                 "number"
@@ -101,11 +91,7 @@ fn type_error(at: &str, expected: &str, actual: &str) -> FieldError {
     FieldError::type_invalid(
         at,
         Value::String(actual.to_string()),
-        &format!(
-            "{} must be of type {expected}: {}",
-            body(at),
-            go_quote(actual)
-        ),
+        &format!("{} must be of type {expected}: {}", body(at), go_quote(actual)),
     )
 }
 
@@ -116,11 +102,7 @@ fn junctors(node: &Node, value: &Value, old: Option<&Value>, at: &str, errs: &mu
         e
     };
     let composite = |errs: &mut Vec<FieldError>, msg: &str| {
-        errs.push(FieldError::invalid(
-            at,
-            Value::from(""),
-            &format!("{} {msg}", body(at)),
-        ));
+        errs.push(FieldError::invalid(at, Value::from(""), &format!("{} {msg}", body(at))));
     };
     if !node.all_of.is_empty() {
         let mut failed = Vec::new();
@@ -143,15 +125,9 @@ fn junctors(node: &Node, value: &Value, old: Option<&Value>, at: &str, errs: &mu
         let results: Vec<Vec<FieldError>> = node.one_of.iter().map(run).collect();
         let valid = results.iter().filter(|r| r.is_empty()).count();
         if valid != 1 {
-            let extra = if valid == 0 {
-                "Found none valid".to_string()
-            } else {
-                format!("Found {valid} valid alternatives")
-            };
-            composite(
-                errs,
-                &format!("must validate one and only one schema (oneOf). {extra}"),
-            );
+            let extra =
+                if valid == 0 { "Found none valid".to_string() } else { format!("Found {valid} valid alternatives") };
+            composite(errs, &format!("must validate one and only one schema (oneOf). {extra}"));
             if valid == 0 {
                 errs.extend(results.into_iter().next().unwrap_or_default());
             }
@@ -175,29 +151,17 @@ fn string(node: &Node, s: &str, at: &str, errs: &mut Vec<FieldError>) {
     if let Some(min) = node.min_length
         && chars < min
     {
-        errs.push(FieldError::invalid(
-            at,
-            v(),
-            &format!("{} should be at least {min} chars long", body(at)),
-        ));
+        errs.push(FieldError::invalid(at, v(), &format!("{} should be at least {min} chars long", body(at))));
     }
     if let Some(p) = &node.pattern
         && !p.is_match(s)
     {
-        errs.push(FieldError::invalid(
-            at,
-            v(),
-            &format!("{} should match '{}'", body(at), p.source),
-        ));
+        errs.push(FieldError::invalid(at, v(), &format!("{} should match '{}'", body(at), p.source)));
     }
     if let Some(f) = &node.format
         && !format::is_valid(f, s)
     {
-        errs.push(FieldError::type_invalid(
-            at,
-            v(),
-            &format!("{} must be of type {f}: {}", body(at), go_quote(s)),
-        ));
+        errs.push(FieldError::type_invalid(at, v(), &format!("{} must be of type {f}: {}", body(at), go_quote(s))));
     }
 }
 
@@ -211,49 +175,21 @@ fn number(node: &Node, n: &serde_json::Number, at: &str, errs: &mut Vec<FieldErr
         errs.push(FieldError::invalid(
             at,
             v(),
-            &format!(
-                "{} should be a multiple of {}",
-                body(at),
-                go_number(&b.number)
-            ),
+            &format!("{} should be a multiple of {}", body(at), go_number(&b.number)),
         ));
     }
     if let Some(b) = &node.maximum {
-        let bad = if b.exclusive {
-            x >= b.value
-        } else {
-            x > b.value
-        };
+        let bad = if b.exclusive { x >= b.value } else { x > b.value };
         if bad {
-            let rel = if b.exclusive {
-                "less than"
-            } else {
-                "less than or equal to"
-            };
-            errs.push(FieldError::invalid(
-                at,
-                v(),
-                &format!("{} should be {rel} {}", body(at), go_number(&b.number)),
-            ));
+            let rel = if b.exclusive { "less than" } else { "less than or equal to" };
+            errs.push(FieldError::invalid(at, v(), &format!("{} should be {rel} {}", body(at), go_number(&b.number))));
         }
     }
     if let Some(b) = &node.minimum {
-        let bad = if b.exclusive {
-            x <= b.value
-        } else {
-            x < b.value
-        };
+        let bad = if b.exclusive { x <= b.value } else { x < b.value };
         if bad {
-            let rel = if b.exclusive {
-                "greater than"
-            } else {
-                "greater than or equal to"
-            };
-            errs.push(FieldError::invalid(
-                at,
-                v(),
-                &format!("{} should be {rel} {}", body(at), go_number(&b.number)),
-            ));
+            let rel = if b.exclusive { "greater than" } else { "greater than or equal to" };
+            errs.push(FieldError::invalid(at, v(), &format!("{} should be {rel} {}", body(at), go_number(&b.number))));
         }
     }
 }
@@ -263,11 +199,7 @@ fn array(node: &Node, items: &[Value], old: Option<&Value>, at: &str, errs: &mut
     if let Some(min) = node.min_items
         && (len as u64) < min
     {
-        errs.push(FieldError::invalid(
-            at,
-            Value::from(len),
-            &format!("{} should have at least {min} items", body(at)),
-        ));
+        errs.push(FieldError::invalid(at, Value::from(len), &format!("{} should have at least {min} items", body(at))));
     }
     if let Some(max) = node.max_items
         && (len as u64) > max
@@ -304,25 +236,15 @@ fn enumeration(node: &Node, value: &Value, at: &str, errs: &mut Vec<FieldError>)
 pub(crate) fn json_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q))
-        }
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q)),
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
         }
         _ => a == b,
     }
 }
 
-fn object(
-    node: &Node,
-    map: &Map<String, Value>,
-    old: Option<&Value>,
-    at: &str,
-    errs: &mut Vec<FieldError>,
-) {
+fn object(node: &Node, map: &Map<String, Value>, old: Option<&Value>, at: &str, errs: &mut Vec<FieldError>) {
     let len = map.len();
     if let Some(max) = node.max_properties
         && (len as u64) > max
@@ -350,26 +272,14 @@ fn object(
                 root_metadata(prop, v, errs);
                 continue;
             }
-            validate(
-                prop,
-                v,
-                old.and_then(|o| o.get(name)),
-                &path::child(at, name),
-                errs,
-            );
+            validate(prop, v, old.and_then(|o| o.get(name)), &path::child(at, name), errs);
         }
     }
     if let Additional::Schema(child) = &node.additional {
         for (k, v) in map {
             if !node.properties.contains_key(k) {
                 // kube-openapi joins map keys with a dot, unlike CEL's `[key]`.
-                validate(
-                    child,
-                    v,
-                    old.and_then(|o| o.get(k)),
-                    &path::child(at, k),
-                    errs,
-                );
+                validate(child, v, old.and_then(|o| o.get(k)), &path::child(at, k), errs);
             }
         }
     }
@@ -387,16 +297,10 @@ fn root_metadata(node: &Node, meta: &Value, errs: &mut Vec<FieldError>) {
 
 /// The old item an apiserver pairs with `item`: same keys in a map list, an equal value in a set
 /// list, none in an atomic list.
-pub(crate) fn correlate<'a>(
-    list_type: &ListType,
-    item: &Value,
-    old_items: &'a [Value],
-) -> Option<&'a Value> {
+pub(crate) fn correlate<'a>(list_type: &ListType, item: &Value, old_items: &'a [Value]) -> Option<&'a Value> {
     match list_type {
         ListType::Atomic => None,
         ListType::Set => old_items.iter().find(|o| json_equal(o, item)),
-        ListType::Map(keys) => old_items
-            .iter()
-            .find(|o| keys.iter().all(|k| o.get(k) == item.get(k))),
+        ListType::Map(keys) => old_items.iter().find(|o| keys.iter().all(|k| o.get(k) == item.get(k))),
     }
 }

@@ -1,0 +1,147 @@
+//! `dovetail bench`: how fast the simulated world runs, in wall time.
+//!
+//! Benchmarks are measurements, not tests: they read the wall clock (here only) and
+//! report medians over samples. Build with `--release` for meaningful numbers.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use dovetail_sim::apiserver::{self, store::WriteOptions};
+use dovetail_sim::kube_client::sim_kube_client;
+use dovetail_sim::world::{Trace, WorldConfig, build_sim};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::runtime::watcher;
+use serde_json::json;
+
+/// What to measure.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Target {
+    /// API server: list, watch-event delivery, patch, and an idle simulated hour.
+    Apiserver,
+}
+
+/// Runs the benchmark and prints medians.
+pub fn bench(what: Target, samples: usize) -> anyhow::Result<ExitCode> {
+    match what {
+        Target::Apiserver => {
+            let samples = samples.max(1);
+            report("list 100 pods (requests/s)", samples, || list_rate(100, 200));
+            report("list 1000 pods (requests/s)", samples, || list_rate(1000, 20));
+            report("merge patch (requests/s)", samples, || patch_rate(500));
+            report("watch events delivered (events/s)", samples, || watch_rate(2000));
+            report("idle simulated hour, 1 watcher (wall ms)", samples, idle_hour_ms);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report(name: &str, samples: usize, f: impl Fn() -> f64) {
+    let mut v: Vec<f64> = (0..samples).map(|_| f()).collect();
+    v.sort_by(f64::total_cmp);
+    let median = v[v.len() / 2];
+    println!("{name:<45} median {median:>12.1}   (min {:.1}, max {:.1}, n={samples})", v[0], v[v.len() - 1]);
+}
+
+#[allow(clippy::disallowed_methods)]
+fn timed(f: impl FnOnce()) -> f64 {
+    let t = std::time::Instant::now();
+    f();
+    t.elapsed().as_secs_f64()
+}
+
+fn world<'a>() -> (turmoil::Sim<'a>, apiserver::ApiServer) {
+    let mut cfg = WorldConfig::new(1);
+    cfg.duration = Duration::from_secs(7200);
+    let mut sim = build_sim(&cfg);
+    let server = apiserver::sim_server(1, Trace::hash_only());
+    apiserver::add_host(&mut sim, &server);
+    (sim, server)
+}
+
+fn seed_pods(server: &apiserver::ApiServer, n: usize) {
+    let mut s = server.store.lock().unwrap();
+    let pods = s.registry().get("", "pods").unwrap();
+    for i in 0..n {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("p{i}"), "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "app", "image": "nginx", "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}});
+        s.create(&pods, "default", pod, WriteOptions::default()).unwrap();
+    }
+}
+
+fn list_rate(pods: usize, requests: usize) -> f64 {
+    let (mut sim, server) = world();
+    seed_pods(&server, pods);
+    sim.client("bench", async move {
+        let api: Api<Pod> = Api::default_namespaced(sim_kube_client("apiserver", apiserver::API_PORT));
+        for _ in 0..requests {
+            api.list(&ListParams::default()).await?;
+        }
+        Ok(())
+    });
+    requests as f64 / timed(|| sim.run().unwrap())
+}
+
+fn patch_rate(requests: usize) -> f64 {
+    let (mut sim, server) = world();
+    seed_pods(&server, 1);
+    sim.client("bench", async move {
+        let api: Api<Pod> = Api::default_namespaced(sim_kube_client("apiserver", apiserver::API_PORT));
+        for i in 0..requests {
+            let p = json!({"metadata": {"annotations": {"n": i.to_string()}}});
+            api.patch("p0", &PatchParams::default(), &Patch::Merge(&p)).await?;
+        }
+        Ok(())
+    });
+    requests as f64 / timed(|| sim.run().unwrap())
+}
+
+fn watch_rate(events: u64) -> f64 {
+    let (mut sim, server) = world();
+    seed_pods(&server, 1);
+    let seen = Arc::new(AtomicU64::new(0));
+    let seen2 = seen.clone();
+    sim.client("watcher", async move {
+        let api: Api<Pod> = Api::default_namespaced(sim_kube_client("apiserver", apiserver::API_PORT));
+        let mut w = watcher(api, watcher::Config::default()).boxed();
+        while let Some(e) = w.next().await {
+            if let Ok(watcher::Event::Apply(_)) = e
+                && seen2.fetch_add(1, Ordering::Relaxed) + 1 >= events
+            {
+                return Ok(());
+            }
+        }
+        Ok(())
+    });
+    // Writes go straight to the store so the figure is delivery cost alone.
+    let pods = server.store.lock().unwrap().registry().get("", "pods").unwrap();
+    let mut written = 0;
+    let wall = timed(|| {
+        while !sim.step().unwrap() {
+            if written < events && sim.elapsed() > Duration::from_secs(1) {
+                let mut s = server.store.lock().unwrap();
+                for _ in 0..50 {
+                    let mut p = (*s.get(&pods, "default", "p0").unwrap()).clone();
+                    p["metadata"]["annotations"] = json!({"n": written.to_string()});
+                    s.update(&pods, "default", "p0", p, apiserver::store::Part::Main, WriteOptions::default()).unwrap();
+                    written += 1;
+                }
+            }
+        }
+    });
+    seen.load(Ordering::Relaxed) as f64 / wall
+}
+
+fn idle_hour_ms() -> f64 {
+    let (mut sim, _server) = world();
+    sim.client("watcher", async move {
+        let api: Api<Pod> = Api::all(sim_kube_client("apiserver", apiserver::API_PORT));
+        let w = watcher(api, watcher::Config::default()).for_each(|_| async {});
+        let _ = tokio::time::timeout(Duration::from_secs(3600), w).await;
+        Ok(())
+    });
+    timed(|| sim.run().unwrap()) * 1000.0
+}

@@ -1,0 +1,5 @@
+//! The `dovetail` subcommands.
+
+pub mod bench;
+pub mod run;
+pub mod serve;
