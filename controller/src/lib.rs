@@ -1,1 +1,8 @@
-//! placeholder
+//! Dovetail controller: a Karpenter v1 compatible node autoprovisioner for EKS.
+//!
+//! The crate is the production controller: it talks to the Kubernetes API server through `kube`
+//! and to AWS through the AWS SDK, and takes its clock, random source and clients by injection so
+//! the same code runs in the deterministic simulator. Start with [`apis`], the Karpenter resource
+//! types (NodePool, NodeClaim, EC2NodeClass) every other module works on.
+
+pub mod apis;
