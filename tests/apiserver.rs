@@ -348,3 +348,56 @@ fn selectors_and_pagination() {
     });
     sim.run().unwrap();
 }
+
+#[test]
+fn injected_api_faults_reach_the_client_and_the_trace() {
+    let (mut sim, server, trace) = apiserver_world(8);
+    server.faults.lock().unwrap().throttle_rate = 1.0;
+    sim.client("test", async {
+        let pods: Api<Pod> = Api::default_namespaced(client());
+        let err = pods.list(&ListParams::default()).await.unwrap_err();
+        assert_eq!(api_code(&err), Some(429));
+        Ok(())
+    });
+    sim.run().unwrap();
+    assert!(trace.render().contains("fault     api-429      GET pods"), "{}", trace.render());
+    assert_eq!(server.faults.lock().unwrap().injected.throttled, 1);
+}
+
+#[test]
+fn streaming_list_watch_and_server_side_apply_conflicts() {
+    let (mut sim, _server, _) = apiserver_world(9);
+    sim.client("test", async {
+        let nodes: Api<Node> = Api::all(client());
+        nodes.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "n0"}}))?).await?;
+        // sendInitialEvents: initial ADDED events then the initial-events-end bookmark.
+        let mut stream = watcher(nodes.clone(), watcher::Config::default().streaming_lists()).boxed();
+        let mut got = Vec::new();
+        while let Some(ev) = stream.next().await {
+            match ev? {
+                watcher::Event::InitApply(n) => got.push(n.metadata.name.unwrap()),
+                watcher::Event::InitDone => break,
+                _ => {}
+            }
+        }
+        assert_eq!(got, ["n0"]);
+
+        let a = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0", "labels": {"team": "a"}}});
+        nodes.patch("n0", &PatchParams::apply("alice"), &Patch::Apply(&a)).await?;
+        let b = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0", "labels": {"team": "b"}}});
+        let err = nodes.patch("n0", &PatchParams::apply("bob"), &Patch::Apply(&b)).await.unwrap_err();
+        assert_eq!(api_code(&err), Some(409), "{err}");
+        let n = nodes.patch("n0", &PatchParams::apply("bob").force(), &Patch::Apply(&b)).await?;
+        assert_eq!(n.metadata.labels.unwrap()["team"], "b");
+        let managers: Vec<String> =
+            n.metadata.managed_fields.unwrap().into_iter().filter_map(|m| m.manager).collect();
+        assert!(managers.contains(&"bob".to_string()), "{managers:?}");
+
+        // dryRun stores nothing.
+        let pods: Api<Pod> = Api::default_namespaced(client());
+        pods.create(&PostParams { dry_run: true, ..Default::default() }, &pod("dry", json!({}))).await?;
+        assert_eq!(api_code(&pods.get("dry").await.unwrap_err()), Some(404));
+        Ok(())
+    });
+    sim.run().unwrap();
+}

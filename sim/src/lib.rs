@@ -5,6 +5,7 @@
 //! fake cloud, while cluster actors play kube-scheduler, kubelets and workload
 //! controllers. Same seed, same build: byte-identical trace ([`world`]).
 
+pub mod actors;
 pub mod apiserver;
 pub mod kube_client;
 pub mod run;

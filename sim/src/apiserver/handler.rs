@@ -435,8 +435,17 @@ impl ApiServer {
     }
 
     fn inject_fault(&self, method: &Method, rt: &ResourceType) -> ApiResult<()> {
-        let mut f = self.faults.lock().unwrap_or_else(|e| e.into_inner());
-        f.check(method, rt)
+        let result = self.faults.lock().unwrap_or_else(|e| e.into_inner()).check(method, rt);
+        if let Err(e) = &result {
+            let s = self.store.lock().unwrap_or_else(|e| e.into_inner());
+            s.trace().record(crate::world::TraceEntry {
+                at: s.elapsed(),
+                source: "fault",
+                verb: format!("api-{}", e.code),
+                subject: format!("{method} {}", rt.group_resource()),
+            });
+        }
+        result
     }
 }
 

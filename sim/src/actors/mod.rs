@@ -1,0 +1,4 @@
+//! The simulated cluster's actors.
+
+pub mod runtime;
+pub mod workloads;

@@ -1,0 +1,26 @@
+//! Workload controllers, as kube-controller-manager runs them: Deployments roll
+//! ReplicaSets, ReplicaSets keep pods, Jobs run pods to completion, DaemonSets put a pod
+//! on every eligible node.
+
+mod daemonset;
+mod deployment;
+mod job;
+mod pods;
+mod replicaset;
+
+pub use daemonset::DaemonSetController;
+pub use deployment::{DeploymentController, POD_TEMPLATE_HASH, template_hash};
+pub use job::{JobController, RUN_DURATION};
+pub use replicaset::ReplicaSetController;
+
+use super::runtime::Reconciler;
+
+/// Every workload controller, in a fixed order.
+pub fn controllers() -> Vec<Box<dyn Reconciler>> {
+    vec![
+        Box::new(DeploymentController),
+        Box::new(ReplicaSetController),
+        Box::new(JobController),
+        Box::new(DaemonSetController),
+    ]
+}

@@ -1,0 +1,126 @@
+//! What workload controllers need to know about pods.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::apiserver::resources::ResourceType;
+use crate::apiserver::store::{DeleteOptions, Store, WriteOptions};
+
+/// The built-in type `group/plural`.
+pub(crate) fn ty(store: &Store, group: &str, plural: &str) -> Arc<ResourceType> {
+    store.registry().get(group, plural).expect("built-in types are always registered")
+}
+
+/// Whether `obj` has an ownerReference with `controller: true` to `owner_uid`.
+pub(crate) fn controlled_by(obj: &Value, owner_uid: &str) -> bool {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|refs| refs.iter().any(|r| r["uid"].as_str() == Some(owner_uid) && r["controller"] == true))
+}
+
+/// Pods in `namespace` controlled by `owner_uid`, in name order.
+pub(crate) fn owned_pods(store: &Store, namespace: &str, owner_uid: &str) -> Vec<Arc<Value>> {
+    let pods = ty(store, "", "pods");
+    store.iter(&pods.key(), Some(namespace)).filter(|p| controlled_by(p, owner_uid)).cloned().collect()
+}
+
+/// Not terminating and not finished: counts towards a controller's replicas.
+pub(crate) fn is_active(pod: &Value) -> bool {
+    pod.pointer("/metadata/deletionTimestamp").is_none()
+        && !matches!(pod.pointer("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed"))
+}
+
+/// The pod's Ready condition is True.
+pub(crate) fn is_ready(pod: &Value) -> bool {
+    pod.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+}
+
+/// Phase of a pod.
+pub(crate) fn phase(pod: &Value) -> &str {
+    pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending")
+}
+
+/// An ownerReference to `owner` as its controller.
+pub(crate) fn controller_ref(owner: &Value) -> Value {
+    json!({
+        "apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"], "controller": true, "blockOwnerDeletion": true,
+    })
+}
+
+/// Creates a pod from `template` owned by `owner` (generateName `<owner>-`).
+pub(crate) fn create_from_template(store: &mut Store, owner: &Value, template: &Value, extra_spec: Option<Value>) {
+    let pods = ty(store, "", "pods");
+    let ns = owner["metadata"]["namespace"].as_str().unwrap_or("default").to_string();
+    let mut meta = template["metadata"].as_object().cloned().unwrap_or_default();
+    meta.insert("generateName".into(), json!(format!("{}-", owner["metadata"]["name"].as_str().unwrap_or("pod"))));
+    meta.insert("namespace".into(), json!(ns));
+    meta.insert("ownerReferences".into(), json!([controller_ref(owner)]));
+    meta.remove("name");
+    let mut spec = template["spec"].clone();
+    if let (Some(extra), Some(s)) = (extra_spec, spec.as_object_mut()) {
+        for (k, v) in extra.as_object().into_iter().flatten() {
+            s.insert(k.clone(), v.clone());
+        }
+    }
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec});
+    if let Err(e) = store.create(&pods, &ns, pod, WriteOptions::default()) {
+        tracing::warn!(owner = %owner["metadata"]["name"], "creating a pod failed: {e}");
+    }
+}
+
+/// Deletes a pod (gracefully, as a controller scaling down does).
+pub(crate) fn delete_pod(store: &mut Store, pod: &Value) {
+    let pods = ty(store, "", "pods");
+    let ns = pod["metadata"]["namespace"].as_str().unwrap_or("");
+    let name = pod["metadata"]["name"].as_str().unwrap_or("");
+    let _ = store.delete(&pods, ns, name, &DeleteOptions::default());
+}
+
+/// Writes `status` to `obj` through the status subresource if it changed.
+pub(crate) fn write_status(store: &mut Store, rt: &ResourceType, obj: &Value, status: Value) {
+    if obj.get("status") == Some(&status) {
+        return;
+    }
+    let mut new = obj.clone();
+    new["status"] = status;
+    let ns = obj["metadata"]["namespace"].as_str().unwrap_or("");
+    let name = obj["metadata"]["name"].as_str().unwrap_or("");
+    let _ = store.update(rt, ns, name, new, crate::apiserver::store::Part::Status, WriteOptions::default());
+}
+
+/// Resolves an int-or-percent (`maxSurge: 25%`) against `total`, rounding up or down.
+pub(crate) fn int_or_percent(v: &Value, total: i64, round_up: bool, default: &str) -> i64 {
+    let v = if v.is_null() { json!(default) } else { v.clone() };
+    match v {
+        Value::Number(n) => n.as_i64().unwrap_or(0),
+        Value::String(s) => match s.strip_suffix('%').and_then(|p| p.parse::<i64>().ok()) {
+            Some(p) if round_up => (p * total + 99) / 100,
+            Some(p) => p * total / 100,
+            None => s.parse().unwrap_or(0),
+        },
+        _ => 0,
+    }
+}
+
+/// Ranks pods for deletion when scaling down, as the ReplicaSet controller does:
+/// unassigned before assigned, pending before running, not-ready before ready, newer
+/// before older (then name for a stable order).
+pub(crate) fn deletion_rank(pod: &Value) -> (u8, u8, u8, std::cmp::Reverse<String>, String) {
+    let assigned = pod.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+    let phase_rank = match phase(pod) {
+        "Pending" => 0,
+        "Unknown" => 1,
+        _ => 2,
+    };
+    (
+        u8::from(assigned),
+        phase_rank,
+        u8::from(is_ready(pod)),
+        std::cmp::Reverse(pod["metadata"]["creationTimestamp"].as_str().unwrap_or("").to_string()),
+        pod["metadata"]["name"].as_str().unwrap_or("").to_string(),
+    )
+}

@@ -1,0 +1,67 @@
+//! The ReplicaSet controller: keep `spec.replicas` active pods, report status.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::pods::{create_from_template, deletion_rank, delete_pod, is_active, is_ready, owned_pods, ty, write_status};
+use crate::actors::runtime::Reconciler;
+use crate::apiserver::store::Store;
+
+/// Reconciles every ReplicaSet.
+#[derive(Default)]
+pub struct ReplicaSetController;
+
+impl Reconciler for ReplicaSetController {
+    fn name(&self) -> &'static str {
+        "replicaset-controller"
+    }
+
+    fn watches(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("apps", "replicasets"), ("", "pods")]
+    }
+
+    fn reconcile(&mut self, store: &mut Store, _now: Duration) -> Option<Duration> {
+        let rst = ty(store, "apps", "replicasets");
+        let all: Vec<Value> = store.iter(&rst.key(), None).map(|r| (**r).clone()).collect();
+        for rs in all {
+            if rs.pointer("/metadata/deletionTimestamp").is_some() {
+                continue;
+            }
+            reconcile_one(store, &rs);
+        }
+        None
+    }
+}
+
+fn reconcile_one(store: &mut Store, rs: &Value) {
+    let uid = rs["metadata"]["uid"].as_str().unwrap_or("").to_string();
+    let ns = rs["metadata"]["namespace"].as_str().unwrap_or("").to_string();
+    let want = rs.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1).max(0);
+    let mut active: Vec<_> = owned_pods(store, &ns, &uid).into_iter().filter(|p| is_active(p)).collect();
+    let have = active.len() as i64;
+    if have < want {
+        for _ in 0..(want - have) {
+            create_from_template(store, rs, &rs["spec"]["template"], None);
+        }
+    } else if have > want {
+        active.sort_by_key(|p| deletion_rank(p));
+        for pod in active.iter().take((have - want) as usize) {
+            delete_pod(store, pod);
+        }
+    }
+    let pods: Vec<_> = owned_pods(store, &ns, &uid).into_iter().filter(|p| is_active(p)).collect();
+    let ready = pods.iter().filter(|p| is_ready(p)).count();
+    let status = json!({
+        "replicas": pods.len(),
+        "fullyLabeledReplicas": pods.len(),
+        "readyReplicas": ready,
+        "availableReplicas": ready,
+        "observedGeneration": rs["metadata"]["generation"],
+    });
+    let rst = ty(store, "apps", "replicasets");
+    let current = store.get(&rst, &ns, rs["metadata"]["name"].as_str().unwrap_or(""));
+    if let Ok(current) = current {
+        write_status(store, &rst, &current, status);
+    }
+}
