@@ -1,0 +1,2 @@
+//! Scheduler benchmark (written below).
+fn main() {}
