@@ -10,5 +10,7 @@
 //! - [`node_shape`]: the Node an EKS AL2023 instance registers (capacity, allocatable, labels).
 //! - [`quantity`]: exact parsing of resource quantities.
 
+pub mod node_shape;
+pub mod pdb_status;
 pub mod quantity;
 pub mod scheduler;
