@@ -107,9 +107,8 @@ pub fn scaled_value(value: &IntOrString, total: i32) -> Result<i32, PdbStatusErr
 /// Pods of `pods` that the PDB selects (same namespace, selector match).
 pub fn selected_pods<'a>(pdb: &PodDisruptionBudget, pods: &'a [Pod]) -> Vec<&'a Pod> {
     let namespace = pdb.metadata.namespace.as_deref().unwrap_or("default");
-    let selector = PodSelector::from_label_selector(
-        pdb.spec.as_ref().and_then(|s| s.selector.as_ref()),
-    );
+    let selector =
+        PodSelector::from_label_selector(pdb.spec.as_ref().and_then(|s| s.selector.as_ref()));
     let empty = BTreeMap::new();
     pods.iter()
         .filter(|p| p.metadata.namespace.as_deref().unwrap_or("default") == namespace)
@@ -162,7 +161,13 @@ fn set_condition(conditions: &mut Vec<Condition>, mut new: Condition, now: Times
     }
 }
 
-fn condition(status: &str, reason: &str, message: String, generation: Option<i64>, now: Timestamp) -> Condition {
+fn condition(
+    status: &str,
+    reason: &str,
+    message: String,
+    generation: Option<i64>,
+    now: Timestamp,
+) -> Condition {
     Condition {
         type_: CONDITION_DISRUPTION_ALLOWED.into(),
         status: status.into(),
@@ -211,7 +216,13 @@ pub fn compute_status(
             let mut conditions = status.conditions.take().unwrap_or_default();
             set_condition(
                 &mut conditions,
-                condition("False", REASON_SYNC_FAILED, e.to_string(), status.observed_generation, now),
+                condition(
+                    "False",
+                    REASON_SYNC_FAILED,
+                    e.to_string(),
+                    status.observed_generation,
+                    now,
+                ),
                 now,
             );
             status.conditions = Some(conditions);
@@ -254,7 +265,7 @@ pub fn compute_status(
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .filter(|p| {
             let name = p.metadata.name.as_deref().unwrap_or_default();
-            !disrupted.get(name).is_some_and(|at| at.0 + timeout() > now)
+            disrupted.get(name).is_none_or(|at| at.0 + timeout() <= now)
         })
         .filter(|p| is_ready(p))
         .count() as i32;
@@ -363,17 +374,35 @@ mod tests {
     }
 
     fn five_pods(ready: usize) -> Vec<Pod> {
-        (0..5).map(|i| pod(&format!("p{i}"), i < ready, Some("rs-uid"))).collect()
+        (0..5)
+            .map(|i| pod(&format!("p{i}"), i < ready, Some("rs-uid")))
+            .collect()
     }
 
     #[test]
     fn min_available_int_counts_matching_pods() {
-        let out = compute_status(&pdb(Some(IntOrString::Int(3)), None), &five_pods(4), &deployment_of_5, at(0));
+        let out = compute_status(
+            &pdb(Some(IntOrString::Int(3)), None),
+            &five_pods(4),
+            &deployment_of_5,
+            at(0),
+        );
         let s = out.status;
-        assert_eq!((s.expected_pods, s.desired_healthy, s.current_healthy, s.disruptions_allowed), (5, 3, 4, 1));
+        assert_eq!(
+            (
+                s.expected_pods,
+                s.desired_healthy,
+                s.current_healthy,
+                s.disruptions_allowed
+            ),
+            (5, 3, 4, 1)
+        );
         assert_eq!(s.observed_generation, Some(3));
         let c = &s.conditions.unwrap()[0];
-        assert_eq!((c.status.as_str(), c.reason.as_str()), ("True", REASON_SUFFICIENT_PODS));
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("True", REASON_SUFFICIENT_PODS)
+        );
     }
 
     #[test]
@@ -385,7 +414,10 @@ mod tests {
             &deployment_of_5,
             at(0),
         );
-        assert_eq!((out.status.desired_healthy, out.status.disruptions_allowed), (3, 2));
+        assert_eq!(
+            (out.status.desired_healthy, out.status.disruptions_allowed),
+            (3, 2)
+        );
     }
 
     #[test]
@@ -397,7 +429,10 @@ mod tests {
             &deployment_of_5,
             at(0),
         );
-        assert_eq!((out.status.desired_healthy, out.status.disruptions_allowed), (3, 0));
+        assert_eq!(
+            (out.status.desired_healthy, out.status.disruptions_allowed),
+            (3, 0)
+        );
         let c = &out.status.conditions.unwrap()[0];
         assert_eq!(c.reason, REASON_INSUFFICIENT_PODS);
     }
@@ -426,8 +461,16 @@ mod tests {
 
     #[test]
     fn no_matching_pods_allows_no_disruption() {
-        let out = compute_status(&pdb(Some(IntOrString::Int(0)), None), &[], &deployment_of_5, at(0));
-        assert_eq!((out.status.expected_pods, out.status.disruptions_allowed), (0, 0));
+        let out = compute_status(
+            &pdb(Some(IntOrString::Int(0)), None),
+            &[],
+            &deployment_of_5,
+            at(0),
+        );
+        assert_eq!(
+            (out.status.expected_pods, out.status.disruptions_allowed),
+            (0, 0)
+        );
     }
 
     #[test]
@@ -442,7 +485,10 @@ mod tests {
         assert_eq!(out.status.disruptions_allowed, 0);
         assert_eq!(out.status.current_healthy, 5, "other fields kept");
         let c = &out.status.conditions.unwrap()[0];
-        assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", REASON_SYNC_FAILED));
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("False", REASON_SYNC_FAILED)
+        );
         assert_eq!(c.message, "found no controllers for pod \"p0\"");
     }
 
@@ -450,7 +496,12 @@ mod tests {
     fn unmanaged_pods_are_ignored_for_the_expected_scale() {
         let mut pods = five_pods(5);
         pods.push(pod("bare", true, None));
-        let out = compute_status(&pdb(None, Some(IntOrString::Int(1))), &pods, &deployment_of_5, at(0));
+        let out = compute_status(
+            &pdb(None, Some(IntOrString::Int(1))),
+            &pods,
+            &deployment_of_5,
+            at(0),
+        );
         assert_eq!(out.status.expected_pods, 5);
         assert_eq!(out.status.current_healthy, 6);
         assert_eq!(out.unmanaged_pods, vec!["bare".to_string()]);
@@ -463,6 +514,9 @@ mod tests {
         let mut p2 = p.clone();
         p2.status = Some(first.status);
         let second = compute_status(&p2, &five_pods(4), &deployment_of_5, at(30));
-        assert_eq!(second.status.conditions.unwrap()[0].last_transition_time, Time(at(0)));
+        assert_eq!(
+            second.status.conditions.unwrap()[0].last_transition_time,
+            Time(at(0))
+        );
     }
 }

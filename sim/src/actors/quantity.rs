@@ -233,11 +233,16 @@ mod tests {
 
     #[test]
     fn malformed_quantities_are_rejected() {
-        for bad in ["", "abc", "1.2.3", "1Ki2", "1 Gi", "--1", "1e", "1ee3", "Mi", "1X"] {
+        for bad in [
+            "", "abc", "1.2.3", "1Ki2", "1 Gi", "--1", "1e", "1ee3", "Mi", "1X",
+        ] {
             assert!(parse_value(bad).is_err(), "{bad:?} should fail");
         }
         assert!(matches!(parse_value("1Ei1"), Err(QuantityError::Syntax(_))));
-        assert!(matches!(parse_value("100Ei"), Err(QuantityError::Overflow(_))));
+        assert!(matches!(
+            parse_value("100Ei"),
+            Err(QuantityError::Overflow(_))
+        ));
     }
 
     #[test]

@@ -98,7 +98,11 @@ pub fn count_at(per_slot: &[u32], slot: usize) -> i64 {
 
 fn term_roles(pod: &PodFacts) -> Vec<(TermRole, AffinityTerm)> {
     let mut out = Vec::new();
-    out.extend(pod.required_affinity.iter().map(|t| (TermRole::RequiredAffinity, t.clone())));
+    out.extend(
+        pod.required_affinity
+            .iter()
+            .map(|t| (TermRole::RequiredAffinity, t.clone())),
+    );
     out.extend(
         pod.required_anti_affinity
             .iter()
@@ -228,7 +232,10 @@ impl Cache {
         debug_assert!(cached.slot.is_none());
         cached.slot = Some(slot);
         let facts = &cached.facts;
-        let ns_labels = self.namespaces.get(&facts.key.namespace).unwrap_or(&NO_LABELS);
+        let ns_labels = self
+            .namespaces
+            .get(&facts.key.namespace)
+            .unwrap_or(&NO_LABELS);
         self.slots[slot]
             .as_mut()
             .expect("attach to an occupied slot")
@@ -251,7 +258,10 @@ impl Cache {
             return;
         };
         let facts = &cached.facts;
-        let ns_labels = self.namespaces.get(&facts.key.namespace).unwrap_or(&NO_LABELS);
+        let ns_labels = self
+            .namespaces
+            .get(&facts.key.namespace)
+            .unwrap_or(&NO_LABELS);
         self.slots[slot]
             .as_mut()
             .expect("detach from an occupied slot")
@@ -314,7 +324,9 @@ impl Cache {
 
     /// A node by slot.
     pub fn slot(&self, slot: usize) -> &NodeInfo {
-        self.slots[slot].as_ref().expect("slot in node order is occupied")
+        self.slots[slot]
+            .as_ref()
+            .expect("slot in node order is occupied")
     }
 
     /// The slot of a node.
@@ -329,7 +341,10 @@ impl Cache {
             let mut zones: BTreeMap<String, Vec<(&str, usize)>> = BTreeMap::new();
             for (name, &slot) in &self.by_name {
                 let labels = &self.slots[slot].as_ref().expect("occupied").labels;
-                zones.entry(zone_key(labels)).or_default().push((name, slot));
+                zones
+                    .entry(zone_key(labels))
+                    .or_default()
+                    .push((name, slot));
             }
             let mut order = Vec::with_capacity(self.by_name.len());
             let longest = zones.values().map(Vec::len).max().unwrap_or(0);
@@ -370,7 +385,9 @@ impl Cache {
 
     /// Existing pods' (anti-)affinity terms, grouped, with per-slot counts of pods carrying each.
     pub fn existing_terms(&self) -> impl Iterator<Item = (TermRole, &AffinityTerm, &[u32])> {
-        self.terms.iter().map(|((role, term), c)| (*role, term, c.as_slice()))
+        self.terms
+            .iter()
+            .map(|((role, term), c)| (*role, term, c.as_slice()))
     }
 
     /// Bound pods on known nodes with their slots.

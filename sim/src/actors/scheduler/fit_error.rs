@@ -22,7 +22,8 @@ pub const REASON_UNSCHEDULABLE: &str = "Unschedulable";
 /// Condition reason for a pod held by scheduling gates (`v1.PodReasonSchedulingGated`).
 pub const REASON_SCHEDULING_GATED: &str = "SchedulingGated";
 /// Condition message for a gated pod.
-pub const SCHEDULING_GATED_MESSAGE: &str = "Scheduling is blocked due to non-empty scheduling gates";
+pub const SCHEDULING_GATED_MESSAGE: &str =
+    "Scheduling is blocked due to non-empty scheduling gates";
 /// DefaultPreemption's reason for nodes where evicting pods cannot help.
 pub const PREEMPTION_NOT_HELPFUL: &str = "Preemption is not helpful for scheduling";
 /// DefaultPreemption's reason for nodes without lower-priority pods.
@@ -127,7 +128,9 @@ impl fmt::Display for FitError {
             None => {
                 let histogram = reasons_histogram(
                     self.node_statuses.values(),
-                    self.absent_status.as_ref().map(|s| (s, self.absent_count())),
+                    self.absent_status
+                        .as_ref()
+                        .map(|s| (s, self.absent_count())),
                 );
                 if !histogram.is_empty() {
                     write!(f, " {histogram}.")?;
@@ -195,7 +198,11 @@ pub fn pod_scheduled_false(reason: &str, message: String, now: Time) -> PodCondi
 
 /// The condition kube-scheduler writes on a pod held by `schedulingGates`.
 pub fn scheduling_gated_condition(now: Time) -> PodCondition {
-    pod_scheduled_false(REASON_SCHEDULING_GATED, SCHEDULING_GATED_MESSAGE.into(), now)
+    pod_scheduled_false(
+        REASON_SCHEDULING_GATED,
+        SCHEDULING_GATED_MESSAGE.into(),
+        now,
+    )
 }
 
 /// Assembles the PostFilter part from the preemption plugin's message.
@@ -232,7 +239,11 @@ pub fn preemption_message<'a>(
             might_help = true;
             explicit.push(status.clone());
         } else {
-            explicit.push(Status::new(status.plugin, Code::Unschedulable, NO_PREEMPTION_VICTIMS));
+            explicit.push(Status::new(
+                status.plugin,
+                Code::Unschedulable,
+                NO_PREEMPTION_VICTIMS,
+            ));
         }
     }
     let absent = num_all_nodes.saturating_sub(explicit.len());
@@ -258,7 +269,11 @@ mod tests {
             Code::UnschedulableAndUnresolvable,
             "node(s) had untolerated taint {karpenter.sh/unregistered: }",
         );
-        let cpu = status(Plugin::NodeResourcesFit, Code::UnschedulableAndUnresolvable, "Insufficient cpu");
+        let cpu = status(
+            Plugin::NodeResourcesFit,
+            Code::UnschedulableAndUnresolvable,
+            "Insufficient cpu",
+        );
         let statuses = BTreeMap::from([
             ("a".to_string(), cpu),
             ("b".to_string(), taint.clone()),
@@ -284,7 +299,13 @@ mod tests {
     #[test]
     fn histogram_sorts_as_strings_like_go() {
         let many: Vec<Status> = (0..10)
-            .map(|_| status(Plugin::NodeAffinity, Code::UnschedulableAndUnresolvable, "b"))
+            .map(|_| {
+                status(
+                    Plugin::NodeAffinity,
+                    Code::UnschedulableAndUnresolvable,
+                    "b",
+                )
+            })
             .chain((0..2).map(|_| status(Plugin::NodePorts, Code::Unschedulable, "a")))
             .collect();
         assert_eq!(reasons_histogram(many.iter(), None), "10 b, 2 a");
@@ -292,7 +313,11 @@ mod tests {
 
     #[test]
     fn resolvable_rejections_without_victims_say_so() {
-        let cpu = status(Plugin::NodeResourcesFit, Code::Unschedulable, "Insufficient cpu");
+        let cpu = status(
+            Plugin::NodeResourcesFit,
+            Code::Unschedulable,
+            "Insufficient cpu",
+        );
         let (m, might_help) = preemption_message(3, [(&cpu, false), (&cpu, false)].into_iter());
         assert_eq!(
             m,

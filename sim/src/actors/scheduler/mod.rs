@@ -41,9 +41,9 @@ pub use pod_facts::{PodFacts, PodKey};
 pub use queue::SchedulingQueue;
 
 use plugins::{
-    Code, Plugin, Status, balanced_allocation, default_normalize, inter_pod_affinity, node_affinity,
-    node_name, node_ports, node_resources_fit, node_unschedulable, pod_topology_spread,
-    taint_toleration,
+    Code, Plugin, Status, balanced_allocation, default_normalize, inter_pod_affinity,
+    node_affinity, node_name, node_ports, node_resources_fit, node_unschedulable,
+    pod_topology_spread, taint_toleration,
 };
 
 /// kube-scheduler `minFeasibleNodesToFind`: below this many nodes all are evaluated.
@@ -249,7 +249,8 @@ impl Scheduler {
         if candidates.is_empty() {
             return (feasible, statuses);
         }
-        let wanted = feasible_nodes_to_find(self.config.percentage_of_nodes_to_score, candidates.len());
+        let wanted =
+            feasible_nodes_to_find(self.config.percentage_of_nodes_to_score, candidates.len());
         let detail = self.config.messages.untolerated_taint_detail;
         let mut processed = 0usize;
         for i in 0..candidates.len() {
@@ -353,7 +354,9 @@ impl Scheduler {
                     .map(pod_topology_spread::system_default_constraints)
             })
             .flatten();
-        if let Some(state) = pod_topology_spread::pre_score(&mut self.cache, pod, feasible, defaults) {
+        if let Some(state) =
+            pod_topology_spread::pre_score(&mut self.cache, pod, feasible, defaults)
+        {
             let mut spread: Vec<i64> = feasible
                 .iter()
                 .map(|&s| pod_topology_spread::score(&state, &self.cache, s))

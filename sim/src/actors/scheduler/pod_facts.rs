@@ -21,7 +21,11 @@ impl PodKey {
     /// The key of a pod object.
     pub fn of(pod: &Pod) -> Self {
         PodKey {
-            namespace: pod.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
+            namespace: pod
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into()),
             name: pod.metadata.name.clone().unwrap_or_default(),
         }
     }
@@ -229,8 +233,10 @@ impl PodFacts {
                 let mut selector = PodSelector::from_label_selector(c.label_selector.as_ref());
                 for k in c.match_label_keys.iter().flatten() {
                     if let Some(v) = labels.get(k) {
-                        selector = selector
-                            .with_requirement(LabelRequirement::In(k.clone(), BTreeSet::from([v.clone()])));
+                        selector = selector.with_requirement(LabelRequirement::In(
+                            k.clone(),
+                            BTreeSet::from([v.clone()]),
+                        ));
                     }
                 }
                 let hard = c.when_unsatisfiable == "DoNotSchedule";
@@ -243,7 +249,11 @@ impl PodFacts {
                         WhenUnsatisfiable::ScheduleAnyway
                     },
                     selector,
-                    min_domains: if hard { i64::from(c.min_domains.unwrap_or(1)) } else { 1 },
+                    min_domains: if hard {
+                        i64::from(c.min_domains.unwrap_or(1))
+                    } else {
+                        1
+                    },
                     honor_node_affinity: c.node_affinity_policy.as_deref() != Some("Ignore"),
                     honor_node_taints: c.node_taints_policy.as_deref() == Some("Honor"),
                 }
@@ -271,32 +281,45 @@ impl PodFacts {
             node_name: spec.node_name.clone().filter(|n| !n.is_empty()),
             node_selector: spec.node_selector.clone().unwrap_or_default(),
             required_node_terms: node_affinity
-                .and_then(|n| n.required_during_scheduling_ignored_during_execution.as_ref())
+                .and_then(|n| {
+                    n.required_during_scheduling_ignored_during_execution
+                        .as_ref()
+                })
                 .map(|r| r.node_selector_terms.clone()),
             preferred_node_terms: node_affinity
-                .and_then(|n| n.preferred_during_scheduling_ignored_during_execution.as_ref())
+                .and_then(|n| {
+                    n.preferred_during_scheduling_ignored_during_execution
+                        .as_ref()
+                })
                 .into_iter()
                 .flatten()
                 .map(|p| (i64::from(p.weight), p.preference.clone()))
                 .collect(),
             tolerations: spec.tolerations.clone().unwrap_or_default(),
             host_ports,
-            required_affinity: compile(
-                pod_affinity.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()),
-            ),
-            required_anti_affinity: compile(
-                pod_anti.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()),
-            ),
-            preferred_affinity: compile_weighted(
-                pod_affinity.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref()),
-            ),
-            preferred_anti_affinity: compile_weighted(
-                pod_anti.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref()),
-            ),
+            required_affinity: compile(pod_affinity.and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })),
+            required_anti_affinity: compile(pod_anti.and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })),
+            preferred_affinity: compile_weighted(pod_affinity.and_then(|a| {
+                a.preferred_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })),
+            preferred_anti_affinity: compile_weighted(pod_anti.and_then(|a| {
+                a.preferred_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })),
             spread,
             terminating: pod.metadata.deletion_timestamp.is_some(),
             preemption_never: spec.preemption_policy.as_deref() == Some("Never"),
-            scheduling_gated: spec.scheduling_gates.as_ref().is_some_and(|g| !g.is_empty()),
+            scheduling_gated: spec
+                .scheduling_gates
+                .as_ref()
+                .is_some_and(|g| !g.is_empty()),
             controller_uid: pod
                 .metadata
                 .owner_references

@@ -66,7 +66,10 @@ impl ClusterEvent {
             NodeDeleted => matches!(plugin, PodTopologySpread),
             AssignedPodAdded => matches!(plugin, PodTopologySpread | InterPodAffinity),
             AssignedPodUpdated => {
-                matches!(plugin, PodTopologySpread | InterPodAffinity | NodeResourcesFit)
+                matches!(
+                    plugin,
+                    PodTopologySpread | InterPodAffinity | NodeResourcesFit
+                )
             }
             AssignedPodDeleted => matches!(
                 plugin,
@@ -305,7 +308,11 @@ impl SchedulingQueue {
         let Some(e) = self.entries.get_mut(key) else {
             return;
         };
-        debug_assert_eq!(e.place, Place::InFlight, "done() on a pod that was not popped");
+        debug_assert_eq!(
+            e.place,
+            Place::InFlight,
+            "done() on a pod that was not popped"
+        );
         match outcome {
             Outcome::Scheduled => {
                 self.entries.remove(key);
@@ -322,9 +329,10 @@ impl SchedulingQueue {
                 e.backoff_until = now + backoff_duration(e.failures);
                 e.unschedulable_since = now;
                 // An event that arrived during the attempt may already have helped.
-                let helped = e.events_in_flight.iter().any(|ev| {
-                    rejectors.is_empty() || rejectors.iter().any(|p| ev.may_help(*p))
-                });
+                let helped = e
+                    .events_in_flight
+                    .iter()
+                    .any(|ev| rejectors.is_empty() || rejectors.iter().any(|p| ev.may_help(*p)));
                 e.rejectors = rejectors;
                 let place = if helped {
                     self.retry_place(key, now)
@@ -437,7 +445,11 @@ mod tests {
         let mut q = SchedulingQueue::new(secs(0));
         q.add(key("p"), 0, false, secs(0));
         let p = q.pop(secs(0)).unwrap();
-        q.done(&p, Outcome::Unschedulable(BTreeSet::from([Plugin::NodeResourcesFit])), secs(0));
+        q.done(
+            &p,
+            Outcome::Unschedulable(BTreeSet::from([Plugin::NodeResourcesFit])),
+            secs(0),
+        );
         assert!(q.is_unschedulable(&p));
         // Irrelevant event: stays.
         q.on_cluster_event(ClusterEvent::AssignedPodAdded, secs(0));
@@ -459,7 +471,11 @@ mod tests {
         let mut q = SchedulingQueue::new(secs(0));
         q.add(key("p"), 0, false, secs(10));
         let p = q.pop(secs(10)).unwrap();
-        q.done(&p, Outcome::Unschedulable(BTreeSet::from([Plugin::NodeAffinity])), secs(10));
+        q.done(
+            &p,
+            Outcome::Unschedulable(BTreeSet::from([Plugin::NodeAffinity])),
+            secs(10),
+        );
         // 10 s + 300 s = 310 s, next 30 s tick is 330 s.
         assert_eq!(q.next_deadline(), Some(secs(330)));
         assert_eq!(q.pop(secs(329)), None);
@@ -472,7 +488,11 @@ mod tests {
         q.add(key("p"), 0, false, secs(0));
         let p = q.pop(secs(0)).unwrap();
         q.on_cluster_event(ClusterEvent::AssignedPodDeleted, secs(0));
-        q.done(&p, Outcome::Unschedulable(BTreeSet::from([Plugin::NodeResourcesFit])), secs(0));
+        q.done(
+            &p,
+            Outcome::Unschedulable(BTreeSet::from([Plugin::NodeResourcesFit])),
+            secs(0),
+        );
         assert!(!q.is_unschedulable(&p), "moved straight to backoff");
         assert_eq!(q.pop(secs(1)), Some(p));
     }

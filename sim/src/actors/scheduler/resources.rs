@@ -263,9 +263,18 @@ mod tests {
 
     #[test]
     fn non_zero_requests_fill_missing_cpu_and_memory() {
-        let p = pod(vec![container(None, None, false), container(Some("0"), None, false)], vec![]);
+        let p = pod(
+            vec![
+                container(None, None, false),
+                container(Some("0"), None, false),
+            ],
+            vec![],
+        );
         let r = pod_requests_non_zero(&p);
-        assert_eq!(r.milli_cpu, DEFAULT_MILLI_CPU_REQUEST, "explicit zero stays zero");
+        assert_eq!(
+            r.milli_cpu, DEFAULT_MILLI_CPU_REQUEST,
+            "explicit zero stays zero"
+        );
         assert_eq!(r.memory, 2 * DEFAULT_MEMORY_REQUEST);
         assert!(pod_requests(&p).is_zero());
     }

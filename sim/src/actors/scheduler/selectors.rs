@@ -108,7 +108,11 @@ fn node_requirement_matches(req: &NodeSelectorRequirement, value: Option<&str>) 
             let (Ok(bound), Ok(v)) = (bound.parse::<i64>(), v.parse::<i64>()) else {
                 return false;
             };
-            if req.operator == "Gt" { v > bound } else { v < bound }
+            if req.operator == "Gt" {
+                v > bound
+            } else {
+                v < bound
+            }
         }
         _ => false,
     }
@@ -116,7 +120,11 @@ fn node_requirement_matches(req: &NodeSelectorRequirement, value: Option<&str>) 
 
 /// One node selector term: every expression and field requirement must hold; a term with
 /// neither matches no node (component-helpers `nodeSelectorTerm`).
-pub fn node_selector_term_matches(term: &NodeSelectorTerm, node_name: &str, labels: &Labels) -> bool {
+pub fn node_selector_term_matches(
+    term: &NodeSelectorTerm,
+    node_name: &str,
+    labels: &Labels,
+) -> bool {
     let expressions = term.match_expressions.as_deref().unwrap_or_default();
     let fields = term.match_fields.as_deref().unwrap_or_default();
     if expressions.is_empty() && fields.is_empty() {
@@ -133,7 +141,11 @@ pub fn node_selector_term_matches(term: &NodeSelectorTerm, node_name: &str, labe
 }
 
 /// Terms are ORed: the node matches when any term does.
-pub fn node_selector_terms_match(terms: &[NodeSelectorTerm], node_name: &str, labels: &Labels) -> bool {
+pub fn node_selector_terms_match(
+    terms: &[NodeSelectorTerm],
+    node_name: &str,
+    labels: &Labels,
+) -> bool {
     terms
         .iter()
         .any(|t| node_selector_term_matches(t, node_name, labels))
@@ -155,7 +167,9 @@ pub fn toleration_tolerates(toleration: &Toleration, taint: &Taint) -> bool {
         return false;
     }
     match toleration.operator.as_deref().unwrap_or("") {
-        "" | "Equal" => toleration.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or(""),
+        "" | "Equal" => {
+            toleration.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
+        }
         "Exists" => true,
         _ => false,
     }
@@ -172,7 +186,10 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
 
     fn labels(pairs: &[(&str, &str)]) -> Labels {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     fn req(key: &str, op: &str, values: &[&str]) -> NodeSelectorRequirement {
@@ -237,7 +254,10 @@ mod tests {
         assert!(ok(req("cores", "Gt", &["4"])));
         assert!(!ok(req("cores", "Gt", &["8"])));
         assert!(ok(req("cores", "Lt", &["9"])));
-        assert!(!ok(req("zone", "Lt", &["9"])), "non-integer label never matches Gt/Lt");
+        assert!(
+            !ok(req("zone", "Lt", &["9"])),
+            "non-integer label never matches Gt/Lt"
+        );
         assert!(!ok(req("missing", "Gt", &["1"])));
     }
 
@@ -249,7 +269,11 @@ mod tests {
         };
         assert!(node_selector_term_matches(&term, "n1", &Labels::new()));
         assert!(!node_selector_term_matches(&term, "n2", &Labels::new()));
-        assert!(!node_selector_term_matches(&NodeSelectorTerm::default(), "n1", &Labels::new()));
+        assert!(!node_selector_term_matches(
+            &NodeSelectorTerm::default(),
+            "n1",
+            &Labels::new()
+        ));
     }
 
     #[test]
@@ -260,17 +284,34 @@ mod tests {
             effect: "NoSchedule".into(),
             time_added: None,
         };
-        let t = |key: Option<&str>, op: Option<&str>, value: Option<&str>, effect: Option<&str>| Toleration {
-            key: key.map(Into::into),
-            operator: op.map(Into::into),
-            value: value.map(Into::into),
-            effect: effect.map(Into::into),
-            toleration_seconds: None,
+        let t = |key: Option<&str>, op: Option<&str>, value: Option<&str>, effect: Option<&str>| {
+            Toleration {
+                key: key.map(Into::into),
+                operator: op.map(Into::into),
+                value: value.map(Into::into),
+                effect: effect.map(Into::into),
+                toleration_seconds: None,
+            }
         };
-        assert!(toleration_tolerates(&t(Some("k"), None, Some("v"), None), &taint));
-        assert!(!toleration_tolerates(&t(Some("k"), None, Some("w"), None), &taint));
-        assert!(toleration_tolerates(&t(Some("k"), Some("Exists"), None, Some("NoSchedule")), &taint));
-        assert!(!toleration_tolerates(&t(Some("k"), Some("Exists"), None, Some("NoExecute")), &taint));
-        assert!(toleration_tolerates(&t(None, Some("Exists"), None, None), &taint));
+        assert!(toleration_tolerates(
+            &t(Some("k"), None, Some("v"), None),
+            &taint
+        ));
+        assert!(!toleration_tolerates(
+            &t(Some("k"), None, Some("w"), None),
+            &taint
+        ));
+        assert!(toleration_tolerates(
+            &t(Some("k"), Some("Exists"), None, Some("NoSchedule")),
+            &taint
+        ));
+        assert!(!toleration_tolerates(
+            &t(Some("k"), Some("Exists"), None, Some("NoExecute")),
+            &taint
+        ));
+        assert!(toleration_tolerates(
+            &t(None, Some("Exists"), None, None),
+            &taint
+        ));
     }
 }

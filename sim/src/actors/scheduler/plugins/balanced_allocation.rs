@@ -18,7 +18,10 @@ pub fn score(pod: &PodFacts, node: &NodeInfo) -> i64 {
             node.requested.milli_cpu + pod.requests.milli_cpu,
             node.allocatable.milli_cpu,
         ),
-        (node.requested.memory + pod.requests.memory, node.allocatable.memory),
+        (
+            node.requested.memory + pod.requests.memory,
+            node.allocatable.memory,
+        ),
     ] {
         if allocatable == 0 {
             continue;

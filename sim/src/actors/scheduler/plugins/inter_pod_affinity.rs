@@ -16,7 +16,8 @@ pub const REASON_AFFINITY: &str = "node(s) didn't match pod affinity rules";
 /// kube-scheduler `ErrReasonAntiAffinityRulesNotMatch`.
 pub const REASON_ANTI_AFFINITY: &str = "node(s) didn't match pod anti-affinity rules";
 /// kube-scheduler `ErrReasonExistingAntiAffinityRulesNotMatch`.
-pub const REASON_EXISTING_ANTI_AFFINITY: &str = "node(s) didn't satisfy existing pods anti-affinity rules";
+pub const REASON_EXISTING_ANTI_AFFINITY: &str =
+    "node(s) didn't satisfy existing pods anti-affinity rules";
 
 /// kube-scheduler `hardPodAffinityWeight` default: how much an existing pod's *required*
 /// affinity towards the incoming pod counts in scoring.
@@ -52,7 +53,9 @@ fn spread_over_pairs(
 }
 
 fn add_pair(counts: &mut PairCounts, key: &str, value: &str, delta: i64) {
-    let entry = counts.entry((key.to_string(), value.to_string())).or_insert(0);
+    let entry = counts
+        .entry((key.to_string(), value.to_string()))
+        .or_insert(0);
     *entry += delta;
     if *entry == 0 {
         counts.remove(&(key.to_string(), value.to_string()));
@@ -206,7 +209,12 @@ pub struct ScoreState {
     topology_score: BTreeMap<String, BTreeMap<String, i64>>,
 }
 
-fn add_score(scores: &mut BTreeMap<String, BTreeMap<String, i64>>, key: &str, value: &str, delta: i64) {
+fn add_score(
+    scores: &mut BTreeMap<String, BTreeMap<String, i64>>,
+    key: &str,
+    value: &str,
+    delta: i64,
+) {
     *scores
         .entry(key.to_string())
         .or_default()
@@ -226,9 +234,13 @@ pub fn pre_score(cache: &mut Cache, pod: &PodFacts) -> Option<ScoreState> {
     for (w, sign) in incoming {
         let m = matcher_for(&w.term);
         cache.ensure_counts(&m);
-        spread_over_pairs(cache, cache.counts(&m), &w.term.topology_key, w.weight * sign, |v, d| {
-            add_score(&mut scores, &w.term.topology_key, v, d)
-        });
+        spread_over_pairs(
+            cache,
+            cache.counts(&m),
+            &w.term.topology_key,
+            w.weight * sign,
+            |v, d| add_score(&mut scores, &w.term.topology_key, v, d),
+        );
     }
     for (role, term, per_slot) in cache.existing_terms() {
         let factor = match role {

@@ -101,6 +101,10 @@ pub fn default_normalize(scores: &mut [i64], reverse: bool) {
     }
     for s in scores.iter_mut() {
         let scaled = MAX_NODE_SCORE * *s / max;
-        *s = if reverse { MAX_NODE_SCORE - scaled } else { scaled };
+        *s = if reverse {
+            MAX_NODE_SCORE - scaled
+        } else {
+            scaled
+        };
     }
 }

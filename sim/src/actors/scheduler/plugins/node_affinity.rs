@@ -5,7 +5,9 @@ use std::collections::BTreeSet;
 use super::{Code, Plugin, Status};
 use crate::actors::scheduler::node_info::NodeInfo;
 use crate::actors::scheduler::pod_facts::PodFacts;
-use crate::actors::scheduler::selectors::{NODE_NAME_FIELD, node_selector_term_matches, node_selector_terms_match};
+use crate::actors::scheduler::selectors::{
+    NODE_NAME_FIELD, node_selector_term_matches, node_selector_terms_match,
+};
 
 /// kube-scheduler `ErrReasonPod`.
 pub const REASON: &str = "node(s) didn't match Pod's node affinity/selector";

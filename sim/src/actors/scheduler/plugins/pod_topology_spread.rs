@@ -12,7 +12,9 @@ use super::node_affinity::required_matches;
 use super::{Code, MAX_NODE_SCORE, Plugin, Status};
 use crate::actors::scheduler::cache::{Cache, PodMatcher, count_at};
 use crate::actors::scheduler::node_info::NodeInfo;
-use crate::actors::scheduler::pod_facts::{NamespaceSet, PodFacts, SpreadConstraint, WhenUnsatisfiable};
+use crate::actors::scheduler::pod_facts::{
+    NamespaceSet, PodFacts, SpreadConstraint, WhenUnsatisfiable,
+};
 use crate::actors::scheduler::selectors::{PodSelector, tolerations_tolerate};
 
 /// kube-scheduler `ErrReasonConstraintsNotMatch`.
@@ -255,7 +257,9 @@ pub fn pre_score(
             continue;
         }
         for s in soft.iter_mut() {
-            if s.constraint.topology_key == LABEL_HOSTNAME || !node_included(pod, node, &s.constraint) {
+            if s.constraint.topology_key == LABEL_HOSTNAME
+                || !node_included(pod, node, &s.constraint)
+            {
                 continue;
             }
             let value = node

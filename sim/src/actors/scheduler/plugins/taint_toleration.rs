@@ -45,7 +45,12 @@ pub fn score(pod: &PodFacts, node: &NodeInfo) -> i64 {
     let tolerations: Vec<_> = pod
         .tolerations
         .iter()
-        .filter(|t| matches!(t.effect.as_deref(), None | Some("") | Some("PreferNoSchedule")))
+        .filter(|t| {
+            matches!(
+                t.effect.as_deref(),
+                None | Some("") | Some("PreferNoSchedule")
+            )
+        })
         .collect();
     node.taints
         .iter()
