@@ -56,11 +56,60 @@ pub enum TermRole {
     PreferredAntiAffinity(i64),
 }
 
+/// Per-node counts of matching pods, one vector per distinct matcher, with the matchers
+/// bucketed by a label they require so that binding a pod only tries the matchers that can
+/// match it.
+#[derive(Debug, Clone, Default)]
+struct CountIndexes {
+    per_slot: Vec<Vec<u32>>,
+    matchers: Vec<PodMatcher>,
+    ids: BTreeMap<PodMatcher, usize>,
+    by_label: BTreeMap<String, BTreeMap<String, Vec<usize>>>,
+    unbucketed: Vec<usize>,
+}
+
+impl CountIndexes {
+    /// Ids of matchers that may match a pod with these labels.
+    fn candidates(&self, labels: &Labels) -> Vec<usize> {
+        let mut out = self.unbucketed.clone();
+        if self.by_label.is_empty() {
+            return out;
+        }
+        for (k, v) in labels {
+            if let Some(ids) = self.by_label.get(k).and_then(|values| values.get(v)) {
+                out.extend_from_slice(ids);
+            }
+        }
+        out
+    }
+
+    fn insert(&mut self, matcher: PodMatcher, per_slot: Vec<u32>) -> usize {
+        let id = self.matchers.len();
+        match matcher.selector.required_label() {
+            Some((k, v)) => self
+                .by_label
+                .entry(k.to_string())
+                .or_default()
+                .entry(v.to_string())
+                .or_default()
+                .push(id),
+            None if matcher.selector == PodSelector::Nothing => {}
+            None => self.unbucketed.push(id),
+        }
+        self.ids.insert(matcher.clone(), id);
+        self.matchers.push(matcher);
+        self.per_slot.push(per_slot);
+        id
+    }
+}
+
 #[derive(Debug, Clone)]
 struct CachedPod {
     facts: PodFacts,
     node: String,
     slot: Option<usize>,
+    /// Bound by this scheduler but not yet seen bound in the store.
+    assumed: bool,
 }
 
 /// Nodes and bound pods, with incremental accounting. See the module docs.
@@ -75,7 +124,7 @@ pub struct Cache {
     waiting_for_node: BTreeMap<String, BTreeSet<PodKey>>,
     namespaces: BTreeMap<String, Labels>,
     controller_selectors: BTreeMap<String, PodSelector>,
-    counts: BTreeMap<PodMatcher, Vec<u32>>,
+    counts: CountIndexes,
     terms: BTreeMap<(TermRole, AffinityTerm), Vec<u32>>,
 }
 
@@ -177,21 +226,36 @@ impl Cache {
     }
 
     /// Adds, updates or forgets a pod (Pod watch events). Only pods bound to a node and not
-    /// terminal (`Succeeded`/`Failed`) are accounted, as kube-scheduler's informer filters.
+    /// terminal (`Succeeded`/`Failed`) are accounted, as kube-scheduler's informer filters. An
+    /// unbound version of a pod this scheduler has assumed is ignored (the binding may not have
+    /// reached the store yet); use [`Cache::forget_assumed`] if the binding failed.
     pub fn upsert_pod(&mut self, pod: &Pod) {
         let facts = PodFacts::new(pod);
-        self.remove_pod(&facts.key);
         let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-        if matches!(phase, Some("Succeeded" | "Failed")) {
+        let terminal = matches!(phase, Some("Succeeded" | "Failed"));
+        let assumed = self.pods.get(&facts.key).is_some_and(|c| c.assumed);
+        if facts.node_name.is_none() && assumed && !terminal {
+            return;
+        }
+        self.remove_pod(&facts.key);
+        if terminal {
             return;
         }
         if let Some(node) = facts.node_name.clone() {
-            self.add_bound(facts, node);
+            self.add_bound(facts, node, false);
         }
     }
 
-    /// Accounts an already-compiled pod on a node (the scheduler's "assume").
-    pub fn add_bound(&mut self, facts: PodFacts, node: String) {
+    /// Drops an assumed pod whose binding failed, so its resources are free again.
+    pub fn forget_assumed(&mut self, key: &PodKey) {
+        if self.pods.get(key).is_some_and(|c| c.assumed) {
+            self.remove_pod(key);
+        }
+    }
+
+    /// Accounts an already-compiled pod on a node; `assumed` marks the scheduler's own
+    /// binding decision not yet confirmed by the store.
+    pub fn add_bound(&mut self, facts: PodFacts, node: String, assumed: bool) {
         let key = facts.key.clone();
         self.remove_pod(&key);
         self.pods.insert(
@@ -200,6 +264,7 @@ impl Cache {
                 facts,
                 node: node.clone(),
                 slot: None,
+                assumed,
             },
         );
         match self.by_name.get(&node) {
@@ -240,9 +305,9 @@ impl Cache {
             .as_mut()
             .expect("attach to an occupied slot")
             .add_pod(facts);
-        for (matcher, per_slot) in &mut self.counts {
-            if matcher.matches(facts, ns_labels) {
-                bump(per_slot, slot, true);
+        for id in self.counts.candidates(&facts.labels) {
+            if self.counts.matchers[id].matches(facts, ns_labels) {
+                bump(&mut self.counts.per_slot[id], slot, true);
             }
         }
         for role in term_roles(facts) {
@@ -266,9 +331,9 @@ impl Cache {
             .as_mut()
             .expect("detach from an occupied slot")
             .remove_pod(facts);
-        for (matcher, per_slot) in &mut self.counts {
-            if matcher.matches(facts, ns_labels) {
-                bump(per_slot, slot, false);
+        for id in self.counts.candidates(&facts.labels) {
+            if self.counts.matchers[id].matches(facts, ns_labels) {
+                bump(&mut self.counts.per_slot[id], slot, false);
             }
         }
         for role in term_roles(facts) {
@@ -285,7 +350,7 @@ impl Cache {
     /// are rebuilt lazily afterwards.
     pub fn set_namespace_labels(&mut self, namespace: &str, labels: Labels) {
         self.namespaces.insert(namespace.to_string(), labels);
-        self.counts.clear();
+        self.counts = CountIndexes::default();
     }
 
     /// Labels of a namespace (empty if unknown).
@@ -361,10 +426,11 @@ impl Cache {
         &self.order
     }
 
-    /// Makes sure a count index exists for `matcher` (built from all bound pods once).
-    pub fn ensure_counts(&mut self, matcher: &PodMatcher) {
-        if self.counts.contains_key(matcher) {
-            return;
+    /// Makes sure a count index exists for `matcher` (built from all bound pods once) and
+    /// returns its id for [`Cache::counts_by_id`]. Ids stay valid until namespace labels change.
+    pub fn ensure_counts(&mut self, matcher: &PodMatcher) -> usize {
+        if let Some(&id) = self.counts.ids.get(matcher) {
+            return id;
         }
         let mut per_slot = vec![0u32; self.slots.len()];
         for cached in self.pods.values() {
@@ -375,12 +441,21 @@ impl Cache {
                 }
             }
         }
-        self.counts.insert(matcher.clone(), per_slot);
+        self.counts.insert(matcher.clone(), per_slot)
+    }
+
+    /// Per-slot counts of a count index by id (cheap: no matcher comparison).
+    pub fn counts_by_id(&self, id: usize) -> &[u32] {
+        &self.counts.per_slot[id]
     }
 
     /// Per-slot counts of bound pods matching `matcher`; call [`Cache::ensure_counts`] first.
     pub fn counts(&self, matcher: &PodMatcher) -> &[u32] {
-        self.counts.get(matcher).map(Vec::as_slice).unwrap_or(&[])
+        self.counts
+            .ids
+            .get(matcher)
+            .map(|&id| self.counts.per_slot[id].as_slice())
+            .unwrap_or(&[])
     }
 
     /// Existing pods' (anti-)affinity terms, grouped, with per-slot counts of pods carrying each.

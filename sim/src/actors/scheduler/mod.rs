@@ -174,7 +174,7 @@ impl Scheduler {
     pub fn assume(&mut self, pod: &Pod, node: &str) {
         let mut facts = PodFacts::new(pod);
         facts.node_name = Some(node.to_string());
-        self.cache.add_bound(facts, node.to_string());
+        self.cache.add_bound(facts, node.to_string(), true);
     }
 
     /// One scheduling cycle for a pending pod. Does not change the cache: call

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use k8s_openapi::api::core::v1::{NodeSelectorTerm, Pod, PodAffinityTerm, Toleration};
+use k8s_openapi::api::core::v1::{NodeSelectorTerm, Pod, PodAffinityTerm, PodSpec, Toleration};
 
 use super::resources::{Resources, pod_requests, pod_requests_non_zero};
 use super::selectors::{LabelRequirement, Labels, PodSelector};
@@ -201,7 +201,8 @@ impl PodFacts {
     pub fn new(pod: &Pod) -> Self {
         let key = PodKey::of(pod);
         let labels = pod.metadata.labels.clone().unwrap_or_default();
-        let spec = pod.spec.clone().unwrap_or_default();
+        let no_spec = PodSpec::default();
+        let spec = pod.spec.as_ref().unwrap_or(&no_spec);
         let affinity = spec.affinity.as_ref();
         let node_affinity = affinity.and_then(|a| a.node_affinity.as_ref());
         let pod_affinity = affinity.and_then(|a| a.pod_affinity.as_ref());

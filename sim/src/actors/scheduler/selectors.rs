@@ -82,6 +82,20 @@ impl PodSelector {
         self
     }
 
+    /// A label (key, value) every matching object must carry, if the selector has one: lets
+    /// indexes look up candidate selectors by an object's labels instead of trying them all.
+    pub fn required_label(&self) -> Option<(&str, &str)> {
+        let PodSelector::All(reqs) = self else {
+            return None;
+        };
+        reqs.iter().find_map(|r| match r {
+            LabelRequirement::In(k, vs) if vs.len() == 1 => {
+                vs.first().map(|v| (k.as_str(), v.as_str()))
+            }
+            _ => None,
+        })
+    }
+
     /// Whether the labels satisfy the selector.
     pub fn matches(&self, labels: &Labels) -> bool {
         match self {

@@ -614,6 +614,70 @@ fn soft_spread_prefers_emptier_zones() {
     );
 }
 
+#[test]
+fn node_taints_policy_honor_drops_tainted_domains() {
+    let nodes = [
+        node("a", "z0", "8", "8Gi", "10"),
+        with_taint(
+            node("b", "z1", "8", "8Gi", "10"),
+            taint("k", "", "NoSchedule"),
+        ),
+    ];
+    for (policy, second_fits) in [(None, false), (Some("Honor"), true)] {
+        let mut s = scheduler(&nodes);
+        let mut r = rng();
+        for (i, expect_ok) in [(0, true), (1, second_fits)] {
+            let mut p = pod(&format!("p{i}"), "100m", "100Mi");
+            spread(&mut p, ZONE, 1, "DoNotSchedule", None);
+            spec(&mut p).topology_spread_constraints.as_mut().unwrap()[0].node_taints_policy =
+                policy.map(Into::into);
+            assert_eq!(
+                place(&mut s, &p, &mut r).is_ok(),
+                expect_ok,
+                "policy {policy:?} pod {i}"
+            );
+        }
+    }
+}
+
+#[test]
+fn match_label_keys_count_only_the_same_revision() {
+    let nodes = [
+        node("a", "z0", "8", "8Gi", "10"),
+        node("b", "z1", "10m", "8Gi", "10"),
+    ];
+    for (keys, fits) in [
+        (None, false),
+        (Some(vec!["pod-template-hash".to_string()]), true),
+    ] {
+        let mut s = scheduler(&nodes);
+        for i in 0..2 {
+            let mut old = pod(&format!("old{i}"), "100m", "100Mi");
+            old.metadata
+                .labels
+                .as_mut()
+                .unwrap()
+                .insert("pod-template-hash".into(), "v1".into());
+            spec(&mut old).node_name = Some("a".into());
+            s.cache_mut().upsert_pod(&old);
+        }
+        let mut p = pod("new", "100m", "100Mi");
+        p.metadata
+            .labels
+            .as_mut()
+            .unwrap()
+            .insert("pod-template-hash".into(), "v2".into());
+        spread(&mut p, ZONE, 1, "DoNotSchedule", None);
+        spec(&mut p).topology_spread_constraints.as_mut().unwrap()[0].match_label_keys =
+            keys.clone();
+        assert_eq!(
+            place(&mut s, &p, &mut rng()).is_ok(),
+            fits,
+            "matchLabelKeys {keys:?}"
+        );
+    }
+}
+
 // ---------- InterPodAffinity ----------
 
 fn anti(p: &mut Pod, app: &str, key: &str) {
@@ -1080,4 +1144,20 @@ mod properties {
             prop_assert_eq!(run(&nodes, &pods, seed).0, run(&nodes, &pods, seed).0);
         }
     }
+}
+
+#[test]
+fn assumed_pods_survive_stale_unbound_updates_until_forgotten() {
+    let mut s = scheduler(&[node("a", "z0", "2", "4Gi", "20")]);
+    let p = pod("p", "1500m", "1Gi");
+    place(&mut s, &p, &mut rng()).unwrap();
+    s.cache_mut().upsert_pod(&p); // a stale, still-unbound copy from the store
+    assert_eq!(s.cache().node("a").unwrap().requested.milli_cpu, 1500);
+    s.cache_mut().forget_assumed(&PodKey::of(&p)); // the binding failed
+    assert_eq!(s.cache().node("a").unwrap().requested.milli_cpu, 0);
+    let mut bound = p.clone();
+    spec(&mut bound).node_name = Some("a".into());
+    s.cache_mut().upsert_pod(&bound);
+    s.cache_mut().forget_assumed(&PodKey::of(&p)); // confirmed pods are not forgotten
+    assert_eq!(s.cache().node("a").unwrap().requested.milli_cpu, 1500);
 }

@@ -84,10 +84,10 @@ pub fn pre_filter(cache: &mut Cache, pod: &PodFacts) -> Option<FilterState> {
     if hard.is_empty() {
         return None;
     }
-    let matchers: Vec<PodMatcher> = hard.iter().map(|c| matcher_for(pod, c)).collect();
-    for m in &matchers {
-        cache.ensure_counts(m);
-    }
+    let ids: Vec<usize> = hard
+        .iter()
+        .map(|c| cache.ensure_counts(&matcher_for(pod, c)))
+        .collect();
     let mut by_domain: Vec<BTreeMap<String, i64>> = vec![BTreeMap::new(); hard.len()];
     let order = cache.node_order().to_vec();
     for slot in order {
@@ -100,7 +100,7 @@ pub fn pre_filter(cache: &mut Cache, pod: &PodFacts) -> Option<FilterState> {
                 continue;
             }
             let value = &node.labels[&c.topology_key];
-            let count = count_at(cache.counts(&matchers[i]), slot);
+            let count = count_at(cache.counts_by_id(ids[i]), slot);
             match by_domain[i].get_mut(value) {
                 Some(total) => *total += count,
                 None => {
@@ -173,7 +173,7 @@ pub fn system_default_constraints(selector: PodSelector) -> Vec<SpreadConstraint
 #[derive(Debug, Clone)]
 struct SoftCounts {
     constraint: SpreadConstraint,
-    matcher: PodMatcher,
+    counts_id: usize,
     by_domain: BTreeMap<String, i64>,
     weight: f64,
 }
@@ -210,15 +210,12 @@ pub fn pre_score(
     let mut soft: Vec<SoftCounts> = constraints
         .into_iter()
         .map(|c| SoftCounts {
-            matcher: matcher_for(pod, &c),
+            counts_id: cache.ensure_counts(&matcher_for(pod, &c)),
             constraint: c,
             by_domain: BTreeMap::new(),
             weight: 0.0,
         })
         .collect();
-    for s in &soft {
-        cache.ensure_counts(&s.matcher);
-    }
     let slot_count = feasible.iter().copied().max().map_or(0, |m| m + 1);
     let mut ignored = vec![false; slot_count];
     let plain: Vec<SpreadConstraint> = soft.iter().map(|s| s.constraint.clone()).collect();
@@ -237,9 +234,11 @@ pub fn pre_score(
             let value = node
                 .labels
                 .get(&s.constraint.topology_key)
-                .cloned()
-                .unwrap_or_default();
-            s.by_domain.entry(value).or_insert(0);
+                .map(String::as_str)
+                .unwrap_or("");
+            if !s.by_domain.contains_key(value) {
+                s.by_domain.insert(value.to_string(), 0);
+            }
         }
     }
     for s in soft.iter_mut() {
@@ -268,7 +267,7 @@ pub fn pre_score(
                 .map(String::as_str)
                 .unwrap_or("");
             if let Some(total) = s.by_domain.get_mut(value) {
-                *total += count_at(cache.counts(&s.matcher), slot);
+                *total += count_at(cache.counts_by_id(s.counts_id), slot);
             }
         }
     }
@@ -290,7 +289,7 @@ pub fn score(state: &ScoreState, cache: &Cache, slot: usize) -> i64 {
             continue;
         };
         let count = if s.constraint.topology_key == LABEL_HOSTNAME {
-            count_at(cache.counts(&s.matcher), slot)
+            count_at(cache.counts_by_id(s.counts_id), slot)
         } else {
             s.by_domain.get(value).copied().unwrap_or(0)
         };
