@@ -56,6 +56,27 @@ pub enum TermRole {
     PreferredAntiAffinity(i64),
 }
 
+/// The values of one topology key (node label) numbered densely, and each node slot's value:
+/// lets topology plugins count per domain in vectors instead of string-keyed maps.
+#[derive(Debug, Clone, Default)]
+pub struct TopologyIndex {
+    /// Distinct label values; a domain id indexes this.
+    pub values: Vec<String>,
+    /// Domain id of each node slot, `None` when the node lacks the label (or the slot is free).
+    pub per_slot: Vec<Option<u32>>,
+}
+
+impl TopologyIndex {
+    /// The domain id of a slot.
+    pub fn domain(&self, slot: usize) -> Option<usize> {
+        self.per_slot
+            .get(slot)
+            .copied()
+            .flatten()
+            .map(|d| d as usize)
+    }
+}
+
 /// Per-node counts of matching pods, one vector per distinct matcher, with the matchers
 /// bucketed by a label they require so that binding a pod only tries the matchers that can
 /// match it.
@@ -125,6 +146,7 @@ pub struct Cache {
     namespaces: BTreeMap<String, Labels>,
     controller_selectors: BTreeMap<String, PodSelector>,
     counts: CountIndexes,
+    topologies: BTreeMap<String, TopologyIndex>,
     terms: BTreeMap<(TermRole, AffinityTerm), Vec<u32>>,
 }
 
@@ -178,6 +200,7 @@ impl Cache {
 
     /// Adds or updates a node (Node add/update watch event).
     pub fn upsert_node(&mut self, node: &Node) {
+        self.topologies.clear();
         let name = node.metadata.name.clone().unwrap_or_default();
         if let Some(&slot) = self.by_name.get(&name) {
             let info = self.slots[slot].as_mut().expect("named slot is occupied");
@@ -206,6 +229,7 @@ impl Cache {
     /// Removes a node. Its pods stay cached (as kube-scheduler's do) until they are deleted,
     /// and count again if a node of that name returns.
     pub fn remove_node(&mut self, name: &str) {
+        self.topologies.clear();
         let Some(slot) = self.by_name.remove(name) else {
             return;
         };
@@ -442,6 +466,38 @@ impl Cache {
             }
         }
         self.counts.insert(matcher.clone(), per_slot)
+    }
+
+    /// Makes sure the topology index of a label key exists (rebuilt after node changes).
+    pub fn ensure_topology(&mut self, key: &str) {
+        if self.topologies.contains_key(key) {
+            return;
+        }
+        let mut index = TopologyIndex {
+            values: Vec::new(),
+            per_slot: vec![None; self.slots.len()],
+        };
+        let mut ids: BTreeMap<&str, u32> = BTreeMap::new();
+        for (slot, info) in self.slots.iter().enumerate() {
+            let Some(value) = info.as_ref().and_then(|n| n.labels.get(key)) else {
+                continue;
+            };
+            let id = *ids.entry(value.as_str()).or_insert_with(|| {
+                index.values.push(value.clone());
+                (index.values.len() - 1) as u32
+            });
+            index.per_slot[slot] = Some(id);
+        }
+        self.topologies.insert(key.to_string(), index);
+    }
+
+    /// The topology index of a key; call [`Cache::ensure_topology`] first.
+    pub fn topology(&self, key: &str) -> &TopologyIndex {
+        static EMPTY: TopologyIndex = TopologyIndex {
+            values: Vec::new(),
+            per_slot: Vec::new(),
+        };
+        self.topologies.get(key).unwrap_or(&EMPTY)
     }
 
     /// Per-slot counts of a count index by id (cheap: no matcher comparison).

@@ -129,6 +129,7 @@ pub fn feasible_nodes_to_find(percentage: Option<usize>, nodes: usize) -> usize 
 /// Runs the filters in kube-scheduler's order, stopping at the first rejection.
 fn run_filters(
     pod: &PodFacts,
+    slot: usize,
     node: &node_info::NodeInfo,
     spread: Option<&pod_topology_spread::FilterState>,
     affinity: Option<&inter_pod_affinity::FilterState>,
@@ -140,7 +141,7 @@ fn run_filters(
         .or_else(|| node_affinity::filter(pod, node))
         .or_else(|| node_ports::filter(pod, node))
         .or_else(|| node_resources_fit::filter(pod, node))
-        .or_else(|| spread.and_then(|s| pod_topology_spread::filter(s, node)))
+        .or_else(|| spread.and_then(|s| pod_topology_spread::filter(s, slot)))
         .or_else(|| affinity.and_then(|s| inter_pod_affinity::filter(s, node)))
 }
 
@@ -257,7 +258,7 @@ impl Scheduler {
             let slot = candidates[(self.next_start_node_index + i) % candidates.len()];
             let node = self.cache.slot(slot);
             processed += 1;
-            match run_filters(pod, node, spread, affinity, detail) {
+            match run_filters(pod, slot, node, spread, affinity, detail) {
                 None => {
                     feasible.push(slot);
                     if feasible.len() >= wanted {

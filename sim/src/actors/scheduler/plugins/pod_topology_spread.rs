@@ -6,11 +6,9 @@
 //! domains; terminating pods and pods of other namespaces do not count. Counts come from the
 //! cache's per-node indexes instead of walking every pod.
 
-use std::collections::BTreeMap;
-
 use super::node_affinity::required_matches;
 use super::{Code, MAX_NODE_SCORE, Plugin, Status};
-use crate::actors::scheduler::cache::{Cache, PodMatcher, count_at};
+use crate::actors::scheduler::cache::{Cache, PodMatcher, TopologyIndex, count_at};
 use crate::actors::scheduler::node_info::NodeInfo;
 use crate::actors::scheduler::pod_facts::{
     NamespaceSet, PodFacts, SpreadConstraint, WhenUnsatisfiable,
@@ -52,17 +50,14 @@ fn node_included(pod: &PodFacts, node: &NodeInfo, c: &SpreadConstraint) -> bool 
     true
 }
 
-fn has_all_keys(node: &NodeInfo, constraints: &[SpreadConstraint]) -> bool {
-    constraints
-        .iter()
-        .all(|c| node.labels.contains_key(&c.topology_key))
-}
-
 /// Domain counts of one hard constraint.
 #[derive(Debug, Clone)]
 struct HardCounts {
     constraint: SpreadConstraint,
-    by_domain: BTreeMap<String, i64>,
+    /// Domain id of each node slot (`None`: the node lacks the key).
+    domain_of_slot: Vec<Option<u32>>,
+    /// Matching pods per domain id, `None` for domains no eligible node belongs to.
+    by_domain: Vec<Option<i64>>,
     self_match: i64,
     min: i64,
 }
@@ -86,41 +81,54 @@ pub fn pre_filter(cache: &mut Cache, pod: &PodFacts) -> Option<FilterState> {
     }
     let ids: Vec<usize> = hard
         .iter()
-        .map(|c| cache.ensure_counts(&matcher_for(pod, c)))
+        .map(|c| {
+            cache.ensure_topology(&c.topology_key);
+            cache.ensure_counts(&matcher_for(pod, c))
+        })
         .collect();
-    let mut by_domain: Vec<BTreeMap<String, i64>> = vec![BTreeMap::new(); hard.len()];
     let order = cache.node_order().to_vec();
+    let cache = &*cache;
+    let topologies: Vec<&TopologyIndex> = hard
+        .iter()
+        .map(|c| cache.topology(&c.topology_key))
+        .collect();
+    let mut by_domain: Vec<Vec<Option<i64>>> = topologies
+        .iter()
+        .map(|t| vec![None; t.values.len()])
+        .collect();
     for slot in order {
-        let node = cache.slot(slot);
-        if !has_all_keys(node, &hard) {
+        let domains: Option<Vec<usize>> = topologies.iter().map(|t| t.domain(slot)).collect();
+        let Some(domains) = domains else {
             continue;
-        }
+        };
+        let node = cache.slot(slot);
         for (i, c) in hard.iter().enumerate() {
             if !node_included(pod, node, c) {
                 continue;
             }
-            let value = &node.labels[&c.topology_key];
             let count = count_at(cache.counts_by_id(ids[i]), slot);
-            match by_domain[i].get_mut(value) {
-                Some(total) => *total += count,
-                None => {
-                    by_domain[i].insert(value.clone(), count);
-                }
-            }
+            *by_domain[i][domains[i]].get_or_insert(0) += count;
         }
     }
     let constraints = hard
         .into_iter()
         .zip(by_domain)
-        .map(|(c, by_domain)| {
-            let domains = by_domain.len() as i64;
+        .zip(topologies)
+        .map(|((c, by_domain), topology)| {
+            let domains = by_domain.iter().flatten().count() as i64;
             let min = if domains < c.min_domains {
                 0
             } else {
-                by_domain.values().copied().min().unwrap_or(i64::MAX)
+                by_domain
+                    .iter()
+                    .flatten()
+                    .copied()
+                    .min()
+                    .unwrap_or(i64::MAX)
             };
             HardCounts {
                 self_match: i64::from(c.selector.matches(&pod.labels)),
+                domain_of_slot: topology.per_slot.clone(),
                 constraint: c,
                 by_domain,
                 min,
@@ -130,17 +138,18 @@ pub fn pre_filter(cache: &mut Cache, pod: &PodFacts) -> Option<FilterState> {
     Some(FilterState { constraints })
 }
 
-/// The Filter: `count(domain) + self - globalMin <= maxSkew` for every hard constraint.
-pub fn filter(state: &FilterState, node: &NodeInfo) -> Option<Status> {
+/// The Filter for the node in `slot`: `count(domain) + self - globalMin <= maxSkew` for every
+/// hard constraint.
+pub fn filter(state: &FilterState, slot: usize) -> Option<Status> {
     for h in &state.constraints {
-        let Some(value) = node.labels.get(&h.constraint.topology_key) else {
+        let Some(domain) = h.domain_of_slot.get(slot).copied().flatten() else {
             return Some(Status::new(
                 Plugin::PodTopologySpread,
                 Code::UnschedulableAndUnresolvable,
                 REASON_MISSING_LABEL,
             ));
         };
-        let count = h.by_domain.get(value).copied().unwrap_or(0);
+        let count = h.by_domain[domain as usize].unwrap_or(0);
         let skew = count.saturating_add(h.self_match).saturating_sub(h.min);
         if skew > h.constraint.max_skew {
             return Some(Status::new(
@@ -174,8 +183,25 @@ pub fn system_default_constraints(selector: PodSelector) -> Vec<SpreadConstraint
 struct SoftCounts {
     constraint: SpreadConstraint,
     counts_id: usize,
-    by_domain: BTreeMap<String, i64>,
+    hostname: bool,
+    /// Domain id of each slot; nodes without the key map to the "" domain when topologies
+    /// are not required (kube-scheduler reads a missing label as "").
+    domain_of_slot: Vec<Option<u32>>,
+    missing_domain: u32,
+    /// Matching pods per domain id (the last id is the "" domain); `None`: not a candidate
+    /// domain.
+    by_domain: Vec<Option<i64>>,
     weight: f64,
+}
+
+impl SoftCounts {
+    fn domain(&self, slot: usize) -> Option<usize> {
+        self.domain_of_slot
+            .get(slot)
+            .copied()
+            .flatten()
+            .map(|d| d as usize)
+    }
 }
 
 /// PreScore state for soft constraints.
@@ -209,66 +235,81 @@ pub fn pre_score(
     }
     let mut soft: Vec<SoftCounts> = constraints
         .into_iter()
-        .map(|c| SoftCounts {
-            counts_id: cache.ensure_counts(&matcher_for(pod, &c)),
-            constraint: c,
-            by_domain: BTreeMap::new(),
-            weight: 0.0,
+        .map(|c| {
+            cache.ensure_topology(&c.topology_key);
+            let topology = cache.topology(&c.topology_key);
+            let missing_domain = topology.values.len() as u32;
+            let domain_of_slot = topology
+                .per_slot
+                .iter()
+                .map(|d| {
+                    if require_all {
+                        *d
+                    } else {
+                        Some(d.unwrap_or(missing_domain))
+                    }
+                })
+                .collect();
+            SoftCounts {
+                counts_id: cache.ensure_counts(&matcher_for(pod, &c)),
+                hostname: c.topology_key == LABEL_HOSTNAME,
+                by_domain: vec![None; missing_domain as usize + 1],
+                constraint: c,
+                domain_of_slot,
+                missing_domain,
+                weight: 0.0,
+            }
         })
         .collect();
-    let slot_count = feasible.iter().copied().max().map_or(0, |m| m + 1);
-    let mut ignored = vec![false; slot_count];
-    let plain: Vec<SpreadConstraint> = soft.iter().map(|s| s.constraint.clone()).collect();
+    let slot_count = cache
+        .node_order()
+        .iter()
+        .copied()
+        .max()
+        .map_or(0, |m| m + 1);
+    let order = cache.node_order().to_vec();
+    let cache = &*cache;
+    let all_keys = |slot: usize, soft: &[SoftCounts]| {
+        soft.iter()
+            .all(|s| s.domain(slot).is_some_and(|d| d as u32 != s.missing_domain))
+    };
+    let mut ignored =
+        vec![false; slot_count.max(feasible.iter().copied().max().map_or(0, |m| m + 1))];
     let mut ignored_count = 0usize;
     for &slot in feasible {
-        let node = cache.slot(slot);
-        if require_all && !has_all_keys(node, &plain) {
+        if require_all && !all_keys(slot, &soft) {
             ignored[slot] = true;
             ignored_count += 1;
             continue;
         }
-        for s in soft.iter_mut() {
-            if s.constraint.topology_key == LABEL_HOSTNAME {
-                continue;
-            }
-            let value = node
-                .labels
-                .get(&s.constraint.topology_key)
-                .map(String::as_str)
-                .unwrap_or("");
-            if !s.by_domain.contains_key(value) {
-                s.by_domain.insert(value.to_string(), 0);
+        for s in soft.iter_mut().filter(|s| !s.hostname) {
+            if let Some(d) = s.domain(slot) {
+                s.by_domain[d].get_or_insert(0);
             }
         }
     }
     for s in soft.iter_mut() {
-        let size = if s.constraint.topology_key == LABEL_HOSTNAME {
+        let size = if s.hostname {
             feasible.len() - ignored_count
         } else {
-            s.by_domain.len()
+            s.by_domain.iter().flatten().count()
         };
         s.weight = ((size + 2) as f64).ln();
     }
-    let order = cache.node_order().to_vec();
     for slot in order {
-        let node = cache.slot(slot);
-        if require_all && !has_all_keys(node, &plain) {
+        if require_all && !all_keys(slot, &soft) {
             continue;
         }
-        for s in soft.iter_mut() {
-            if s.constraint.topology_key == LABEL_HOSTNAME
-                || !node_included(pod, node, &s.constraint)
-            {
+        let node = cache.slot(slot);
+        for s in soft.iter_mut().filter(|s| !s.hostname) {
+            let Some(d) = s.domain(slot) else {
+                continue;
+            };
+            if s.by_domain[d].is_none() || !node_included(pod, node, &s.constraint) {
                 continue;
             }
-            let value = node
-                .labels
-                .get(&s.constraint.topology_key)
-                .map(String::as_str)
-                .unwrap_or("");
-            if let Some(total) = s.by_domain.get_mut(value) {
-                *total += count_at(cache.counts_by_id(s.counts_id), slot);
-            }
+            let count = count_at(cache.counts_by_id(s.counts_id), slot);
+            *s.by_domain[d].get_or_insert(0) += count;
         }
     }
     Some(ScoreState {
@@ -282,16 +323,16 @@ pub fn score(state: &ScoreState, cache: &Cache, slot: usize) -> i64 {
     if state.ignored.get(slot).copied().unwrap_or(false) {
         return 0;
     }
-    let node = cache.slot(slot);
     let mut total = 0.0f64;
     for s in &state.constraints {
-        let Some(value) = node.labels.get(&s.constraint.topology_key) else {
+        // Only constraints whose key the node actually has contribute.
+        let Some(d) = s.domain(slot).filter(|&d| d as u32 != s.missing_domain) else {
             continue;
         };
-        let count = if s.constraint.topology_key == LABEL_HOSTNAME {
+        let count = if s.hostname {
             count_at(cache.counts_by_id(s.counts_id), slot)
         } else {
-            s.by_domain.get(value).copied().unwrap_or(0)
+            s.by_domain[d].unwrap_or(0)
         };
         total += count as f64 * s.weight + (s.constraint.max_skew - 1) as f64;
     }
