@@ -23,7 +23,38 @@ pub const REASON_EXISTING_ANTI_AFFINITY: &str =
 /// affinity towards the incoming pod counts in scoring.
 pub const HARD_POD_AFFINITY_WEIGHT: i64 = 1;
 
-type PairCounts = BTreeMap<(String, String), i64>;
+/// Counts per topology pair, keyed key then value so lookups borrow `&str`; zero entries are
+/// removed, as kube-scheduler's `topologyToMatchedTermCount` does.
+#[derive(Debug, Clone, Default)]
+struct PairCounts(BTreeMap<String, BTreeMap<String, i64>>);
+
+impl PairCounts {
+    fn new() -> Self {
+        PairCounts::default()
+    }
+
+    fn get(&self, key: &str, value: &str) -> i64 {
+        self.0
+            .get(key)
+            .and_then(|values| values.get(value))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.values().all(BTreeMap::is_empty)
+    }
+
+    /// Whether any pair (key, node's value for key) has a positive count.
+    fn any_positive_on(&self, node: &NodeInfo) -> bool {
+        self.0.iter().any(|(key, values)| {
+            node.labels
+                .get(key)
+                .and_then(|v| values.get(v))
+                .is_some_and(|c| *c > 0)
+        })
+    }
+}
 
 fn matcher_for(term: &AffinityTerm) -> PodMatcher {
     PodMatcher {
@@ -53,12 +84,21 @@ fn spread_over_pairs(
 }
 
 fn add_pair(counts: &mut PairCounts, key: &str, value: &str, delta: i64) {
-    let entry = counts
-        .entry((key.to_string(), value.to_string()))
-        .or_insert(0);
-    *entry += delta;
-    if *entry == 0 {
-        counts.remove(&(key.to_string(), value.to_string()));
+    if !counts.0.contains_key(key) {
+        counts.0.insert(key.to_string(), BTreeMap::new());
+    }
+    let values = counts.0.get_mut(key).expect("inserted above");
+    match values.get_mut(value) {
+        Some(c) => {
+            *c += delta;
+            if *c == 0 {
+                values.remove(value);
+            }
+        }
+        None if delta != 0 => {
+            values.insert(value.to_string(), delta);
+        }
+        None => {}
     }
 }
 
@@ -145,10 +185,7 @@ pub fn pre_filter(cache: &mut Cache, pod: &PodFacts) -> Option<FilterState> {
 }
 
 fn pair_count(counts: &PairCounts, key: &str, value: &str) -> i64 {
-    counts
-        .get(&(key.to_string(), value.to_string()))
-        .copied()
-        .unwrap_or(0)
+    counts.get(key, value)
 }
 
 fn satisfies_affinity(state: &FilterState, node: &NodeInfo) -> bool {
@@ -188,12 +225,7 @@ pub fn filter(state: &FilterState, node: &NodeInfo) -> Option<Status> {
             REASON_ANTI_AFFINITY,
         ));
     }
-    if !state.existing_anti.is_empty()
-        && node
-            .labels
-            .iter()
-            .any(|(k, v)| pair_count(&state.existing_anti, k, v) > 0)
-    {
+    if !state.existing_anti.is_empty() && state.existing_anti.any_positive_on(node) {
         return Some(Status::new(
             Plugin::InterPodAffinity,
             Code::Unschedulable,
@@ -215,11 +247,16 @@ fn add_score(
     value: &str,
     delta: i64,
 ) {
-    *scores
-        .entry(key.to_string())
-        .or_default()
-        .entry(value.to_string())
-        .or_insert(0) += delta;
+    if !scores.contains_key(key) {
+        scores.insert(key.to_string(), BTreeMap::new());
+    }
+    let values = scores.get_mut(key).expect("inserted above");
+    match values.get_mut(value) {
+        Some(score) => *score += delta,
+        None => {
+            values.insert(value.to_string(), delta);
+        }
+    }
 }
 
 /// The PreScore. `None` when nothing matched (the plugin skips, scoring 0 everywhere).
