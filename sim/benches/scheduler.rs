@@ -1,6 +1,7 @@
 //! Bindings per wall second of the kube-scheduler model: 30,000 pods of mixed shapes (a fifth
-//! with a hard zone spread, a tenth with a soft one, most owned by ReplicaSets so the default
-//! spreading applies) onto 1,000 nodes of three sizes across three zones.
+//! with a hard zone spread, a tenth with a soft one, all owned by ReplicaSets so the default
+//! spreading applies) onto 1,000 nodes of three sizes across three zones. The second case adds
+//! required hostname anti-affinity to a tenth of the deployments.
 //!
 //! Run with `cargo bench -p dovetail-sim --bench scheduler`; criterion reports the throughput
 //! in elements (bindings) per second.
@@ -12,8 +13,8 @@ use std::time::Duration;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use dovetail_sim::actors::scheduler::{Scheduler, SchedulerConfig};
 use k8s_openapi::api::core::v1::{
-    Container, Node, NodeSpec, NodeStatus, Pod, PodSpec, ResourceRequirements,
-    TopologySpreadConstraint,
+    Affinity, Container, Node, NodeSpec, NodeStatus, Pod, PodAffinityTerm, PodAntiAffinity,
+    PodSpec, ResourceRequirements, TopologySpreadConstraint,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
@@ -65,7 +66,7 @@ fn node(i: usize) -> Node {
     }
 }
 
-fn pod(i: usize, rng: &mut ChaCha8Rng) -> Pod {
+fn pod(i: usize, rng: &mut ChaCha8Rng, anti_affinity: bool) -> Pod {
     let deployment = rng.random_range(0..DEPLOYMENTS);
     let (cpu, memory) = [
         ("100m", "128Mi"),
@@ -123,6 +124,25 @@ fn pod(i: usize, rng: &mut ChaCha8Rng) -> Pod {
                     })
                     .collect()
             }),
+            affinity: (anti_affinity && deployment % 10 == 3).then(|| Affinity {
+                pod_anti_affinity: Some(PodAntiAffinity {
+                    required_during_scheduling_ignored_during_execution: Some(vec![
+                        PodAffinityTerm {
+                            label_selector: Some(LabelSelector {
+                                match_labels: Some(BTreeMap::from([(
+                                    "app".to_string(),
+                                    app.clone(),
+                                )])),
+                                match_expressions: None,
+                            }),
+                            topology_key: "kubernetes.io/hostname".into(),
+                            ..Default::default()
+                        },
+                    ]),
+                    preferred_during_scheduling_ignored_during_execution: None,
+                }),
+                ..Default::default()
+            }),
             ..Default::default()
         }),
         ..Default::default()
@@ -161,22 +181,27 @@ fn schedule_all(mut s: Scheduler, pods: &[Pod]) -> usize {
 }
 
 fn bench(c: &mut Criterion) {
-    let mut rng = ChaCha8Rng::seed_from_u64(1);
-    let pods: Vec<Pod> = (0..PODS).map(|i| pod(i, &mut rng)).collect();
-    let base = cluster();
-    let bound = schedule_all(base.clone(), &pods);
-    println!("bound {bound} of {PODS} pods onto {NODES} nodes");
     let mut group = c.benchmark_group("scheduler");
     group.sample_size(10);
-    group.measurement_time(Duration::from_secs(60));
+    group.measurement_time(Duration::from_secs(30));
     group.throughput(Throughput::Elements(PODS as u64));
-    group.bench_function("30k_pods_1k_nodes", |b| {
-        b.iter_batched(
-            || base.clone(),
-            |s| black_box(schedule_all(s, &pods)),
-            BatchSize::LargeInput,
-        )
-    });
+    for (name, anti_affinity) in [
+        ("30k_pods_1k_nodes", false),
+        ("30k_pods_1k_nodes_anti_affinity", true),
+    ] {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let pods: Vec<Pod> = (0..PODS).map(|i| pod(i, &mut rng, anti_affinity)).collect();
+        let base = cluster();
+        let bound = schedule_all(base.clone(), &pods);
+        println!("{name}: bound {bound} of {PODS} pods onto {NODES} nodes");
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || base.clone(),
+                |s| black_box(schedule_all(s, &pods)),
+                BatchSize::LargeInput,
+            )
+        });
+    }
     group.finish();
 }
 
