@@ -2,6 +2,10 @@
 //! backoff queue (1 s doubling to 10 s per pod), and an unschedulable set whose pods move back
 //! when a cluster event could help them, or after 5 minutes regardless.
 //!
+//! When the active queue is empty, the pod whose backoff ends first is popped early, as
+//! kube-scheduler 1.33+ does (`SchedulerPopFromBackoffQ`);
+//! [`SchedulingQueue::with_strict_backoff`] turns that off.
+//!
 //! Time is a `Duration` since the simulation epoch, passed into every call, and
 //! [`SchedulingQueue::next_deadline`] says when the queue next changes on its own, so the
 //! actor can sleep until then or until a watch event.
@@ -131,6 +135,7 @@ pub struct SchedulingQueue {
     backoff: BTreeSet<(Duration, u64, PodKey)>,
     flush_origin: Duration,
     seq: u64,
+    pop_from_backoff: bool,
 }
 
 /// Backoff after `failures` failed attempts: 1 s, 2 s, 4 s, 8 s, then 10 s.
@@ -149,7 +154,9 @@ pub fn backoff_duration(failures: u32) -> Duration {
 }
 
 impl SchedulingQueue {
-    /// An empty queue; `now` anchors the 30 s leftover flush.
+    /// An empty queue; `now` anchors the 30 s leftover flush. Pops from the backoff queue
+    /// when the active queue is empty, as kube-scheduler 1.33+ does (feature
+    /// `SchedulerPopFromBackoffQ`, beta and on by default).
     pub fn new(now: Duration) -> Self {
         SchedulingQueue {
             entries: BTreeMap::new(),
@@ -157,6 +164,16 @@ impl SchedulingQueue {
             backoff: BTreeSet::new(),
             flush_origin: now,
             seq: 0,
+            pop_from_backoff: true,
+        }
+    }
+
+    /// A queue that never pops a pod before its backoff ends (kube-scheduler before 1.33, or
+    /// with `SchedulerPopFromBackoffQ` off).
+    pub fn with_strict_backoff(now: Duration) -> Self {
+        SchedulingQueue {
+            pop_from_backoff: false,
+            ..SchedulingQueue::new(now)
         }
     }
 
@@ -295,8 +312,11 @@ impl SchedulingQueue {
     /// The next pod to schedule, if any is ready at `now` (after [`SchedulingQueue::advance`]).
     pub fn pop(&mut self, now: Duration) -> Option<PodKey> {
         self.advance(now);
-        let first = self.active.pop_first()?;
-        let key = first.3;
+        let key = match self.active.pop_first() {
+            Some(first) => first.3,
+            None if self.pop_from_backoff => self.backoff.pop_first()?.2,
+            None => return None,
+        };
         let e = self.entries.get_mut(&key).expect("active entry exists");
         e.place = Place::InFlight;
         e.events_in_flight.clear();
@@ -385,7 +405,7 @@ impl SchedulingQueue {
 
     /// Whether a pod is ready to pop now.
     pub fn has_active(&self) -> bool {
-        !self.active.is_empty()
+        !self.active.is_empty() || (self.pop_from_backoff && !self.backoff.is_empty())
     }
 
     /// Pods known to the queue (in any state).
@@ -442,7 +462,7 @@ mod tests {
 
     #[test]
     fn unschedulable_pod_waits_for_a_relevant_event_and_its_backoff() {
-        let mut q = SchedulingQueue::new(secs(0));
+        let mut q = SchedulingQueue::with_strict_backoff(secs(0));
         q.add(key("p"), 0, false, secs(0));
         let p = q.pop(secs(0)).unwrap();
         q.done(
@@ -484,7 +504,7 @@ mod tests {
 
     #[test]
     fn events_during_an_attempt_are_not_lost() {
-        let mut q = SchedulingQueue::new(secs(0));
+        let mut q = SchedulingQueue::with_strict_backoff(secs(0));
         q.add(key("p"), 0, false, secs(0));
         let p = q.pop(secs(0)).unwrap();
         q.on_cluster_event(ClusterEvent::AssignedPodDeleted, secs(0));
@@ -495,6 +515,27 @@ mod tests {
         );
         assert!(!q.is_unschedulable(&p), "moved straight to backoff");
         assert_eq!(q.pop(secs(1)), Some(p));
+    }
+
+    #[test]
+    fn an_idle_queue_pops_from_backoff_early_by_default() {
+        let mut q = SchedulingQueue::new(secs(0));
+        q.add(key("p"), 0, false, secs(0));
+        let p = q.pop(secs(0)).unwrap();
+        q.done(&p, Outcome::Unschedulable(BTreeSet::new()), secs(0));
+        assert_eq!(
+            q.pop(secs(0)),
+            None,
+            "unschedulable pods are not popped early"
+        );
+        q.on_cluster_event(ClusterEvent::NodeAdded, secs(0));
+        assert!(q.has_active());
+        assert_eq!(q.pop(Duration::from_millis(100)), Some(p.clone()));
+        // With another pod active, the backing-off pod waits its turn.
+        q.done(&p, Outcome::Error, Duration::from_millis(100));
+        q.add(key("other"), 0, false, Duration::from_millis(200));
+        assert_eq!(q.pop(Duration::from_millis(200)), Some(key("other")));
+        assert_eq!(q.pop(Duration::from_millis(300)), Some(p));
     }
 
     #[test]
