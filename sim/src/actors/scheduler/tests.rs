@@ -790,6 +790,97 @@ fn required_zone_affinity_follows_the_target_and_first_pod_may_self_match() {
     }
 }
 
+#[test]
+fn preferred_pod_anti_affinity_spreads_even_when_bin_packing() {
+    let mut s = Scheduler::new(SchedulerConfig {
+        scoring_strategy: ScoringStrategy::MostAllocated,
+        ..SchedulerConfig::default()
+    });
+    for n in &three_zones()[..3] {
+        s.cache_mut().upsert_node(n);
+    }
+    let mut r = rng();
+    let mut nodes = Vec::new();
+    for i in 0..3 {
+        let mut p = pod(&format!("p{i}"), "1", "1Gi");
+        spec(&mut p).affinity = Some(Affinity {
+            pod_anti_affinity: Some(PodAntiAffinity {
+                required_during_scheduling_ignored_during_execution: None,
+                preferred_during_scheduling_ignored_during_execution: Some(vec![
+                    k8s_openapi::api::core::v1::WeightedPodAffinityTerm {
+                        weight: 100,
+                        pod_affinity_term: PodAffinityTerm {
+                            label_selector: Some(selector("web")),
+                            topology_key: HOST.into(),
+                            ..Default::default()
+                        },
+                    },
+                ]),
+            }),
+            ..Default::default()
+        });
+        nodes.push(place(&mut s, &p, &mut r).unwrap());
+    }
+    nodes.sort();
+    nodes.dedup();
+    assert_eq!(nodes.len(), 3, "one per node despite MostAllocated");
+}
+
+#[test]
+fn preferred_pod_affinity_pulls_pods_next_to_their_target() {
+    let mut s = scheduler(&three_zones());
+    let mut r = rng();
+    let target = place(&mut s, &labelled(pod("db", "4", "8Gi"), "db"), &mut r).unwrap();
+    let zone = s.cache().node(&target).unwrap().labels[ZONE].clone();
+    for i in 0..3 {
+        let mut p = labelled(pod(&format!("c{i}"), "100m", "100Mi"), "cache");
+        spec(&mut p).affinity = Some(Affinity {
+            pod_affinity: Some(PodAffinity {
+                required_during_scheduling_ignored_during_execution: None,
+                preferred_during_scheduling_ignored_during_execution: Some(vec![
+                    k8s_openapi::api::core::v1::WeightedPodAffinityTerm {
+                        weight: 100,
+                        pod_affinity_term: PodAffinityTerm {
+                            label_selector: Some(selector("db")),
+                            topology_key: ZONE.into(),
+                            ..Default::default()
+                        },
+                    },
+                ]),
+            }),
+            ..Default::default()
+        });
+        let n = place(&mut s, &p, &mut r).unwrap();
+        assert_eq!(s.cache().node(&n).unwrap().labels[ZONE], zone);
+    }
+}
+
+#[test]
+fn default_spreading_spreads_a_replica_sets_pods_across_nodes() {
+    let mut s = scheduler(&three_zones());
+    s.cache_mut()
+        .set_controller_selector("rs-uid", Some(&selector("web")));
+    let mut r = rng();
+    let mut placed = Vec::new();
+    for i in 0..6 {
+        let mut p = pod(&format!("p{i}"), "10m", "10Mi");
+        p.metadata.owner_references = Some(vec![
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                api_version: "apps/v1".into(),
+                kind: "ReplicaSet".into(),
+                name: "rs".into(),
+                uid: "rs-uid".into(),
+                controller: Some(true),
+                block_owner_deletion: None,
+            },
+        ]);
+        placed.push(place(&mut s, &p, &mut r).unwrap());
+    }
+    placed.sort();
+    placed.dedup();
+    assert_eq!(placed.len(), 6, "one replica per node");
+}
+
 // ---------- Scoring ----------
 
 #[test]
