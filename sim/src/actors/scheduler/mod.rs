@@ -8,6 +8,24 @@
 //! [`queue::SchedulingQueue`] orders pending pods and applies backoff. Everything is pure:
 //! no I/O, time passed in, randomness from the caller's seeded RNG.
 //!
+//! # Layout
+//! - `cache`: nodes, bound pods and incremental indexes ([`Cache`]).
+//! - `plugins`: one file per kube-scheduler plugin (filters and scores), order in
+//!   [`FILTER_ORDER`].
+//! - [`fit_error`]: the FitError message and the `PodScheduled=False` condition.
+//! - [`queue`]: active, backoff and unschedulable queues.
+//! - `pod_facts`, `node_info`, `resources`, `selectors`: compiled pod and node views.
+//!
+//! # Driving it from the store (what the actor does)
+//! 1. Feed watch events: `cache_mut().upsert_node/remove_node/upsert_pod/remove_pod`, and
+//!    [`SchedulingQueue::add`]/`update`/`delete` for unbound pods; translate node and bound-pod
+//!    changes into [`ClusterEvent`]s for [`SchedulingQueue::on_cluster_event`].
+//! 2. While [`SchedulingQueue::pop`] yields a pod: [`Scheduler::schedule`]; on success
+//!    [`Scheduler::assume`], post [`binding`], report [`Outcome::Scheduled`]; on failure
+//!    write [`SchedulingFailure::condition`] and report [`Outcome::Unschedulable`] with
+//!    [`SchedulingFailure::rejectors`].
+//! 3. Sleep until [`SchedulingQueue::next_deadline`] or the next watch event.
+//!
 //! # Caveats
 //! - Preemption is not performed (see [`queue`]); its message is still produced.
 //! - Volumes (VolumeBinding, VolumeZone, NodeVolumeLimits), DRA and ImageLocality are not
@@ -15,14 +33,14 @@
 //! - Default spreading uses only the owning controller's selector (recorded with
 //!   [`Cache::set_controller_selector`]), not Services selecting the pod.
 
-pub mod cache;
+mod cache;
 pub mod fit_error;
-pub mod node_info;
-pub mod plugins;
-pub mod pod_facts;
+mod node_info;
+mod plugins;
+mod pod_facts;
 pub mod queue;
-pub mod resources;
-pub mod selectors;
+mod resources;
+pub(crate) mod selectors;
 
 #[cfg(test)]
 mod tests;
@@ -34,16 +52,22 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-pub use cache::Cache;
+pub use cache::{Cache, PodMatcher, TermRole, TopologyIndex};
 pub use fit_error::{FitError, FitMessageStyle, SchedulingFailure};
+pub use node_info::NodeInfo;
 pub use plugins::node_resources_fit::ScoringStrategy;
-pub use pod_facts::{PodFacts, PodKey};
-pub use queue::SchedulingQueue;
+pub use plugins::{Code, FILTER_ORDER, Plugin, Status};
+pub use pod_facts::{
+    AffinityTerm, HostPort, NamespaceSet, PodFacts, PodKey, SpreadConstraint, WeightedTerm,
+    WhenUnsatisfiable,
+};
+pub use queue::{Admission, ClusterEvent, Outcome, SchedulingQueue};
+pub use resources::{Resources, pod_requests, pod_requests_non_zero};
+pub use selectors::{LabelRequirement, Labels, PodSelector};
 
 use plugins::{
-    Code, Plugin, Status, balanced_allocation, default_normalize, inter_pod_affinity,
-    node_affinity, node_name, node_ports, node_resources_fit, node_unschedulable,
-    pod_topology_spread, taint_toleration,
+    balanced_allocation, default_normalize, inter_pod_affinity, node_affinity, node_name,
+    node_ports, node_resources_fit, node_unschedulable, pod_topology_spread, taint_toleration,
 };
 
 /// kube-scheduler `minFeasibleNodesToFind`: below this many nodes all are evaluated.
