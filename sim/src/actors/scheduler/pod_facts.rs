@@ -76,7 +76,11 @@ pub struct AffinityTerm {
 }
 
 impl AffinityTerm {
-    fn compile(owner_namespace: &str, term: &PodAffinityTerm) -> Self {
+    /// Compiles a term of a pod in `owner_namespace` with `owner_labels`. `matchLabelKeys` and
+    /// `mismatchLabelKeys` are merged into the selector as `key In (value)` / `key NotIn
+    /// (value)` with the owner's values, as the API server does at pod creation (idempotent if
+    /// it already did).
+    fn compile(owner_namespace: &str, owner_labels: &Labels, term: &PodAffinityTerm) -> Self {
         let names: BTreeSet<String> = term.namespaces.iter().flatten().cloned().collect();
         let namespaces = if names.is_empty() && term.namespace_selector.is_none() {
             NamespaceSet::only(owner_namespace)
@@ -89,9 +93,25 @@ impl AffinityTerm {
                     .map(|s| PodSelector::from_label_selector(Some(s))),
             }
         };
+        let mut selector = PodSelector::from_label_selector(term.label_selector.as_ref());
+        for (keys, matching) in [
+            (&term.match_label_keys, true),
+            (&term.mismatch_label_keys, false),
+        ] {
+            for key in keys.iter().flatten() {
+                if let Some(value) = owner_labels.get(key) {
+                    let values = BTreeSet::from([value.clone()]);
+                    selector = selector.with_requirement(if matching {
+                        LabelRequirement::In(key.clone(), values)
+                    } else {
+                        LabelRequirement::NotIn(key.clone(), values)
+                    });
+                }
+            }
+        }
         AffinityTerm {
             namespaces,
-            selector: PodSelector::from_label_selector(term.label_selector.as_ref()),
+            selector,
             topology_key: term.topology_key.clone(),
         }
     }
@@ -212,7 +232,7 @@ impl PodFacts {
             terms
                 .into_iter()
                 .flatten()
-                .map(|t| AffinityTerm::compile(&ns, t))
+                .map(|t| AffinityTerm::compile(&ns, &labels, t))
                 .collect()
         };
         let compile_weighted =
@@ -222,7 +242,7 @@ impl PodFacts {
                     .flatten()
                     .map(|w| WeightedTerm {
                         weight: i64::from(w.weight),
-                        term: AffinityTerm::compile(&ns, &w.pod_affinity_term),
+                        term: AffinityTerm::compile(&ns, &labels, &w.pod_affinity_term),
                     })
                     .collect::<Vec<_>>()
             };

@@ -75,7 +75,9 @@ impl PodSelector {
 
     /// Adds `key In (value)` (used for `matchLabelKeys`). Selecting nothing stays nothing.
     pub fn with_requirement(mut self, req: LabelRequirement) -> Self {
-        if let PodSelector::All(reqs) = &mut self {
+        if let PodSelector::All(reqs) = &mut self
+            && !reqs.contains(&req)
+        {
             reqs.push(req);
             reqs.sort();
         }

@@ -723,6 +723,48 @@ fn hostname_anti_affinity_puts_one_replica_per_node() {
 }
 
 #[test]
+fn anti_affinity_match_label_keys_only_repel_the_same_revision() {
+    for (keys, fits) in [
+        (None, false),
+        (Some(vec!["pod-template-hash".to_string()]), true),
+    ] {
+        let mut s = scheduler(&[node("a", "z0", "8", "8Gi", "10")]);
+        let mut old = pod("old", "100m", "100Mi");
+        old.metadata
+            .labels
+            .as_mut()
+            .unwrap()
+            .insert("pod-template-hash".into(), "v1".into());
+        spec(&mut old).node_name = Some("a".into());
+        s.cache_mut().upsert_pod(&old);
+        let mut p = pod("new", "100m", "100Mi");
+        p.metadata
+            .labels
+            .as_mut()
+            .unwrap()
+            .insert("pod-template-hash".into(), "v2".into());
+        anti(&mut p, "web", HOST);
+        let terms = spec(&mut p)
+            .affinity
+            .as_mut()
+            .unwrap()
+            .pod_anti_affinity
+            .as_mut()
+            .unwrap();
+        terms
+            .required_during_scheduling_ignored_during_execution
+            .as_mut()
+            .unwrap()[0]
+            .match_label_keys = keys.clone();
+        assert_eq!(
+            place(&mut s, &p, &mut rng()).is_ok(),
+            fits,
+            "matchLabelKeys {keys:?}"
+        );
+    }
+}
+
+#[test]
 fn existing_pods_anti_affinity_repels_matching_newcomers() {
     let mut s = scheduler(&[node("a", "z0", "8", "8Gi", "10")]);
     let mut r = rng();
