@@ -83,13 +83,22 @@ pub fn score(pod: &PodFacts, node: &NodeInfo, strategy: ScoringStrategy) -> i64 
         ScoringStrategy::LeastAllocated => least_requested,
         ScoringStrategy::MostAllocated => most_requested,
     };
-    let cpu = f(
-        node.non_zero_requested.milli_cpu + pod.requests_non_zero.milli_cpu,
-        node.allocatable.milli_cpu,
-    );
-    let memory = f(
-        node.non_zero_requested.memory + pod.requests_non_zero.memory,
-        node.allocatable.memory,
-    );
-    (cpu + memory) / 2
+    let pairs = [
+        (
+            node.non_zero_requested.milli_cpu + pod.requests_non_zero.milli_cpu,
+            node.allocatable.milli_cpu,
+        ),
+        (
+            node.non_zero_requested.memory + pod.requests_non_zero.memory,
+            node.allocatable.memory,
+        ),
+    ];
+    // Resources the node does not have are left out of the average, as kube-scheduler does.
+    let (sum, weights) = pairs
+        .iter()
+        .filter(|(_, capacity)| *capacity != 0)
+        .fold((0i64, 0i64), |(sum, weights), &(requested, capacity)| {
+            (sum + f(requested, capacity), weights + 1)
+        });
+    if weights == 0 { 0 } else { sum / weights }
 }
