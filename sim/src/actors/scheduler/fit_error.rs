@@ -77,8 +77,10 @@ pub struct FitError {
     pub absent_status: Option<Status>,
     /// The PostFilter (preemption) part, already prefixed.
     pub post_filter_message: String,
-    /// Some rejected node had lower-priority pods: real kube-scheduler would try preemption
-    /// there, which this model leaves out (see [`super::queue`]'s module docs).
+    /// On some node, evicting the lower-priority pods would (or, for topology and affinity
+    /// rejections, might) make room: real kube-scheduler would preempt there, which this model
+    /// leaves out (see [`super::queue`]'s module docs). The message then reports the node's
+    /// original reasons where kube-scheduler would instead have nominated it.
     pub preemption_might_help: bool,
 }
 
@@ -214,15 +216,26 @@ pub fn post_filter_message(preemption: &str, style: FitMessageStyle) -> String {
     }
 }
 
-/// The preemption plugin's own FitError message, given each rejected node's status and
-/// whether it hosts lower-priority pods. Nodes whose status is `UnschedulableAndUnresolvable`
-/// (and absent nodes) get [`PREEMPTION_NOT_HELPFUL`]; resolvable rejections on nodes without
-/// lower-priority pods get [`NO_PREEMPTION_VICTIMS`]; other resolvable rejections keep their
-/// filter reasons (what kube-scheduler reports when evicting every victim would still not
-/// make room). Returns the message and whether preemption might have helped somewhere.
-pub fn preemption_message<'a>(
+/// What DefaultPreemption's dry run finds on one rejected node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DryRun {
+    /// The rejection is `UnschedulableAndUnresolvable`: evicting cannot help.
+    NotHelpful,
+    /// No pod on the node has a lower priority than the incoming pod.
+    NoVictims,
+    /// Even with every lower-priority pod gone the node rejects the pod, for this reason.
+    StillFails(Status),
+    /// The node would fit without its lower-priority pods: real kube-scheduler would preempt
+    /// here, which this model does not; the original status is reported.
+    WouldFit(Status),
+}
+
+/// The preemption plugin's own FitError message from each rejected node's dry run. Absent
+/// nodes (PreFilter narrowing) count as [`PREEMPTION_NOT_HELPFUL`]. Returns the message and
+/// whether preemption would have helped on some node.
+pub fn preemption_message(
     num_all_nodes: usize,
-    rejected: impl Iterator<Item = (&'a Status, bool)>,
+    rejected: impl Iterator<Item = DryRun>,
 ) -> (String, bool) {
     let not_helpful = Status::new(
         Plugin::NodeName,
@@ -231,19 +244,19 @@ pub fn preemption_message<'a>(
     );
     let mut explicit: Vec<Status> = Vec::new();
     let mut might_help = false;
-    for (status, has_lower_priority) in rejected {
-        if status.code == Code::UnschedulableAndUnresolvable {
-            continue;
-        }
-        if has_lower_priority {
-            might_help = true;
-            explicit.push(status.clone());
-        } else {
-            explicit.push(Status::new(
-                status.plugin,
-                Code::Unschedulable,
+    for dry_run in rejected {
+        match dry_run {
+            DryRun::NotHelpful => {}
+            DryRun::NoVictims => explicit.push(Status::new(
+                Plugin::NodeName,
+                Code::UnschedulableAndUnresolvable,
                 NO_PREEMPTION_VICTIMS,
-            ));
+            )),
+            DryRun::StillFails(status) => explicit.push(status),
+            DryRun::WouldFit(status) => {
+                might_help = true;
+                explicit.push(status);
+            }
         }
     }
     let absent = num_all_nodes.saturating_sub(explicit.len());
@@ -279,7 +292,7 @@ mod tests {
             ("b".to_string(), taint.clone()),
             ("c".to_string(), taint),
         ]);
-        let (preemption, _) = preemption_message(3, statuses.values().map(|s| (s, false)));
+        let (preemption, _) = preemption_message(3, statuses.values().map(|_| DryRun::NotHelpful));
         let e = FitError {
             num_all_nodes: 3,
             pre_filter_message: None,
@@ -313,12 +326,8 @@ mod tests {
 
     #[test]
     fn resolvable_rejections_without_victims_say_so() {
-        let cpu = status(
-            Plugin::NodeResourcesFit,
-            Code::Unschedulable,
-            "Insufficient cpu",
-        );
-        let (m, might_help) = preemption_message(3, [(&cpu, false), (&cpu, false)].into_iter());
+        let (m, might_help) =
+            preemption_message(3, [DryRun::NoVictims, DryRun::NoVictims].into_iter());
         assert_eq!(
             m,
             "0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption \

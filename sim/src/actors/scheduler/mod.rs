@@ -311,13 +311,9 @@ impl Scheduler {
         } else {
             fit_error::preemption_message(
                 num_all_nodes,
-                node_statuses.iter().map(|(name, s)| {
-                    let lower = self
-                        .cache
-                        .node(name)
-                        .is_some_and(|n| n.has_lower_priority_pod(pod.priority));
-                    (s, lower)
-                }),
+                node_statuses
+                    .iter()
+                    .map(|(name, s)| self.preemption_dry_run(pod, name, s)),
             )
         };
         SchedulingFailure::Unfit(Box::new(FitError {
@@ -332,6 +328,42 @@ impl Scheduler {
             post_filter_message: fit_error::post_filter_message(&preemption, self.config.messages),
             preemption_might_help: might_help,
         }))
+    }
+
+    /// DefaultPreemption's dry run on one rejected node: remove every lower-priority pod and
+    /// re-check. Resources and host ports are re-checked exactly; a topology or affinity
+    /// rejection with victims present is reported as [`fit_error::DryRun::WouldFit`] (kube
+    /// would re-run those filters with the victims removed).
+    fn preemption_dry_run(&self, pod: &PodFacts, node: &str, status: &Status) -> fit_error::DryRun {
+        use fit_error::DryRun;
+        if status.code == Code::UnschedulableAndUnresolvable {
+            return DryRun::NotHelpful;
+        }
+        let Some(info) = self.cache.node(node) else {
+            return DryRun::NotHelpful;
+        };
+        if !info.has_lower_priority_pod(pod.priority) {
+            return DryRun::NoVictims;
+        }
+        let mut without_victims = info.clone();
+        for key in &info.pods {
+            if let Some((victim, _)) = self.cache.pod(key)
+                && victim.priority < pod.priority
+            {
+                without_victims.remove_pod(victim);
+            }
+        }
+        let recheck = match status.plugin {
+            Plugin::NodeResourcesFit | Plugin::NodePorts => {
+                node_ports::filter(pod, &without_victims)
+                    .or_else(|| node_resources_fit::filter(pod, &without_victims))
+            }
+            _ => None,
+        };
+        match recheck {
+            Some(still) => DryRun::StillFails(still),
+            None => DryRun::WouldFit(status.clone()),
+        }
     }
 
     /// Weighted sum of normalised plugin scores per feasible node.

@@ -162,6 +162,58 @@ fn full_nodes_report_insufficient_resources_and_no_victims() {
 }
 
 #[test]
+fn preemption_dry_run_reports_what_still_fails_without_lower_priority_pods() {
+    let bound = |name: &str, cpu: &str, memory: &str, priority: i32, node: &str| {
+        let mut p = pod(name, cpu, memory);
+        spec(&mut p).priority = Some(priority);
+        spec(&mut p).node_name = Some(node.into());
+        p
+    };
+    let mut s = scheduler(&[
+        node("a", "z1", "2", "4Gi", "10"),
+        node("b", "z1", "2", "4Gi", "10"),
+    ]);
+    s.cache_mut()
+        .upsert_pod(&bound("low", "500m", "3Gi", -10, "a"));
+    s.cache_mut()
+        .upsert_pod(&bound("filler", "1500m", "3Gi", 100, "b"));
+    let mut r = rng();
+    // On `a`, evicting `low` would make room: real kube-scheduler would preempt there.
+    let mut high = pod("high", "1800m", "3500Mi");
+    spec(&mut high).priority = Some(100);
+    match s.schedule(&high, &mut r) {
+        Err(SchedulingFailure::Unfit(e)) => {
+            assert!(e.preemption_might_help);
+            assert!(
+                e.to_string().ends_with(
+                    "preemption: 0/2 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, 1 \
+                     No preemption victims found for incoming pod."
+                ),
+                "{e}"
+            );
+        }
+        other => panic!("expected a FitError, got {other:?}"),
+    }
+    // With a higher-priority pod also on `a`, evicting `low` is not enough: the dry run reports
+    // what still fails.
+    s.cache_mut()
+        .upsert_pod(&bound("mid", "300m", "500Mi", 100, "a"));
+    match s.schedule(&high, &mut r) {
+        Err(SchedulingFailure::Unfit(e)) => {
+            assert!(!e.preemption_might_help);
+            assert!(
+                e.to_string().ends_with(
+                    "preemption: 0/2 nodes are available: 1 Insufficient cpu, 1 No preemption victims \
+                     found for incoming pod."
+                ),
+                "{e}"
+            );
+        }
+        other => panic!("expected a FitError, got {other:?}"),
+    }
+}
+
+#[test]
 fn pod_count_limit_says_too_many_pods() {
     let mut s = scheduler(&[node("a", "z1", "8", "8Gi", "2")]);
     let mut r = rng();
