@@ -389,8 +389,7 @@ fn streaming_list_watch_and_server_side_apply_conflicts() {
         assert_eq!(api_code(&err), Some(409), "{err}");
         let n = nodes.patch("n0", &PatchParams::apply("bob").force(), &Patch::Apply(&b)).await?;
         assert_eq!(n.metadata.labels.unwrap()["team"], "b");
-        let managers: Vec<String> =
-            n.metadata.managed_fields.unwrap().into_iter().filter_map(|m| m.manager).collect();
+        let managers: Vec<String> = n.metadata.managed_fields.unwrap().into_iter().filter_map(|m| m.manager).collect();
         assert!(managers.contains(&"bob".to_string()), "{managers:?}");
 
         // dryRun stores nothing.

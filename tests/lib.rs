@@ -17,3 +17,30 @@ pub fn apiserver_world<'a>(seed: u64) -> (turmoil::Sim<'a>, ApiServer, Trace) {
 pub fn client() -> kube::Client {
     dovetail_sim::kube_client::sim_kube_client("apiserver", apiserver::API_PORT)
 }
+
+/// A simulation with the API server and the cluster's actors (scheduler, kubelets,
+/// workload controllers, PDB status, pod GC).
+pub fn cluster_world<'a>(seed: u64) -> (turmoil::Sim<'a>, ApiServer, Trace) {
+    let cfg = WorldConfig::new(seed);
+    let mut sim = build_sim(&cfg);
+    let trace = Trace::new();
+    let server = apiserver::sim_server(seed, trace.clone());
+    dovetail_sim::actors::add_cluster_host(&mut sim, &server, seed);
+    (sim, server, trace)
+}
+
+/// A Ready node in `zone` with `cpu` cores and `mem_gi` GiB allocatable.
+pub fn ready_node(name: &str, zone: &str, cpu: u32, mem_gi: u32) -> k8s_openapi::api::core::v1::Node {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "labels": {
+            "kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone,
+            "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux"}},
+        "spec": {"providerID": format!("aws:///{zone}/i-{name}")},
+        "status": {
+            "capacity": {"cpu": cpu.to_string(), "memory": format!("{mem_gi}Gi"), "pods": "110"},
+            "allocatable": {"cpu": cpu.to_string(), "memory": format!("{mem_gi}Gi"), "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}]
+        }
+    }))
+    .expect("a valid node")
+}

@@ -13,8 +13,8 @@ use std::time::Duration;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use dovetail_sim::actors::scheduler::{Scheduler, SchedulerConfig};
 use k8s_openapi::api::core::v1::{
-    Affinity, Container, Node, NodeSpec, NodeStatus, Pod, PodAffinityTerm, PodAntiAffinity,
-    PodSpec, ResourceRequirements, TopologySpreadConstraint,
+    Affinity, Container, Node, NodeSpec, NodeStatus, Pod, PodAffinityTerm, PodAntiAffinity, PodSpec,
+    ResourceRequirements, TopologySpreadConstraint,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
@@ -38,14 +38,8 @@ fn node(i: usize) -> Node {
             name: Some(name.clone()),
             labels: Some(BTreeMap::from([
                 ("kubernetes.io/hostname".to_string(), name),
-                (
-                    "topology.kubernetes.io/zone".to_string(),
-                    format!("us-east-1{}", ["a", "b", "c"][(i / 3) % 3]),
-                ),
-                (
-                    "topology.kubernetes.io/region".to_string(),
-                    "us-east-1".to_string(),
-                ),
+                ("topology.kubernetes.io/zone".to_string(), format!("us-east-1{}", ["a", "b", "c"][(i / 3) % 3])),
+                ("topology.kubernetes.io/region".to_string(), "us-east-1".to_string()),
                 (
                     "node.kubernetes.io/instance-type".to_string(),
                     ["m5.2xlarge", "m5.4xlarge", "m5.8xlarge"][i % 3].to_string(),
@@ -68,13 +62,8 @@ fn node(i: usize) -> Node {
 
 fn pod(i: usize, rng: &mut ChaCha8Rng, anti_affinity: bool) -> Pod {
     let deployment = rng.random_range(0..DEPLOYMENTS);
-    let (cpu, memory) = [
-        ("100m", "128Mi"),
-        ("250m", "512Mi"),
-        ("500m", "1Gi"),
-        ("1", "2Gi"),
-        ("50m", "64Mi"),
-    ][deployment % 5];
+    let (cpu, memory) =
+        [("100m", "128Mi"), ("250m", "512Mi"), ("500m", "1Gi"), ("1", "2Gi"), ("50m", "64Mi")][deployment % 5];
     let app = format!("app-{deployment}");
     let mut spread = Vec::new();
     if deployment % 5 == 0 {
@@ -126,19 +115,14 @@ fn pod(i: usize, rng: &mut ChaCha8Rng, anti_affinity: bool) -> Pod {
             }),
             affinity: (anti_affinity && deployment % 10 == 3).then(|| Affinity {
                 pod_anti_affinity: Some(PodAntiAffinity {
-                    required_during_scheduling_ignored_during_execution: Some(vec![
-                        PodAffinityTerm {
-                            label_selector: Some(LabelSelector {
-                                match_labels: Some(BTreeMap::from([(
-                                    "app".to_string(),
-                                    app.clone(),
-                                )])),
-                                match_expressions: None,
-                            }),
-                            topology_key: "kubernetes.io/hostname".into(),
-                            ..Default::default()
-                        },
-                    ]),
+                    required_during_scheduling_ignored_during_execution: Some(vec![PodAffinityTerm {
+                        label_selector: Some(LabelSelector {
+                            match_labels: Some(BTreeMap::from([("app".to_string(), app.clone())])),
+                            match_expressions: None,
+                        }),
+                        topology_key: "kubernetes.io/hostname".into(),
+                        ..Default::default()
+                    }]),
                     preferred_during_scheduling_ignored_during_execution: None,
                 }),
                 ..Default::default()
@@ -185,21 +169,14 @@ fn bench(c: &mut Criterion) {
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(30));
     group.throughput(Throughput::Elements(PODS as u64));
-    for (name, anti_affinity) in [
-        ("30k_pods_1k_nodes", false),
-        ("30k_pods_1k_nodes_anti_affinity", true),
-    ] {
+    for (name, anti_affinity) in [("30k_pods_1k_nodes", false), ("30k_pods_1k_nodes_anti_affinity", true)] {
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         let pods: Vec<Pod> = (0..PODS).map(|i| pod(i, &mut rng, anti_affinity)).collect();
         let base = cluster();
         let bound = schedule_all(base.clone(), &pods);
         println!("{name}: bound {bound} of {PODS} pods onto {NODES} nodes");
         group.bench_function(name, |b| {
-            b.iter_batched(
-                || base.clone(),
-                |s| black_box(schedule_all(s, &pods)),
-                BatchSize::LargeInput,
-            )
+            b.iter_batched(|| base.clone(), |s| black_box(schedule_all(s, &pods)), BatchSize::LargeInput)
         });
     }
     group.finish();

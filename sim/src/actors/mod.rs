@@ -13,9 +13,47 @@
 //! - [`node_shape`]: the Node an EKS AL2023 instance registers (capacity, allocatable, labels).
 //! - [`quantity`]: exact parsing of resource quantities.
 
+pub mod disruption_controller;
+pub mod kube_scheduler;
+pub mod kubelet;
 pub mod node_shape;
 pub mod pdb_status;
+pub mod pod_gc;
 pub mod quantity;
 pub mod runtime;
 pub mod scheduler;
 pub mod workloads;
+
+use std::time::Duration;
+
+use crate::apiserver::{self, ApiServer};
+use crate::world::derive_rng;
+
+/// Every cluster actor of a world, in a fixed order.
+pub fn cluster_actors(seed: u64) -> Vec<Box<dyn runtime::Reconciler>> {
+    let mut actors = workloads::controllers();
+    actors.push(Box::new(disruption_controller::DisruptionController));
+    actors.push(Box::new(pod_gc::PodGc));
+    actors.push(Box::new(kube_scheduler::KubeScheduler::new(
+        scheduler::SchedulerConfig::default(),
+        derive_rng(seed, "kube-scheduler"),
+    )));
+    actors.push(Box::new(kubelet::Kubelets::new(kubelet::KubeletTiming::default(), derive_rng(seed, "kubelet"))));
+    actors
+}
+
+/// Adds the API server host with the cluster's actors running beside it (as the control
+/// plane and kubelets would). The store outlives the host, like etcd.
+pub fn add_cluster_host(sim: &mut turmoil::Sim<'_>, server: &ApiServer, seed: u64) {
+    let server = server.clone();
+    sim.host("apiserver", move || {
+        let server = server.clone();
+        async move {
+            tokio::spawn(runtime::run(server.clone(), cluster_actors(seed)));
+            // Give the actors' first reconcile a head start over the first client request.
+            tokio::time::sleep(Duration::ZERO).await;
+            server.serve_turmoil(apiserver::API_PORT).await?;
+            Ok(())
+        }
+    });
+}

@@ -25,9 +25,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{
-    Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, NodeSystemInfo, Taint,
-};
+use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, NodeSystemInfo, Taint};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -142,10 +140,7 @@ pub struct StorageSettings {
 
 impl Default for StorageSettings {
     fn default() -> Self {
-        StorageSettings {
-            root_volume_gib: ROOT_VOLUME_GIB_DEFAULT as u64,
-            instance_store_raid0: false,
-        }
+        StorageSettings { root_volume_gib: ROOT_VOLUME_GIB_DEFAULT as u64, instance_store_raid0: false }
     }
 }
 
@@ -172,12 +167,7 @@ pub fn max_pods(facts: &InstanceFacts, kubelet: &KubeletSettings) -> i64 {
 pub fn kube_reserved_milli_cpu(vcpu: u32) -> i64 {
     let cpu = i64::from(vcpu) * 1000;
     // (start, end, basis points of the range reserved)
-    let ranges: [(i64, i64, i64); 4] = [
-        (0, 1000, 600),
-        (1000, 2000, 100),
-        (2000, 4000, 50),
-        (4000, i64::MAX, 25),
-    ];
+    let ranges: [(i64, i64, i64); 4] = [(0, 1000, 600), (1000, 2000, 100), (2000, 4000, 50), (4000, i64::MAX, 25)];
     ranges
         .iter()
         .filter(|(start, _, _)| cpu >= *start)
@@ -217,11 +207,7 @@ fn reserved(map: &BTreeMap<String, Quantity>, name: &str, default: i64, milli: b
 }
 
 /// Capacity and allocatable for an instance type under the given kubelet settings.
-pub fn node_shape(
-    facts: &InstanceFacts,
-    kubelet: &KubeletSettings,
-    storage: &StorageSettings,
-) -> NodeShape {
+pub fn node_shape(facts: &InstanceFacts, kubelet: &KubeletSettings, storage: &StorageSettings) -> NodeShape {
     let pods = max_pods(facts, kubelet);
     let cpu = i64::from(facts.vcpu) * 1000;
     let memory = capacity_memory(facts);
@@ -233,38 +219,17 @@ pub fn node_shape(
     let kr = &kubelet.kube_reserved;
     let sr = &kubelet.system_reserved;
     let eviction = |signal: &str, default: &str, capacity: i64| {
-        threshold(
-            kubelet
-                .eviction_hard
-                .get(signal)
-                .map_or(default, String::as_str),
-            capacity,
-        )
+        threshold(kubelet.eviction_hard.get(signal).map_or(default, String::as_str), capacity)
     };
-    let alloc_cpu = cpu
-        - reserved(kr, "cpu", kube_reserved_milli_cpu(facts.vcpu), true)
-        - reserved(sr, "cpu", 0, true);
+    let alloc_cpu = cpu - reserved(kr, "cpu", kube_reserved_milli_cpu(facts.vcpu), true) - reserved(sr, "cpu", 0, true);
     let alloc_memory = memory
         - reserved(kr, "memory", kube_reserved_memory(pods), false)
         - reserved(sr, "memory", 0, false)
-        - eviction(
-            "memory.available",
-            &format!("{EVICTION_MEMORY_AVAILABLE_MIB}Mi"),
-            memory,
-        );
+        - eviction("memory.available", &format!("{EVICTION_MEMORY_AVAILABLE_MIB}Mi"), memory);
     let alloc_ephemeral = ephemeral
-        - reserved(
-            kr,
-            "ephemeral-storage",
-            KUBE_RESERVED_EPHEMERAL_GIB * GIB,
-            false,
-        )
+        - reserved(kr, "ephemeral-storage", KUBE_RESERVED_EPHEMERAL_GIB * GIB, false)
         - reserved(sr, "ephemeral-storage", 0, false)
-        - eviction(
-            "nodefs.available",
-            &format!("{EVICTION_NODEFS_AVAILABLE_PERCENT}%"),
-            ephemeral,
-        );
+        - eviction("nodefs.available", &format!("{EVICTION_NODEFS_AVAILABLE_PERCENT}%"), ephemeral);
     let mut capacity = BTreeMap::from([
         ("cpu".to_string(), format_milli_cpu(cpu)),
         ("memory".to_string(), format_bytes(memory)),
@@ -274,20 +239,14 @@ pub fn node_shape(
     let mut allocatable = BTreeMap::from([
         ("cpu".to_string(), format_milli_cpu(alloc_cpu.max(0))),
         ("memory".to_string(), format_bytes(alloc_memory.max(0))),
-        (
-            "ephemeral-storage".to_string(),
-            format_bytes(alloc_ephemeral.max(0)),
-        ),
+        ("ephemeral-storage".to_string(), format_bytes(alloc_ephemeral.max(0))),
         ("pods".to_string(), format_count(pods)),
     ]);
     if let Some((count, vendor)) = facts.gpu {
         capacity.insert(vendor.resource().into(), format_count(i64::from(count)));
         allocatable.insert(vendor.resource().into(), format_count(i64::from(count)));
     }
-    NodeShape {
-        capacity,
-        allocatable,
-    }
+    NodeShape { capacity, allocatable }
 }
 
 /// Where and how an instance was launched, and what its launch configuration asks the kubelet
@@ -325,32 +284,14 @@ pub fn well_known_labels(facts: &InstanceFacts, launch: &Launch) -> BTreeMap<Str
         ("kubernetes.io/os".into(), "linux".into()),
         ("beta.kubernetes.io/os".into(), "linux".into()),
         ("kubernetes.io/hostname".into(), launch.node_name.clone()),
-        (
-            "node.kubernetes.io/instance-type".into(),
-            facts.instance_type.clone(),
-        ),
-        (
-            "beta.kubernetes.io/instance-type".into(),
-            facts.instance_type.clone(),
-        ),
-        (
-            "topology.kubernetes.io/region".into(),
-            launch.region.clone(),
-        ),
-        (
-            "failure-domain.beta.kubernetes.io/region".into(),
-            launch.region.clone(),
-        ),
+        ("node.kubernetes.io/instance-type".into(), facts.instance_type.clone()),
+        ("beta.kubernetes.io/instance-type".into(), facts.instance_type.clone()),
+        ("topology.kubernetes.io/region".into(), launch.region.clone()),
+        ("failure-domain.beta.kubernetes.io/region".into(), launch.region.clone()),
         ("topology.kubernetes.io/zone".into(), launch.zone.clone()),
-        (
-            "failure-domain.beta.kubernetes.io/zone".into(),
-            launch.zone.clone(),
-        ),
+        ("failure-domain.beta.kubernetes.io/zone".into(), launch.zone.clone()),
         ("topology.k8s.aws/zone-id".into(), launch.zone_id.clone()),
-        (
-            "karpenter.sh/capacity-type".into(),
-            launch.capacity_type.clone(),
-        ),
+        ("karpenter.sh/capacity-type".into(), launch.capacity_type.clone()),
     ])
 }
 
@@ -387,22 +328,11 @@ pub fn build_node(
     labels.extend(well_known_labels(facts, launch));
     let mut taints = launch.taints.clone();
     if !ready && !taints.iter().any(|t| t.key == TAINT_NOT_READY) {
-        taints.push(Taint {
-            key: TAINT_NOT_READY.into(),
-            effect: "NoSchedule".into(),
-            value: None,
-            time_added: None,
-        });
+        taints.push(Taint { key: TAINT_NOT_READY.into(), effect: "NoSchedule".into(), value: None, time_added: None });
     }
     let now = Time(now);
     let ready_condition = if ready {
-        condition(
-            "Ready",
-            "True",
-            "KubeletReady",
-            "kubelet is posting ready status",
-            &now,
-        )
+        condition("Ready", "True", "KubeletReady", "kubelet is posting ready status", &now)
     } else {
         condition(
             "Ready",
@@ -414,21 +344,11 @@ pub fn build_node(
     };
     let mut addresses = Vec::new();
     if let Some(ip) = &launch.private_ip {
-        addresses.push(NodeAddress {
-            type_: "InternalIP".into(),
-            address: ip.clone(),
-        });
+        addresses.push(NodeAddress { type_: "InternalIP".into(), address: ip.clone() });
     }
-    addresses.push(NodeAddress {
-        type_: "Hostname".into(),
-        address: launch.node_name.clone(),
-    });
+    addresses.push(NodeAddress { type_: "Hostname".into(), address: launch.node_name.clone() });
     Node {
-        metadata: ObjectMeta {
-            name: Some(launch.node_name.clone()),
-            labels: Some(labels),
-            ..ObjectMeta::default()
-        },
+        metadata: ObjectMeta { name: Some(launch.node_name.clone()), labels: Some(labels), ..ObjectMeta::default() },
         spec: Some(NodeSpec {
             provider_id: Some(provider_id(&launch.zone, &launch.instance_id)),
             taints: (!taints.is_empty()).then_some(taints),
@@ -445,13 +365,7 @@ pub fn build_node(
                     "kubelet has sufficient memory available",
                     &now,
                 ),
-                condition(
-                    "DiskPressure",
-                    "False",
-                    "KubeletHasNoDiskPressure",
-                    "kubelet has no disk pressure",
-                    &now,
-                ),
+                condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure", &now),
                 condition(
                     "PIDPressure",
                     "False",
@@ -569,16 +483,10 @@ mod tests {
         let mut f = m5_large();
         f.gpu = Some((4, GpuVendor::Nvidia));
         f.local_nvme_gib = 900;
-        let storage = StorageSettings {
-            root_volume_gib: 20,
-            instance_store_raid0: true,
-        };
+        let storage = StorageSettings { root_volume_gib: 20, instance_store_raid0: true };
         let shape = node_shape(&f, &KubeletSettings::default(), &storage);
         assert_eq!(shape.allocatable["nvidia.com/gpu"].0, "4");
-        assert_eq!(
-            quantity::value(&shape.capacity["ephemeral-storage"]).unwrap(),
-            900 * GIB
-        );
+        assert_eq!(quantity::value(&shape.capacity["ephemeral-storage"]).unwrap(), 900 * GIB);
     }
 
     #[test]
@@ -598,34 +506,15 @@ mod tests {
         assert_eq!(labels["topology.k8s.aws/zone-id"], "usw2-az1");
         assert_eq!(labels["kubernetes.io/arch"], "amd64");
         assert_eq!(labels["kubernetes.io/os"], "linux");
-        assert_eq!(
-            labels["kubernetes.io/hostname"],
-            "ip-10-0-1-23.us-west-2.compute.internal"
-        );
+        assert_eq!(labels["kubernetes.io/hostname"], "ip-10-0-1-23.us-west-2.compute.internal");
         assert_eq!(labels["karpenter.sh/capacity-type"], "spot");
         assert_eq!(labels["karpenter.sh/nodepool"], "default");
         let spec = node.spec.as_ref().unwrap();
-        assert_eq!(
-            spec.provider_id.as_deref(),
-            Some("aws:///us-west-2a/i-0123456789abcdef0")
-        );
-        let keys: Vec<_> = spec
-            .taints
-            .iter()
-            .flatten()
-            .map(|t| t.key.as_str())
-            .collect();
+        assert_eq!(spec.provider_id.as_deref(), Some("aws:///us-west-2a/i-0123456789abcdef0"));
+        let keys: Vec<_> = spec.taints.iter().flatten().map(|t| t.key.as_str()).collect();
         assert_eq!(keys, vec!["karpenter.sh/unregistered", TAINT_NOT_READY]);
-        let ready = node
-            .status
-            .as_ref()
-            .unwrap()
-            .conditions
-            .as_ref()
-            .unwrap()
-            .iter()
-            .find(|c| c.type_ == "Ready")
-            .unwrap();
+        let ready =
+            node.status.as_ref().unwrap().conditions.as_ref().unwrap().iter().find(|c| c.type_ == "Ready").unwrap();
         assert_eq!(ready.status, "False");
     }
 }

@@ -94,10 +94,8 @@ pub fn scaled_value(value: &IntOrString, total: i32) -> Result<i32, PdbStatusErr
     match value {
         IntOrString::Int(i) => Ok(*i),
         IntOrString::String(s) => {
-            let percent: i64 = s
-                .strip_suffix('%')
-                .and_then(|p| p.parse().ok())
-                .ok_or(PdbStatusError::NotAPercentage)?;
+            let percent: i64 =
+                s.strip_suffix('%').and_then(|p| p.parse().ok()).ok_or(PdbStatusError::NotAPercentage)?;
             let scaled = (percent * i64::from(total) + 99).div_euclid(100);
             Ok(i32::try_from(scaled).unwrap_or(i32::MAX))
         }
@@ -107,8 +105,7 @@ pub fn scaled_value(value: &IntOrString, total: i32) -> Result<i32, PdbStatusErr
 /// Pods of `pods` that the PDB selects (same namespace, selector match).
 pub fn selected_pods<'a>(pdb: &PodDisruptionBudget, pods: &'a [Pod]) -> Vec<&'a Pod> {
     let namespace = pdb.metadata.namespace.as_deref().unwrap_or("default");
-    let selector =
-        PodSelector::from_label_selector(pdb.spec.as_ref().and_then(|s| s.selector.as_ref()));
+    let selector = PodSelector::from_label_selector(pdb.spec.as_ref().and_then(|s| s.selector.as_ref()));
     let empty = BTreeMap::new();
     pods.iter()
         .filter(|p| p.metadata.namespace.as_deref().unwrap_or("default") == namespace)
@@ -125,13 +122,7 @@ fn expected_scale(
     let mut scales: BTreeMap<String, i32> = BTreeMap::new();
     for pod in pods {
         let name = pod.metadata.name.clone().unwrap_or_default();
-        let Some(owner) = pod
-            .metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .find(|o| o.controller == Some(true))
-        else {
+        let Some(owner) = pod.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true)) else {
             unmanaged.push(name);
             continue;
         };
@@ -161,13 +152,7 @@ fn set_condition(conditions: &mut Vec<Condition>, mut new: Condition, now: Times
     }
 }
 
-fn condition(
-    status: &str,
-    reason: &str,
-    message: String,
-    generation: Option<i64>,
-    now: Timestamp,
-) -> Condition {
+fn condition(status: &str, reason: &str, message: String, generation: Option<i64>, now: Timestamp) -> Condition {
     Condition {
         type_: CONDITION_DISRUPTION_ALLOWED.into(),
         status: status.into(),
@@ -216,13 +201,7 @@ pub fn compute_status(
             let mut conditions = status.conditions.take().unwrap_or_default();
             set_condition(
                 &mut conditions,
-                condition(
-                    "False",
-                    REASON_SYNC_FAILED,
-                    e.to_string(),
-                    status.observed_generation,
-                    now,
-                ),
+                condition("False", REASON_SYNC_FAILED, e.to_string(), status.observed_generation, now),
                 now,
             );
             status.conditions = Some(conditions);
@@ -276,16 +255,9 @@ pub fn compute_status(
     }
     let generation = pdb.metadata.generation;
     let mut conditions = old.conditions.clone().unwrap_or_default();
-    let (cond_status, reason) = if disruptions_allowed > 0 {
-        ("True", REASON_SUFFICIENT_PODS)
-    } else {
-        ("False", REASON_INSUFFICIENT_PODS)
-    };
-    set_condition(
-        &mut conditions,
-        condition(cond_status, reason, String::new(), generation, now),
-        now,
-    );
+    let (cond_status, reason) =
+        if disruptions_allowed > 0 { ("True", REASON_SUFFICIENT_PODS) } else { ("False", REASON_INSUFFICIENT_PODS) };
+    set_condition(&mut conditions, condition(cond_status, reason, String::new(), generation, now), now);
     PdbStatusOutcome {
         status: PodDisruptionBudgetStatus {
             current_healthy,
@@ -367,72 +339,37 @@ mod tests {
     }
 
     fn deployment_of_5(_: &OwnerReference, _: &str) -> Option<ControllerScale> {
-        Some(ControllerScale {
-            uid: "deploy".into(),
-            replicas: 5,
-        })
+        Some(ControllerScale { uid: "deploy".into(), replicas: 5 })
     }
 
     fn five_pods(ready: usize) -> Vec<Pod> {
-        (0..5)
-            .map(|i| pod(&format!("p{i}"), i < ready, Some("rs-uid")))
-            .collect()
+        (0..5).map(|i| pod(&format!("p{i}"), i < ready, Some("rs-uid"))).collect()
     }
 
     #[test]
     fn min_available_int_counts_matching_pods() {
-        let out = compute_status(
-            &pdb(Some(IntOrString::Int(3)), None),
-            &five_pods(4),
-            &deployment_of_5,
-            at(0),
-        );
+        let out = compute_status(&pdb(Some(IntOrString::Int(3)), None), &five_pods(4), &deployment_of_5, at(0));
         let s = out.status;
-        assert_eq!(
-            (
-                s.expected_pods,
-                s.desired_healthy,
-                s.current_healthy,
-                s.disruptions_allowed
-            ),
-            (5, 3, 4, 1)
-        );
+        assert_eq!((s.expected_pods, s.desired_healthy, s.current_healthy, s.disruptions_allowed), (5, 3, 4, 1));
         assert_eq!(s.observed_generation, Some(3));
         let c = &s.conditions.unwrap()[0];
-        assert_eq!(
-            (c.status.as_str(), c.reason.as_str()),
-            ("True", REASON_SUFFICIENT_PODS)
-        );
+        assert_eq!((c.status.as_str(), c.reason.as_str()), ("True", REASON_SUFFICIENT_PODS));
     }
 
     #[test]
     fn max_unavailable_percentage_rounds_up_against_controller_scale() {
         // 30% of 5 = 1.5 -> 2 unavailable allowed, so 3 desired healthy.
-        let out = compute_status(
-            &pdb(None, Some(IntOrString::String("30%".into()))),
-            &five_pods(5),
-            &deployment_of_5,
-            at(0),
-        );
-        assert_eq!(
-            (out.status.desired_healthy, out.status.disruptions_allowed),
-            (3, 2)
-        );
+        let out =
+            compute_status(&pdb(None, Some(IntOrString::String("30%".into()))), &five_pods(5), &deployment_of_5, at(0));
+        assert_eq!((out.status.desired_healthy, out.status.disruptions_allowed), (3, 2));
     }
 
     #[test]
     fn min_available_percentage_rounds_up() {
         // 50% of 5 = 2.5 -> 3.
-        let out = compute_status(
-            &pdb(Some(IntOrString::String("50%".into())), None),
-            &five_pods(3),
-            &deployment_of_5,
-            at(0),
-        );
-        assert_eq!(
-            (out.status.desired_healthy, out.status.disruptions_allowed),
-            (3, 0)
-        );
+        let out =
+            compute_status(&pdb(Some(IntOrString::String("50%".into())), None), &five_pods(3), &deployment_of_5, at(0));
+        assert_eq!((out.status.desired_healthy, out.status.disruptions_allowed), (3, 0));
         let c = &out.status.conditions.unwrap()[0];
         assert_eq!(c.reason, REASON_INSUFFICIENT_PODS);
     }
@@ -461,34 +398,19 @@ mod tests {
 
     #[test]
     fn no_matching_pods_allows_no_disruption() {
-        let out = compute_status(
-            &pdb(Some(IntOrString::Int(0)), None),
-            &[],
-            &deployment_of_5,
-            at(0),
-        );
-        assert_eq!(
-            (out.status.expected_pods, out.status.disruptions_allowed),
-            (0, 0)
-        );
+        let out = compute_status(&pdb(Some(IntOrString::Int(0)), None), &[], &deployment_of_5, at(0));
+        assert_eq!((out.status.expected_pods, out.status.disruptions_allowed), (0, 0));
     }
 
     #[test]
     fn unknown_controller_writes_the_fail_safe_status() {
         let mut p = pdb(None, Some(IntOrString::Int(1)));
-        p.status = Some(PodDisruptionBudgetStatus {
-            disruptions_allowed: 2,
-            current_healthy: 5,
-            ..Default::default()
-        });
+        p.status = Some(PodDisruptionBudgetStatus { disruptions_allowed: 2, current_healthy: 5, ..Default::default() });
         let out = compute_status(&p, &five_pods(5), &|_, _| None, at(0));
         assert_eq!(out.status.disruptions_allowed, 0);
         assert_eq!(out.status.current_healthy, 5, "other fields kept");
         let c = &out.status.conditions.unwrap()[0];
-        assert_eq!(
-            (c.status.as_str(), c.reason.as_str()),
-            ("False", REASON_SYNC_FAILED)
-        );
+        assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", REASON_SYNC_FAILED));
         assert_eq!(c.message, "found no controllers for pod \"p0\"");
     }
 
@@ -496,12 +418,7 @@ mod tests {
     fn unmanaged_pods_are_ignored_for_the_expected_scale() {
         let mut pods = five_pods(5);
         pods.push(pod("bare", true, None));
-        let out = compute_status(
-            &pdb(None, Some(IntOrString::Int(1))),
-            &pods,
-            &deployment_of_5,
-            at(0),
-        );
+        let out = compute_status(&pdb(None, Some(IntOrString::Int(1))), &pods, &deployment_of_5, at(0));
         assert_eq!(out.status.expected_pods, 5);
         assert_eq!(out.status.current_healthy, 6);
         assert_eq!(out.unmanaged_pods, vec!["bare".to_string()]);
@@ -514,9 +431,6 @@ mod tests {
         let mut p2 = p.clone();
         p2.status = Some(first.status);
         let second = compute_status(&p2, &five_pods(4), &deployment_of_5, at(30));
-        assert_eq!(
-            second.status.conditions.unwrap()[0].last_transition_time,
-            Time(at(0))
-        );
+        assert_eq!(second.status.conditions.unwrap()[0].last_transition_time, Time(at(0)));
     }
 }

@@ -40,9 +40,7 @@ fn parse_exact(text: &str) -> Result<Exact, QuantityError> {
         Some(_) => (false, s),
         None => return Err(syntax()),
     };
-    let number_end = rest
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(rest.len());
+    let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
     let (number, suffix) = rest.split_at(number_end);
     let (int_part, frac_part) = match number.split_once('.') {
         Some((i, f)) => (i, f),
@@ -67,18 +65,9 @@ fn parse_exact(text: &str) -> Result<Exact, QuantityError> {
     if kept.len() > MANTISSA_DIGITS_MAX {
         return Err(QuantityError::Overflow(text.to_string()));
     }
-    let mantissa: u128 = if kept.is_empty() {
-        0
-    } else {
-        kept.parse().map_err(|_| syntax())?
-    };
+    let mantissa: u128 = if kept.is_empty() { 0 } else { kept.parse().map_err(|_| syntax())? };
     let (exp2, exp10_suffix) = parse_suffix(suffix).ok_or_else(syntax)?;
-    Ok(Exact {
-        negative: negative && mantissa != 0,
-        mantissa,
-        exp2,
-        exp10: exp10_suffix - frac_len,
-    })
+    Ok(Exact { negative: negative && mantissa != 0, mantissa, exp2, exp10: exp10_suffix - frac_len })
 }
 
 /// Returns (binary exponent, decimal exponent) for a suffix.
@@ -101,9 +90,7 @@ fn parse_suffix(suffix: &str) -> Option<(u32, i32)> {
         "P" => (0, 15),
         "E" => (0, 18),
         _ => {
-            let exponent = suffix
-                .strip_prefix('e')
-                .or_else(|| suffix.strip_prefix('E'))?;
+            let exponent = suffix.strip_prefix('e').or_else(|| suffix.strip_prefix('E'))?;
             let body = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
             if body.is_empty() || !body.bytes().all(|b| b.is_ascii_digit()) {
                 return None;
@@ -119,9 +106,7 @@ fn parse_suffix(suffix: &str) -> Option<(u32, i32)> {
 fn scaled_ceil(text: &str, exact: Exact, scale: i32) -> Result<i64, QuantityError> {
     let overflow = || QuantityError::Overflow(text.to_string());
     let mut numerator: u128 = exact.mantissa;
-    numerator = numerator
-        .checked_mul(1u128.checked_shl(exact.exp2).ok_or_else(overflow)?)
-        .ok_or_else(overflow)?;
+    numerator = numerator.checked_mul(1u128.checked_shl(exact.exp2).ok_or_else(overflow)?).ok_or_else(overflow)?;
     let exp10 = exact.exp10 + scale;
     let mut denominator: u128 = 1;
     if exp10 >= 0 {
@@ -171,21 +156,13 @@ pub fn milli(quantity: &Quantity) -> Result<i64, QuantityError> {
 
 /// Formats milli-CPU the way the kubelet reports it: whole cores as `"2"`, otherwise `"1930m"`.
 pub fn format_milli_cpu(milli_cpu: i64) -> Quantity {
-    if milli_cpu % 1000 == 0 {
-        Quantity(format!("{}", milli_cpu / 1000))
-    } else {
-        Quantity(format!("{milli_cpu}m"))
-    }
+    if milli_cpu % 1000 == 0 { Quantity(format!("{}", milli_cpu / 1000)) } else { Quantity(format!("{milli_cpu}m")) }
 }
 
 /// Formats bytes the way the kubelet reports memory: `"7934440Ki"` when a whole number of KiB,
 /// otherwise plain bytes.
 pub fn format_bytes(bytes: i64) -> Quantity {
-    if bytes % 1024 == 0 && bytes != 0 {
-        Quantity(format!("{}Ki", bytes / 1024))
-    } else {
-        Quantity(format!("{bytes}"))
-    }
+    if bytes % 1024 == 0 && bytes != 0 { Quantity(format!("{}Ki", bytes / 1024)) } else { Quantity(format!("{bytes}")) }
 }
 
 /// Formats a plain count (`pods`, `nvidia.com/gpu`).
@@ -233,16 +210,11 @@ mod tests {
 
     #[test]
     fn malformed_quantities_are_rejected() {
-        for bad in [
-            "", "abc", "1.2.3", "1Ki2", "1 Gi", "--1", "1e", "1ee3", "Mi", "1X",
-        ] {
+        for bad in ["", "abc", "1.2.3", "1Ki2", "1 Gi", "--1", "1e", "1ee3", "Mi", "1X"] {
             assert!(parse_value(bad).is_err(), "{bad:?} should fail");
         }
         assert!(matches!(parse_value("1Ei1"), Err(QuantityError::Syntax(_))));
-        assert!(matches!(
-            parse_value("100Ei"),
-            Err(QuantityError::Overflow(_))
-        ));
+        assert!(matches!(parse_value("100Ei"), Err(QuantityError::Overflow(_))));
     }
 
     #[test]

@@ -395,43 +395,8 @@ impl ApiServer {
 
     fn bind(&self, ns: &str, name: &str, binding: &Value) -> ApiResult<()> {
         let node = binding.pointer("/target/name").and_then(Value::as_str).unwrap_or("");
-        if node.is_empty() {
-            return Err(ApiError::invalid(
-                "Binding",
-                "",
-                name,
-                &[("FieldValueRequired".into(), "target.name".into(), "Required value".into())],
-            ));
-        }
         let mut s = self.store.lock().unwrap_or_else(|e| e.into_inner());
-        let rt = s.registry().get("", "pods").expect("pods is built in");
-        let pod = s.get(&rt, ns, name)?;
-        if pod.pointer("/metadata/deletionTimestamp").is_some() {
-            return Err(ApiError::conflict("pods", "", name, "pod is being deleted, cannot be assigned to a host"));
-        }
-        if let Some(cur) = pod.pointer("/spec/nodeName").and_then(Value::as_str).filter(|n| !n.is_empty()) {
-            return Err(ApiError::conflict(
-                "pods",
-                "",
-                name,
-                &format!("pod {name} is already assigned to node \"{cur}\""),
-            ));
-        }
-        let mut new = (*pod).clone();
-        new["spec"]["nodeName"] = json!(node);
-        let now = s.clock().now_rfc3339();
-        let mut conditions: Vec<Value> =
-            new.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
-        conditions.retain(|c| c["type"] != "PodScheduled");
-        conditions
-            .push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}));
-        new["status"]["conditions"] = json!(conditions);
-        // Binding writes spec and status in one step, like the pod registry's assignPod.
-        let spec_written = s.update(&rt, ns, name, new.clone(), Part::Main, WriteOptions::default())?;
-        let mut with_status = (*spec_written).clone();
-        with_status["status"] = new["status"].clone();
-        s.update(&rt, ns, name, with_status, Part::Status, WriteOptions::default())?;
-        Ok(())
+        super::binding::bind(&mut s, ns, name, node)
     }
 
     fn inject_fault(&self, method: &Method, rt: &ResourceType) -> ApiResult<()> {

@@ -10,6 +10,7 @@
 //! printing), [`faults`] (injected API errors).
 
 pub mod admission;
+pub mod binding;
 pub mod error;
 pub mod eviction;
 pub mod faults;

@@ -67,6 +67,12 @@ pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
     Some(UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_nanos(ts.subsec_nanosecond() as u64))
 }
 
+/// A `SystemTime` as the jiff timestamp k8s-openapi's `Time` wraps.
+pub fn timestamp(t: SystemTime) -> Timestamp {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    Timestamp::new(d.as_secs() as i64, 0).unwrap_or(Timestamp::UNIX_EPOCH)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

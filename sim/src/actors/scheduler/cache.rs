@@ -36,9 +36,7 @@ pub struct PodMatcher {
 impl PodMatcher {
     fn matches(&self, pod: &PodFacts, namespace_labels: &Labels) -> bool {
         !(self.skip_terminating && pod.terminating)
-            && self
-                .namespaces
-                .contains(&pod.key.namespace, namespace_labels)
+            && self.namespaces.contains(&pod.key.namespace, namespace_labels)
             && self.selector.matches(&pod.labels)
     }
 }
@@ -69,11 +67,7 @@ pub struct TopologyIndex {
 impl TopologyIndex {
     /// The domain id of a slot.
     pub fn domain(&self, slot: usize) -> Option<usize> {
-        self.per_slot
-            .get(slot)
-            .copied()
-            .flatten()
-            .map(|d| d as usize)
+        self.per_slot.get(slot).copied().flatten().map(|d| d as usize)
     }
 }
 
@@ -107,13 +101,7 @@ impl CountIndexes {
     fn insert(&mut self, matcher: PodMatcher, per_slot: Vec<u32>) -> usize {
         let id = self.matchers.len();
         match matcher.selector.required_label() {
-            Some((k, v)) => self
-                .by_label
-                .entry(k.to_string())
-                .or_default()
-                .entry(v.to_string())
-                .or_default()
-                .push(id),
+            Some((k, v)) => self.by_label.entry(k.to_string()).or_default().entry(v.to_string()).or_default().push(id),
             None if matcher.selector == PodSelector::Nothing => {}
             None => self.unbucketed.push(id),
         }
@@ -169,26 +157,10 @@ pub fn count_at(per_slot: &[u32], slot: usize) -> i64 {
 
 fn term_roles(pod: &PodFacts) -> Vec<(TermRole, AffinityTerm)> {
     let mut out = Vec::new();
-    out.extend(
-        pod.required_affinity
-            .iter()
-            .map(|t| (TermRole::RequiredAffinity, t.clone())),
-    );
-    out.extend(
-        pod.required_anti_affinity
-            .iter()
-            .map(|t| (TermRole::RequiredAntiAffinity, t.clone())),
-    );
-    out.extend(
-        pod.preferred_affinity
-            .iter()
-            .map(|w| (TermRole::PreferredAffinity(w.weight), w.term.clone())),
-    );
-    out.extend(
-        pod.preferred_anti_affinity
-            .iter()
-            .map(|w| (TermRole::PreferredAntiAffinity(w.weight), w.term.clone())),
-    );
+    out.extend(pod.required_affinity.iter().map(|t| (TermRole::RequiredAffinity, t.clone())));
+    out.extend(pod.required_anti_affinity.iter().map(|t| (TermRole::RequiredAntiAffinity, t.clone())));
+    out.extend(pod.preferred_affinity.iter().map(|w| (TermRole::PreferredAffinity(w.weight), w.term.clone())));
+    out.extend(pod.preferred_anti_affinity.iter().map(|w| (TermRole::PreferredAntiAffinity(w.weight), w.term.clone())));
     out
 }
 
@@ -233,16 +205,10 @@ impl Cache {
         let Some(slot) = self.by_name.remove(name) else {
             return;
         };
-        let keys: Vec<PodKey> = self.slots[slot]
-            .as_ref()
-            .map(|n| n.pods.iter().cloned().collect())
-            .unwrap_or_default();
+        let keys: Vec<PodKey> = self.slots[slot].as_ref().map(|n| n.pods.iter().cloned().collect()).unwrap_or_default();
         for key in keys {
             self.detach(&key);
-            self.waiting_for_node
-                .entry(name.to_string())
-                .or_default()
-                .insert(key);
+            self.waiting_for_node.entry(name.to_string()).or_default().insert(key);
         }
         self.slots[slot] = None;
         self.free_slots.push(slot);
@@ -282,15 +248,7 @@ impl Cache {
     pub fn add_bound(&mut self, facts: PodFacts, node: String, assumed: bool) {
         let key = facts.key.clone();
         self.remove_pod(&key);
-        self.pods.insert(
-            key.clone(),
-            CachedPod {
-                facts,
-                node: node.clone(),
-                slot: None,
-                assumed,
-            },
-        );
+        self.pods.insert(key.clone(), CachedPod { facts, node: node.clone(), slot: None, assumed });
         match self.by_name.get(&node) {
             Some(&slot) => self.attach(&key, slot),
             None => {
@@ -321,14 +279,8 @@ impl Cache {
         debug_assert!(cached.slot.is_none());
         cached.slot = Some(slot);
         let facts = &cached.facts;
-        let ns_labels = self
-            .namespaces
-            .get(&facts.key.namespace)
-            .unwrap_or(&NO_LABELS);
-        self.slots[slot]
-            .as_mut()
-            .expect("attach to an occupied slot")
-            .add_pod(facts);
+        let ns_labels = self.namespaces.get(&facts.key.namespace).unwrap_or(&NO_LABELS);
+        self.slots[slot].as_mut().expect("attach to an occupied slot").add_pod(facts);
         for id in self.counts.candidates(&facts.labels) {
             if self.counts.matchers[id].matches(facts, ns_labels) {
                 bump(&mut self.counts.per_slot[id], slot, true);
@@ -347,14 +299,8 @@ impl Cache {
             return;
         };
         let facts = &cached.facts;
-        let ns_labels = self
-            .namespaces
-            .get(&facts.key.namespace)
-            .unwrap_or(&NO_LABELS);
-        self.slots[slot]
-            .as_mut()
-            .expect("detach from an occupied slot")
-            .remove_pod(facts);
+        let ns_labels = self.namespaces.get(&facts.key.namespace).unwrap_or(&NO_LABELS);
+        self.slots[slot].as_mut().expect("detach from an occupied slot").remove_pod(facts);
         for id in self.counts.candidates(&facts.labels) {
             if self.counts.matchers[id].matches(facts, ns_labels) {
                 bump(&mut self.counts.per_slot[id], slot, false);
@@ -387,8 +333,7 @@ impl Cache {
     pub fn set_controller_selector(&mut self, uid: &str, selector: Option<&LabelSelector>) {
         match selector {
             Some(s) => {
-                self.controller_selectors
-                    .insert(uid.to_string(), PodSelector::from_label_selector(Some(s)));
+                self.controller_selectors.insert(uid.to_string(), PodSelector::from_label_selector(Some(s)));
             }
             None => {
                 self.controller_selectors.remove(uid);
@@ -413,9 +358,7 @@ impl Cache {
 
     /// A node by slot.
     pub fn slot(&self, slot: usize) -> &NodeInfo {
-        self.slots[slot]
-            .as_ref()
-            .expect("slot in node order is occupied")
+        self.slots[slot].as_ref().expect("slot in node order is occupied")
     }
 
     /// The slot of a node.
@@ -430,10 +373,7 @@ impl Cache {
             let mut zones: BTreeMap<String, Vec<(&str, usize)>> = BTreeMap::new();
             for (name, &slot) in &self.by_name {
                 let labels = &self.slots[slot].as_ref().expect("occupied").labels;
-                zones
-                    .entry(zone_key(labels))
-                    .or_default()
-                    .push((name, slot));
+                zones.entry(zone_key(labels)).or_default().push((name, slot));
             }
             let mut order = Vec::with_capacity(self.by_name.len());
             let longest = zones.values().map(Vec::len).max().unwrap_or(0);
@@ -473,10 +413,7 @@ impl Cache {
         if self.topologies.contains_key(key) {
             return;
         }
-        let mut index = TopologyIndex {
-            values: Vec::new(),
-            per_slot: vec![None; self.slots.len()],
-        };
+        let mut index = TopologyIndex { values: Vec::new(), per_slot: vec![None; self.slots.len()] };
         let mut ids: BTreeMap<&str, u32> = BTreeMap::new();
         for (slot, info) in self.slots.iter().enumerate() {
             let Some(value) = info.as_ref().and_then(|n| n.labels.get(key)) else {
@@ -493,10 +430,7 @@ impl Cache {
 
     /// The topology index of a key; call [`Cache::ensure_topology`] first.
     pub fn topology(&self, key: &str) -> &TopologyIndex {
-        static EMPTY: TopologyIndex = TopologyIndex {
-            values: Vec::new(),
-            per_slot: Vec::new(),
-        };
+        static EMPTY: TopologyIndex = TopologyIndex { values: Vec::new(), per_slot: Vec::new() };
         self.topologies.get(key).unwrap_or(&EMPTY)
     }
 
@@ -507,25 +441,17 @@ impl Cache {
 
     /// Per-slot counts of bound pods matching `matcher`; call [`Cache::ensure_counts`] first.
     pub fn counts(&self, matcher: &PodMatcher) -> &[u32] {
-        self.counts
-            .ids
-            .get(matcher)
-            .map(|&id| self.counts.per_slot[id].as_slice())
-            .unwrap_or(&[])
+        self.counts.ids.get(matcher).map(|&id| self.counts.per_slot[id].as_slice()).unwrap_or(&[])
     }
 
     /// Existing pods' (anti-)affinity terms, grouped, with per-slot counts of pods carrying each.
     pub fn existing_terms(&self) -> impl Iterator<Item = (TermRole, &AffinityTerm, &[u32])> {
-        self.terms
-            .iter()
-            .map(|((role, term), c)| (*role, term, c.as_slice()))
+        self.terms.iter().map(|((role, term), c)| (*role, term, c.as_slice()))
     }
 
     /// Bound pods on known nodes with their slots.
     pub fn bound_pods(&self) -> impl Iterator<Item = (&PodFacts, usize)> {
-        self.pods
-            .values()
-            .filter_map(|c| c.slot.map(|s| (&c.facts, s)))
+        self.pods.values().filter_map(|c| c.slot.map(|s| (&c.facts, s)))
     }
 
     /// A cached pod and the node it is bound to.

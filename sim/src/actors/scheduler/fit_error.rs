@@ -22,8 +22,7 @@ pub const REASON_UNSCHEDULABLE: &str = "Unschedulable";
 /// Condition reason for a pod held by scheduling gates (`v1.PodReasonSchedulingGated`).
 pub const REASON_SCHEDULING_GATED: &str = "SchedulingGated";
 /// Condition message for a gated pod.
-pub const SCHEDULING_GATED_MESSAGE: &str =
-    "Scheduling is blocked due to non-empty scheduling gates";
+pub const SCHEDULING_GATED_MESSAGE: &str = "Scheduling is blocked due to non-empty scheduling gates";
 /// DefaultPreemption's reason for nodes where evicting pods cannot help.
 pub const PREEMPTION_NOT_HELPFUL: &str = "Preemption is not helpful for scheduling";
 /// DefaultPreemption's reason for nodes without lower-priority pods.
@@ -47,20 +46,14 @@ pub struct FitMessageStyle {
 
 impl Default for FitMessageStyle {
     fn default() -> Self {
-        FitMessageStyle {
-            untolerated_taint_detail: true,
-            dra_post_filter: false,
-        }
+        FitMessageStyle { untolerated_taint_detail: true, dra_post_filter: false }
     }
 }
 
 impl FitMessageStyle {
     /// kube-scheduler 1.35 wording (generic taint reason, DRA post-filter message).
     pub fn kube_1_35() -> Self {
-        FitMessageStyle {
-            untolerated_taint_detail: false,
-            dra_post_filter: true,
-        }
+        FitMessageStyle { untolerated_taint_detail: false, dra_post_filter: true }
     }
 }
 
@@ -110,11 +103,7 @@ pub fn reasons_histogram<'a>(
 impl FitError {
     /// The plugins that rejected the pod somewhere (for queueing hints).
     pub fn rejectors(&self) -> BTreeSet<Plugin> {
-        self.node_statuses
-            .values()
-            .chain(self.absent_status.iter())
-            .map(|s| s.plugin)
-            .collect()
+        self.node_statuses.values().chain(self.absent_status.iter()).map(|s| s.plugin).collect()
     }
 
     fn absent_count(&self) -> usize {
@@ -130,9 +119,7 @@ impl fmt::Display for FitError {
             None => {
                 let histogram = reasons_histogram(
                     self.node_statuses.values(),
-                    self.absent_status
-                        .as_ref()
-                        .map(|s| (s, self.absent_count())),
+                    self.absent_status.as_ref().map(|s| (s, self.absent_count())),
                 );
                 if !histogram.is_empty() {
                     write!(f, " {histogram}.")?;
@@ -200,11 +187,7 @@ pub fn pod_scheduled_false(reason: &str, message: String, now: Time) -> PodCondi
 
 /// The condition kube-scheduler writes on a pod held by `schedulingGates`.
 pub fn scheduling_gated_condition(now: Time) -> PodCondition {
-    pod_scheduled_false(
-        REASON_SCHEDULING_GATED,
-        SCHEDULING_GATED_MESSAGE.into(),
-        now,
-    )
+    pod_scheduled_false(REASON_SCHEDULING_GATED, SCHEDULING_GATED_MESSAGE.into(), now)
 }
 
 /// Assembles the PostFilter part from the preemption plugin's message.
@@ -233,25 +216,16 @@ pub enum DryRun {
 /// The preemption plugin's own FitError message from each rejected node's dry run. Absent
 /// nodes (PreFilter narrowing) count as [`PREEMPTION_NOT_HELPFUL`]. Returns the message and
 /// whether preemption would have helped on some node.
-pub fn preemption_message(
-    num_all_nodes: usize,
-    rejected: impl Iterator<Item = DryRun>,
-) -> (String, bool) {
-    let not_helpful = Status::new(
-        Plugin::NodeName,
-        Code::UnschedulableAndUnresolvable,
-        PREEMPTION_NOT_HELPFUL,
-    );
+pub fn preemption_message(num_all_nodes: usize, rejected: impl Iterator<Item = DryRun>) -> (String, bool) {
+    let not_helpful = Status::new(Plugin::NodeName, Code::UnschedulableAndUnresolvable, PREEMPTION_NOT_HELPFUL);
     let mut explicit: Vec<Status> = Vec::new();
     let mut might_help = false;
     for dry_run in rejected {
         match dry_run {
             DryRun::NotHelpful => {}
-            DryRun::NoVictims => explicit.push(Status::new(
-                Plugin::NodeName,
-                Code::UnschedulableAndUnresolvable,
-                NO_PREEMPTION_VICTIMS,
-            )),
+            DryRun::NoVictims => {
+                explicit.push(Status::new(Plugin::NodeName, Code::UnschedulableAndUnresolvable, NO_PREEMPTION_VICTIMS))
+            }
             DryRun::StillFails(status) => explicit.push(status),
             DryRun::WouldFit(status) => {
                 might_help = true;
@@ -261,10 +235,7 @@ pub fn preemption_message(
     }
     let absent = num_all_nodes.saturating_sub(explicit.len());
     let histogram = reasons_histogram(explicit.iter(), Some((&not_helpful, absent)));
-    (
-        format!("0/{num_all_nodes} nodes are available: {histogram}."),
-        might_help,
-    )
+    (format!("0/{num_all_nodes} nodes are available: {histogram}."), might_help)
 }
 
 #[cfg(test)]
@@ -282,16 +253,9 @@ mod tests {
             Code::UnschedulableAndUnresolvable,
             "node(s) had untolerated taint {karpenter.sh/unregistered: }",
         );
-        let cpu = status(
-            Plugin::NodeResourcesFit,
-            Code::UnschedulableAndUnresolvable,
-            "Insufficient cpu",
-        );
-        let statuses = BTreeMap::from([
-            ("a".to_string(), cpu),
-            ("b".to_string(), taint.clone()),
-            ("c".to_string(), taint),
-        ]);
+        let cpu = status(Plugin::NodeResourcesFit, Code::UnschedulableAndUnresolvable, "Insufficient cpu");
+        let statuses =
+            BTreeMap::from([("a".to_string(), cpu), ("b".to_string(), taint.clone()), ("c".to_string(), taint)]);
         let (preemption, _) = preemption_message(3, statuses.values().map(|_| DryRun::NotHelpful));
         let e = FitError {
             num_all_nodes: 3,
@@ -312,13 +276,7 @@ mod tests {
     #[test]
     fn histogram_sorts_as_strings_like_go() {
         let many: Vec<Status> = (0..10)
-            .map(|_| {
-                status(
-                    Plugin::NodeAffinity,
-                    Code::UnschedulableAndUnresolvable,
-                    "b",
-                )
-            })
+            .map(|_| status(Plugin::NodeAffinity, Code::UnschedulableAndUnresolvable, "b"))
             .chain((0..2).map(|_| status(Plugin::NodePorts, Code::Unschedulable, "a")))
             .collect();
         assert_eq!(reasons_histogram(many.iter(), None), "10 b, 2 a");
@@ -326,8 +284,7 @@ mod tests {
 
     #[test]
     fn resolvable_rejections_without_victims_say_so() {
-        let (m, might_help) =
-            preemption_message(3, [DryRun::NoVictims, DryRun::NoVictims].into_iter());
+        let (m, might_help) = preemption_message(3, [DryRun::NoVictims, DryRun::NoVictims].into_iter());
         assert_eq!(
             m,
             "0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption \

@@ -58,16 +58,15 @@ pub use node_info::NodeInfo;
 pub use plugins::node_resources_fit::ScoringStrategy;
 pub use plugins::{Code, FILTER_ORDER, Plugin, Status};
 pub use pod_facts::{
-    AffinityTerm, HostPort, NamespaceSet, PodFacts, PodKey, SpreadConstraint, WeightedTerm,
-    WhenUnsatisfiable,
+    AffinityTerm, HostPort, NamespaceSet, PodFacts, PodKey, SpreadConstraint, WeightedTerm, WhenUnsatisfiable,
 };
 pub use queue::{Admission, ClusterEvent, Outcome, SchedulingQueue};
 pub use resources::{Resources, pod_requests, pod_requests_non_zero};
 pub use selectors::{LabelRequirement, Labels, PodSelector};
 
 use plugins::{
-    balanced_allocation, default_normalize, inter_pod_affinity, node_affinity, node_name,
-    node_ports, node_resources_fit, node_unschedulable, pod_topology_spread, taint_toleration,
+    balanced_allocation, default_normalize, inter_pod_affinity, node_affinity, node_name, node_ports,
+    node_resources_fit, node_unschedulable, pod_topology_spread, taint_toleration,
 };
 
 /// kube-scheduler `minFeasibleNodesToFind`: below this many nodes all are evaluated.
@@ -143,9 +142,7 @@ pub fn feasible_nodes_to_find(percentage: Option<usize>, nodes: usize) -> usize 
     }
     let percentage = match percentage {
         Some(p) if p > 0 => p.min(100),
-        _ => 50usize
-            .saturating_sub(nodes / 125)
-            .max(FEASIBLE_NODES_PERCENTAGE_MIN),
+        _ => 50usize.saturating_sub(nodes / 125).max(FEASIBLE_NODES_PERCENTAGE_MIN),
     };
     (nodes * percentage / 100).max(FEASIBLE_NODES_MIN)
 }
@@ -172,11 +169,7 @@ fn run_filters(
 impl Scheduler {
     /// A scheduler with an empty cache.
     pub fn new(config: SchedulerConfig) -> Self {
-        Scheduler {
-            config,
-            cache: Cache::new(),
-            next_start_node_index: 0,
-        }
+        Scheduler { config, cache: Cache::new(), next_start_node_index: 0 }
     }
 
     /// The settings.
@@ -208,11 +201,7 @@ impl Scheduler {
     /// # Errors
     /// [`SchedulingFailure`] when the cluster has no nodes or no node fits; its
     /// [`SchedulingFailure::condition`] is what the actor writes on the pod.
-    pub fn schedule(
-        &mut self,
-        pod: &Pod,
-        rng: &mut ChaCha8Rng,
-    ) -> Result<ScheduleResult, SchedulingFailure> {
+    pub fn schedule(&mut self, pod: &Pod, rng: &mut ChaCha8Rng) -> Result<ScheduleResult, SchedulingFailure> {
         let facts = PodFacts::new(pod);
         let num_all_nodes = self.cache.node_count();
         if num_all_nodes == 0 {
@@ -241,8 +230,7 @@ impl Scheduler {
         }
         let spread = pod_topology_spread::pre_filter(&mut self.cache, &facts);
         let affinity = inter_pod_affinity::pre_filter(&mut self.cache, &facts);
-        let (feasible, statuses) =
-            self.find_feasible(&facts, &candidates, spread.as_ref(), affinity.as_ref());
+        let (feasible, statuses) = self.find_feasible(&facts, &candidates, spread.as_ref(), affinity.as_ref());
         if feasible.is_empty() {
             return Err(self.unfit(&facts, statuses, absent_status, false));
         }
@@ -274,8 +262,7 @@ impl Scheduler {
         if candidates.is_empty() {
             return (feasible, statuses);
         }
-        let wanted =
-            feasible_nodes_to_find(self.config.percentage_of_nodes_to_score, candidates.len());
+        let wanted = feasible_nodes_to_find(self.config.percentage_of_nodes_to_score, candidates.len());
         let detail = self.config.messages.untolerated_taint_detail;
         let mut processed = 0usize;
         for i in 0..candidates.len() {
@@ -311,9 +298,7 @@ impl Scheduler {
         } else {
             fit_error::preemption_message(
                 num_all_nodes,
-                node_statuses
-                    .iter()
-                    .map(|(name, s)| self.preemption_dry_run(pod, name, s)),
+                node_statuses.iter().map(|(name, s)| self.preemption_dry_run(pod, name, s)),
             )
         };
         SchedulingFailure::Unfit(Box::new(FitError {
@@ -355,8 +340,7 @@ impl Scheduler {
         }
         let recheck = match status.plugin {
             Plugin::NodeResourcesFit | Plugin::NodePorts => {
-                node_ports::filter(pod, &without_victims)
-                    .or_else(|| node_resources_fit::filter(pod, &without_victims))
+                node_ports::filter(pod, &without_victims).or_else(|| node_resources_fit::filter(pod, &without_victims))
             }
             _ => None,
         };
@@ -375,31 +359,19 @@ impl Scheduler {
             }
         };
         let cache = &self.cache;
-        let mut taints: Vec<i64> = feasible
-            .iter()
-            .map(|&s| taint_toleration::score(pod, cache.slot(s)))
-            .collect();
+        let mut taints: Vec<i64> = feasible.iter().map(|&s| taint_toleration::score(pod, cache.slot(s))).collect();
         default_normalize(&mut taints, true);
         add(&taints, weights::TAINT_TOLERATION);
         if !pod.preferred_node_terms.is_empty() {
-            let mut affinity: Vec<i64> = feasible
-                .iter()
-                .map(|&s| node_affinity::score(pod, cache.slot(s)))
-                .collect();
+            let mut affinity: Vec<i64> = feasible.iter().map(|&s| node_affinity::score(pod, cache.slot(s))).collect();
             default_normalize(&mut affinity, false);
             add(&affinity, weights::NODE_AFFINITY);
         }
         let strategy = self.config.scoring_strategy;
-        let fit: Vec<i64> = feasible
-            .iter()
-            .map(|&s| node_resources_fit::score(pod, cache.slot(s), strategy))
-            .collect();
+        let fit: Vec<i64> = feasible.iter().map(|&s| node_resources_fit::score(pod, cache.slot(s), strategy)).collect();
         add(&fit, weights::NODE_RESOURCES_FIT);
         if balanced_allocation::applies(pod) {
-            let balanced: Vec<i64> = feasible
-                .iter()
-                .map(|&s| balanced_allocation::score(pod, cache.slot(s)))
-                .collect();
+            let balanced: Vec<i64> = feasible.iter().map(|&s| balanced_allocation::score(pod, cache.slot(s))).collect();
             add(&balanced, weights::BALANCED_ALLOCATION);
         }
         let defaults = (self.config.system_default_spreading && pod.spread.is_empty())
@@ -411,21 +383,15 @@ impl Scheduler {
                     .map(pod_topology_spread::system_default_constraints)
             })
             .flatten();
-        if let Some(state) =
-            pod_topology_spread::pre_score(&mut self.cache, pod, feasible, defaults)
-        {
-            let mut spread: Vec<i64> = feasible
-                .iter()
-                .map(|&s| pod_topology_spread::score(&state, &self.cache, s))
-                .collect();
+        if let Some(state) = pod_topology_spread::pre_score(&mut self.cache, pod, feasible, defaults) {
+            let mut spread: Vec<i64> =
+                feasible.iter().map(|&s| pod_topology_spread::score(&state, &self.cache, s)).collect();
             pod_topology_spread::normalize(&state, feasible, &mut spread);
             add(&spread, weights::POD_TOPOLOGY_SPREAD);
         }
         if let Some(state) = inter_pod_affinity::pre_score(&mut self.cache, pod) {
-            let mut ipa: Vec<i64> = feasible
-                .iter()
-                .map(|&s| inter_pod_affinity::score(&state, self.cache.slot(s)))
-                .collect();
+            let mut ipa: Vec<i64> =
+                feasible.iter().map(|&s| inter_pod_affinity::score(&state, self.cache.slot(s))).collect();
             inter_pod_affinity::normalize(&mut ipa);
             add(&ipa, weights::INTER_POD_AFFINITY);
         }

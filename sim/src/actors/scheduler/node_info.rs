@@ -70,12 +70,7 @@ impl NodeInfo {
         self.non_zero_requested.add(&pod.requests_non_zero);
         *self.priorities.entry(pod.priority).or_insert(0) += 1;
         for p in &pod.host_ports {
-            *self
-                .used_ports
-                .entry((p.protocol.clone(), p.port))
-                .or_default()
-                .entry(p.ip.clone())
-                .or_insert(0) += 1;
+            *self.used_ports.entry((p.protocol.clone(), p.port)).or_default().entry(p.ip.clone()).or_insert(0) += 1;
         }
     }
 

@@ -21,11 +21,7 @@ impl PodKey {
     /// The key of a pod object.
     pub fn of(pod: &Pod) -> Self {
         PodKey {
-            namespace: pod
-                .metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".into()),
+            namespace: pod.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
             name: pod.metadata.name.clone().unwrap_or_default(),
         }
     }
@@ -48,19 +44,12 @@ pub struct NamespaceSet {
 impl NamespaceSet {
     /// Whether a namespace (with its labels) is covered.
     pub fn contains(&self, namespace: &str, namespace_labels: &Labels) -> bool {
-        self.names.contains(namespace)
-            || self
-                .selector
-                .as_ref()
-                .is_some_and(|s| s.matches(namespace_labels))
+        self.names.contains(namespace) || self.selector.as_ref().is_some_and(|s| s.matches(namespace_labels))
     }
 
     /// Only the given namespace.
     pub fn only(namespace: &str) -> Self {
-        NamespaceSet {
-            names: BTreeSet::from([namespace.to_string()]),
-            selector: None,
-        }
+        NamespaceSet { names: BTreeSet::from([namespace.to_string()]), selector: None }
     }
 }
 
@@ -87,17 +76,11 @@ impl AffinityTerm {
         } else {
             NamespaceSet {
                 names,
-                selector: term
-                    .namespace_selector
-                    .as_ref()
-                    .map(|s| PodSelector::from_label_selector(Some(s))),
+                selector: term.namespace_selector.as_ref().map(|s| PodSelector::from_label_selector(Some(s))),
             }
         };
         let mut selector = PodSelector::from_label_selector(term.label_selector.as_ref());
-        for (keys, matching) in [
-            (&term.match_label_keys, true),
-            (&term.mismatch_label_keys, false),
-        ] {
+        for (keys, matching) in [(&term.match_label_keys, true), (&term.mismatch_label_keys, false)] {
             for key in keys.iter().flatten() {
                 if let Some(value) = owner_labels.get(key) {
                     let values = BTreeSet::from([value.clone()]);
@@ -109,11 +92,7 @@ impl AffinityTerm {
                 }
             }
         }
-        AffinityTerm {
-            namespaces,
-            selector,
-            topology_key: term.topology_key.clone(),
-        }
+        AffinityTerm { namespaces, selector, topology_key: term.topology_key.clone() }
     }
 
     /// `AffinityTerm.Matches`: the pod is in a covered namespace and its labels match.
@@ -229,23 +208,18 @@ impl PodFacts {
         let pod_anti = affinity.and_then(|a| a.pod_anti_affinity.as_ref());
         let ns = key.namespace.clone();
         let compile = |terms: Option<&Vec<PodAffinityTerm>>| -> Vec<AffinityTerm> {
+            terms.into_iter().flatten().map(|t| AffinityTerm::compile(&ns, &labels, t)).collect()
+        };
+        let compile_weighted = |terms: Option<&Vec<k8s_openapi::api::core::v1::WeightedPodAffinityTerm>>| {
             terms
                 .into_iter()
                 .flatten()
-                .map(|t| AffinityTerm::compile(&ns, &labels, t))
-                .collect()
+                .map(|w| WeightedTerm {
+                    weight: i64::from(w.weight),
+                    term: AffinityTerm::compile(&ns, &labels, &w.pod_affinity_term),
+                })
+                .collect::<Vec<_>>()
         };
-        let compile_weighted =
-            |terms: Option<&Vec<k8s_openapi::api::core::v1::WeightedPodAffinityTerm>>| {
-                terms
-                    .into_iter()
-                    .flatten()
-                    .map(|w| WeightedTerm {
-                        weight: i64::from(w.weight),
-                        term: AffinityTerm::compile(&ns, &labels, &w.pod_affinity_term),
-                    })
-                    .collect::<Vec<_>>()
-            };
         let spread = spec
             .topology_spread_constraints
             .iter()
@@ -254,10 +228,8 @@ impl PodFacts {
                 let mut selector = PodSelector::from_label_selector(c.label_selector.as_ref());
                 for k in c.match_label_keys.iter().flatten() {
                     if let Some(v) = labels.get(k) {
-                        selector = selector.with_requirement(LabelRequirement::In(
-                            k.clone(),
-                            BTreeSet::from([v.clone()]),
-                        ));
+                        selector =
+                            selector.with_requirement(LabelRequirement::In(k.clone(), BTreeSet::from([v.clone()])));
                     }
                 }
                 let hard = c.when_unsatisfiable == "DoNotSchedule";
@@ -270,11 +242,7 @@ impl PodFacts {
                         WhenUnsatisfiable::ScheduleAnyway
                     },
                     selector,
-                    min_domains: if hard {
-                        i64::from(c.min_domains.unwrap_or(1))
-                    } else {
-                        1
-                    },
+                    min_domains: if hard { i64::from(c.min_domains.unwrap_or(1)) } else { 1 },
                     honor_node_affinity: c.node_affinity_policy.as_deref() != Some("Ignore"),
                     honor_node_taints: c.node_taints_policy.as_deref() == Some("Honor"),
                 }
@@ -286,11 +254,7 @@ impl PodFacts {
             .flat_map(|c| c.ports.iter().flatten())
             .filter(|p| p.host_port.unwrap_or(0) > 0)
             .map(|p| HostPort {
-                ip: p
-                    .host_ip
-                    .clone()
-                    .filter(|ip| !ip.is_empty())
-                    .unwrap_or_else(|| "0.0.0.0".into()),
+                ip: p.host_ip.clone().filter(|ip| !ip.is_empty()).unwrap_or_else(|| "0.0.0.0".into()),
                 protocol: p.protocol.clone().unwrap_or_else(|| "TCP".into()),
                 port: p.host_port.unwrap_or(0),
             })
@@ -302,45 +266,32 @@ impl PodFacts {
             node_name: spec.node_name.clone().filter(|n| !n.is_empty()),
             node_selector: spec.node_selector.clone().unwrap_or_default(),
             required_node_terms: node_affinity
-                .and_then(|n| {
-                    n.required_during_scheduling_ignored_during_execution
-                        .as_ref()
-                })
+                .and_then(|n| n.required_during_scheduling_ignored_during_execution.as_ref())
                 .map(|r| r.node_selector_terms.clone()),
             preferred_node_terms: node_affinity
-                .and_then(|n| {
-                    n.preferred_during_scheduling_ignored_during_execution
-                        .as_ref()
-                })
+                .and_then(|n| n.preferred_during_scheduling_ignored_during_execution.as_ref())
                 .into_iter()
                 .flatten()
                 .map(|p| (i64::from(p.weight), p.preference.clone()))
                 .collect(),
             tolerations: spec.tolerations.clone().unwrap_or_default(),
             host_ports,
-            required_affinity: compile(pod_affinity.and_then(|a| {
-                a.required_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })),
-            required_anti_affinity: compile(pod_anti.and_then(|a| {
-                a.required_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })),
-            preferred_affinity: compile_weighted(pod_affinity.and_then(|a| {
-                a.preferred_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })),
-            preferred_anti_affinity: compile_weighted(pod_anti.and_then(|a| {
-                a.preferred_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })),
+            required_affinity: compile(
+                pod_affinity.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()),
+            ),
+            required_anti_affinity: compile(
+                pod_anti.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()),
+            ),
+            preferred_affinity: compile_weighted(
+                pod_affinity.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref()),
+            ),
+            preferred_anti_affinity: compile_weighted(
+                pod_anti.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref()),
+            ),
             spread,
             terminating: pod.metadata.deletion_timestamp.is_some(),
             preemption_never: spec.preemption_policy.as_deref() == Some("Never"),
-            scheduling_gated: spec
-                .scheduling_gates
-                .as_ref()
-                .is_some_and(|g| !g.is_empty()),
+            scheduling_gated: spec.scheduling_gates.as_ref().is_some_and(|g| !g.is_empty()),
             controller_uid: pod
                 .metadata
                 .owner_references

@@ -70,15 +70,9 @@ impl ClusterEvent {
             NodeDeleted => matches!(plugin, PodTopologySpread),
             AssignedPodAdded => matches!(plugin, PodTopologySpread | InterPodAffinity),
             AssignedPodUpdated => {
-                matches!(
-                    plugin,
-                    PodTopologySpread | InterPodAffinity | NodeResourcesFit
-                )
+                matches!(plugin, PodTopologySpread | InterPodAffinity | NodeResourcesFit)
             }
-            AssignedPodDeleted => matches!(
-                plugin,
-                NodeResourcesFit | NodePorts | PodTopologySpread | InterPodAffinity
-            ),
+            AssignedPodDeleted => matches!(plugin, NodeResourcesFit | NodePorts | PodTopologySpread | InterPodAffinity),
         }
     }
 }
@@ -171,10 +165,7 @@ impl SchedulingQueue {
     /// A queue that never pops a pod before its backoff ends (kube-scheduler before 1.33, or
     /// with `SchedulerPopFromBackoffQ` off).
     pub fn with_strict_backoff(now: Duration) -> Self {
-        SchedulingQueue {
-            pop_from_backoff: false,
-            ..SchedulingQueue::new(now)
-        }
+        SchedulingQueue { pop_from_backoff: false, ..SchedulingQueue::new(now) }
     }
 
     fn active_key(key: &PodKey, e: &Entry) -> ActiveKey {
@@ -269,11 +260,7 @@ impl SchedulingQueue {
 
     fn retry_place(&self, key: &PodKey, now: Duration) -> Place {
         let e = &self.entries[key];
-        if e.backoff_until > now {
-            Place::Backoff
-        } else {
-            Place::Active
-        }
+        if e.backoff_until > now { Place::Backoff } else { Place::Active }
     }
 
     fn flush_deadline(&self, since: Duration) -> Duration {
@@ -298,9 +285,7 @@ impl SchedulingQueue {
         let stale: Vec<PodKey> = self
             .entries
             .iter()
-            .filter(|(_, e)| {
-                e.place == Place::Unschedulable && self.flush_deadline(e.unschedulable_since) <= now
-            })
+            .filter(|(_, e)| e.place == Place::Unschedulable && self.flush_deadline(e.unschedulable_since) <= now)
             .map(|(k, _)| k.clone())
             .collect();
         for key in stale {
@@ -328,11 +313,7 @@ impl SchedulingQueue {
         let Some(e) = self.entries.get_mut(key) else {
             return;
         };
-        debug_assert_eq!(
-            e.place,
-            Place::InFlight,
-            "done() on a pod that was not popped"
-        );
+        debug_assert_eq!(e.place, Place::InFlight, "done() on a pod that was not popped");
         match outcome {
             Outcome::Scheduled => {
                 self.entries.remove(key);
@@ -354,11 +335,7 @@ impl SchedulingQueue {
                     .iter()
                     .any(|ev| rejectors.is_empty() || rejectors.iter().any(|p| ev.may_help(*p)));
                 e.rejectors = rejectors;
-                let place = if helped {
-                    self.retry_place(key, now)
-                } else {
-                    Place::Unschedulable
-                };
+                let place = if helped { self.retry_place(key, now) } else { Place::Unschedulable };
                 self.put(key, place);
             }
         }
@@ -373,9 +350,7 @@ impl SchedulingQueue {
                 Place::InFlight => {
                     e.events_in_flight.insert(event);
                 }
-                Place::Unschedulable
-                    if e.rejectors.is_empty() || e.rejectors.iter().any(|p| event.may_help(*p)) =>
-                {
+                Place::Unschedulable if e.rejectors.is_empty() || e.rejectors.iter().any(|p| event.may_help(*p)) => {
                     moved.push(key.clone());
                 }
                 _ => {}
@@ -420,9 +395,7 @@ impl SchedulingQueue {
 
     /// Whether the pod is waiting in the unschedulable set.
     pub fn is_unschedulable(&self, key: &PodKey) -> bool {
-        self.entries
-            .get(key)
-            .is_some_and(|e| e.place == Place::Unschedulable)
+        self.entries.get(key).is_some_and(|e| e.place == Place::Unschedulable)
     }
 }
 
@@ -431,10 +404,7 @@ mod tests {
     use super::*;
 
     fn key(name: &str) -> PodKey {
-        PodKey {
-            namespace: "default".into(),
-            name: name.into(),
-        }
+        PodKey { namespace: "default".into(), name: name.into() }
     }
 
     fn secs(s: u64) -> Duration {
@@ -465,11 +435,7 @@ mod tests {
         let mut q = SchedulingQueue::with_strict_backoff(secs(0));
         q.add(key("p"), 0, false, secs(0));
         let p = q.pop(secs(0)).unwrap();
-        q.done(
-            &p,
-            Outcome::Unschedulable(BTreeSet::from([Plugin::NodeResourcesFit])),
-            secs(0),
-        );
+        q.done(&p, Outcome::Unschedulable(BTreeSet::from([Plugin::NodeResourcesFit])), secs(0));
         assert!(q.is_unschedulable(&p));
         // Irrelevant event: stays.
         q.on_cluster_event(ClusterEvent::AssignedPodAdded, secs(0));
@@ -491,11 +457,7 @@ mod tests {
         let mut q = SchedulingQueue::new(secs(0));
         q.add(key("p"), 0, false, secs(10));
         let p = q.pop(secs(10)).unwrap();
-        q.done(
-            &p,
-            Outcome::Unschedulable(BTreeSet::from([Plugin::NodeAffinity])),
-            secs(10),
-        );
+        q.done(&p, Outcome::Unschedulable(BTreeSet::from([Plugin::NodeAffinity])), secs(10));
         // 10 s + 300 s = 310 s, next 30 s tick is 330 s.
         assert_eq!(q.next_deadline(), Some(secs(330)));
         assert_eq!(q.pop(secs(329)), None);
@@ -508,11 +470,7 @@ mod tests {
         q.add(key("p"), 0, false, secs(0));
         let p = q.pop(secs(0)).unwrap();
         q.on_cluster_event(ClusterEvent::AssignedPodDeleted, secs(0));
-        q.done(
-            &p,
-            Outcome::Unschedulable(BTreeSet::from([Plugin::NodeResourcesFit])),
-            secs(0),
-        );
+        q.done(&p, Outcome::Unschedulable(BTreeSet::from([Plugin::NodeResourcesFit])), secs(0));
         assert!(!q.is_unschedulable(&p), "moved straight to backoff");
         assert_eq!(q.pop(secs(1)), Some(p));
     }
@@ -523,11 +481,7 @@ mod tests {
         q.add(key("p"), 0, false, secs(0));
         let p = q.pop(secs(0)).unwrap();
         q.done(&p, Outcome::Unschedulable(BTreeSet::new()), secs(0));
-        assert_eq!(
-            q.pop(secs(0)),
-            None,
-            "unschedulable pods are not popped early"
-        );
+        assert_eq!(q.pop(secs(0)), None, "unschedulable pods are not popped early");
         q.on_cluster_event(ClusterEvent::NodeAdded, secs(0));
         assert!(q.has_active());
         assert_eq!(q.pop(Duration::from_millis(100)), Some(p.clone()));

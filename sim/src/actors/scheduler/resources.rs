@@ -52,19 +52,14 @@ impl Resources {
             "pods" => self.pods = quantity::value(q).unwrap_or(0),
             "storage" => {}
             other => {
-                self.scalar
-                    .insert(other.to_string(), quantity::value(q).unwrap_or(0));
+                self.scalar.insert(other.to_string(), quantity::value(q).unwrap_or(0));
             }
         }
     }
 
     /// A node's allocatable resources (`status.allocatable`).
     pub fn allocatable_of(node: &Node) -> Self {
-        node.status
-            .as_ref()
-            .and_then(|s| s.allocatable.as_ref())
-            .map(Self::from_map)
-            .unwrap_or_default()
+        node.status.as_ref().and_then(|s| s.allocatable.as_ref()).map(Self::from_map).unwrap_or_default()
     }
 
     /// Adds `other` into `self`, resource by resource.
@@ -107,10 +102,7 @@ impl Resources {
 
     /// True when nothing at all is requested (a BestEffort-like request).
     pub fn is_zero(&self) -> bool {
-        self.milli_cpu == 0
-            && self.memory == 0
-            && self.ephemeral_storage == 0
-            && self.scalar.values().all(|v| *v == 0)
+        self.milli_cpu == 0 && self.memory == 0 && self.ephemeral_storage == 0 && self.scalar.values().all(|v| *v == 0)
     }
 }
 
@@ -204,10 +196,7 @@ mod tests {
         }
         Container {
             name: "c".into(),
-            resources: Some(ResourceRequirements {
-                requests: Some(requests),
-                ..Default::default()
-            }),
+            resources: Some(ResourceRequirements { requests: Some(requests), ..Default::default() }),
             restart_policy: sidecar.then(|| "Always".to_string()),
             ..Default::default()
         }
@@ -215,11 +204,7 @@ mod tests {
 
     fn pod(containers: Vec<Container>, init: Vec<Container>) -> Pod {
         Pod {
-            spec: Some(PodSpec {
-                containers,
-                init_containers: Some(init),
-                ..Default::default()
-            }),
+            spec: Some(PodSpec { containers, init_containers: Some(init), ..Default::default() }),
             ..Default::default()
         }
     }
@@ -227,10 +212,7 @@ mod tests {
     #[test]
     fn requests_are_max_of_container_sum_and_largest_init_container() {
         let p = pod(
-            vec![
-                container(Some("100m"), Some("1Gi"), false),
-                container(Some("200m"), None, false),
-            ],
+            vec![container(Some("100m"), Some("1Gi"), false), container(Some("200m"), None, false)],
             vec![container(Some("1"), Some("100Mi"), false)],
         );
         let r = pod_requests(&p);
@@ -242,10 +224,7 @@ mod tests {
     fn sidecars_add_to_the_sum_and_to_later_init_containers() {
         let p = pod(
             vec![container(Some("100m"), None, false)],
-            vec![
-                container(Some("50m"), None, true),
-                container(Some("500m"), None, false),
-            ],
+            vec![container(Some("50m"), None, true), container(Some("500m"), None, false)],
         );
         // containers 100 + sidecar 50 = 150; init 500 + sidecar 50 = 550.
         assert_eq!(pod_requests(&p).milli_cpu, 550);
@@ -254,27 +233,15 @@ mod tests {
     #[test]
     fn overhead_is_added_on_top() {
         let mut p = pod(vec![container(Some("100m"), Some("10Mi"), false)], vec![]);
-        p.spec.as_mut().unwrap().overhead = Some(BTreeMap::from([(
-            "cpu".to_string(),
-            Quantity("250m".into()),
-        )]));
+        p.spec.as_mut().unwrap().overhead = Some(BTreeMap::from([("cpu".to_string(), Quantity("250m".into()))]));
         assert_eq!(pod_requests(&p).milli_cpu, 350);
     }
 
     #[test]
     fn non_zero_requests_fill_missing_cpu_and_memory() {
-        let p = pod(
-            vec![
-                container(None, None, false),
-                container(Some("0"), None, false),
-            ],
-            vec![],
-        );
+        let p = pod(vec![container(None, None, false), container(Some("0"), None, false)], vec![]);
         let r = pod_requests_non_zero(&p);
-        assert_eq!(
-            r.milli_cpu, DEFAULT_MILLI_CPU_REQUEST,
-            "explicit zero stays zero"
-        );
+        assert_eq!(r.milli_cpu, DEFAULT_MILLI_CPU_REQUEST, "explicit zero stays zero");
         assert_eq!(r.memory, 2 * DEFAULT_MEMORY_REQUEST);
         assert!(pod_requests(&p).is_zero());
     }

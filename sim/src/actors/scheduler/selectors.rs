@@ -62,9 +62,7 @@ impl PodSelector {
                 "In" if !values.is_empty() => LabelRequirement::In(e.key.clone(), values),
                 "NotIn" if !values.is_empty() => LabelRequirement::NotIn(e.key.clone(), values),
                 "Exists" if values.is_empty() => LabelRequirement::Exists(e.key.clone()),
-                "DoesNotExist" if values.is_empty() => {
-                    LabelRequirement::DoesNotExist(e.key.clone())
-                }
+                "DoesNotExist" if values.is_empty() => LabelRequirement::DoesNotExist(e.key.clone()),
                 _ => return PodSelector::Nothing,
             };
             reqs.push(req);
@@ -91,9 +89,7 @@ impl PodSelector {
             return None;
         };
         reqs.iter().find_map(|r| match r {
-            LabelRequirement::In(k, vs) if vs.len() == 1 => {
-                vs.first().map(|v| (k.as_str(), v.as_str()))
-            }
+            LabelRequirement::In(k, vs) if vs.len() == 1 => vs.first().map(|v| (k.as_str(), v.as_str())),
             _ => None,
         })
     }
@@ -124,11 +120,7 @@ fn node_requirement_matches(req: &NodeSelectorRequirement, value: Option<&str>) 
             let (Ok(bound), Ok(v)) = (bound.parse::<i64>(), v.parse::<i64>()) else {
                 return false;
             };
-            if req.operator == "Gt" {
-                v > bound
-            } else {
-                v < bound
-            }
+            if req.operator == "Gt" { v > bound } else { v < bound }
         }
         _ => false,
     }
@@ -136,19 +128,13 @@ fn node_requirement_matches(req: &NodeSelectorRequirement, value: Option<&str>) 
 
 /// One node selector term: every expression and field requirement must hold; a term with
 /// neither matches no node (component-helpers `nodeSelectorTerm`).
-pub fn node_selector_term_matches(
-    term: &NodeSelectorTerm,
-    node_name: &str,
-    labels: &Labels,
-) -> bool {
+pub fn node_selector_term_matches(term: &NodeSelectorTerm, node_name: &str, labels: &Labels) -> bool {
     let expressions = term.match_expressions.as_deref().unwrap_or_default();
     let fields = term.match_fields.as_deref().unwrap_or_default();
     if expressions.is_empty() && fields.is_empty() {
         return false;
     }
-    expressions
-        .iter()
-        .all(|r| node_requirement_matches(r, labels.get(&r.key).map(String::as_str)))
+    expressions.iter().all(|r| node_requirement_matches(r, labels.get(&r.key).map(String::as_str)))
         && fields.iter().all(|r| {
             r.key == NODE_NAME_FIELD
                 && matches!(r.operator.as_str(), "In" | "NotIn")
@@ -157,14 +143,8 @@ pub fn node_selector_term_matches(
 }
 
 /// Terms are ORed: the node matches when any term does.
-pub fn node_selector_terms_match(
-    terms: &[NodeSelectorTerm],
-    node_name: &str,
-    labels: &Labels,
-) -> bool {
-    terms
-        .iter()
-        .any(|t| node_selector_term_matches(t, node_name, labels))
+pub fn node_selector_terms_match(terms: &[NodeSelectorTerm], node_name: &str, labels: &Labels) -> bool {
+    terms.iter().any(|t| node_selector_term_matches(t, node_name, labels))
 }
 
 /// `Toleration.ToleratesTaint`: empty effect or key are wildcards; operator Exists ignores the
@@ -183,9 +163,7 @@ pub fn toleration_tolerates(toleration: &Toleration, taint: &Taint) -> bool {
         return false;
     }
     match toleration.operator.as_deref().unwrap_or("") {
-        "" | "Equal" => {
-            toleration.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
-        }
+        "" | "Equal" => toleration.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or(""),
         "Exists" => true,
         _ => false,
     }
@@ -202,10 +180,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
 
     fn labels(pairs: &[(&str, &str)]) -> Labels {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     fn req(key: &str, op: &str, values: &[&str]) -> NodeSelectorRequirement {
@@ -233,11 +208,7 @@ mod tests {
                     operator: "NotIn".into(),
                     values: Some(vec!["db".into()]),
                 },
-                LabelSelectorRequirement {
-                    key: "canary".into(),
-                    operator: "DoesNotExist".into(),
-                    values: None,
-                },
+                LabelSelectorRequirement { key: "canary".into(), operator: "DoesNotExist".into(), values: None },
             ]),
         };
         let s = PodSelector::from_label_selector(Some(&sel));
@@ -253,10 +224,7 @@ mod tests {
         let l = labels(&[("zone", "a"), ("cores", "8")]);
         let ok = |r: NodeSelectorRequirement| {
             node_selector_term_matches(
-                &NodeSelectorTerm {
-                    match_expressions: Some(vec![r]),
-                    match_fields: None,
-                },
+                &NodeSelectorTerm { match_expressions: Some(vec![r]), match_fields: None },
                 "n1",
                 &l,
             )
@@ -270,64 +238,33 @@ mod tests {
         assert!(ok(req("cores", "Gt", &["4"])));
         assert!(!ok(req("cores", "Gt", &["8"])));
         assert!(ok(req("cores", "Lt", &["9"])));
-        assert!(
-            !ok(req("zone", "Lt", &["9"])),
-            "non-integer label never matches Gt/Lt"
-        );
+        assert!(!ok(req("zone", "Lt", &["9"])), "non-integer label never matches Gt/Lt");
         assert!(!ok(req("missing", "Gt", &["1"])));
     }
 
     #[test]
     fn match_fields_select_by_node_name_and_empty_terms_match_nothing() {
-        let term = NodeSelectorTerm {
-            match_expressions: None,
-            match_fields: Some(vec![req(NODE_NAME_FIELD, "In", &["n1"])]),
-        };
+        let term =
+            NodeSelectorTerm { match_expressions: None, match_fields: Some(vec![req(NODE_NAME_FIELD, "In", &["n1"])]) };
         assert!(node_selector_term_matches(&term, "n1", &Labels::new()));
         assert!(!node_selector_term_matches(&term, "n2", &Labels::new()));
-        assert!(!node_selector_term_matches(
-            &NodeSelectorTerm::default(),
-            "n1",
-            &Labels::new()
-        ));
+        assert!(!node_selector_term_matches(&NodeSelectorTerm::default(), "n1", &Labels::new()));
     }
 
     #[test]
     fn tolerations_match_by_key_value_and_effect() {
-        let taint = Taint {
-            key: "k".into(),
-            value: Some("v".into()),
-            effect: "NoSchedule".into(),
-            time_added: None,
+        let taint = Taint { key: "k".into(), value: Some("v".into()), effect: "NoSchedule".into(), time_added: None };
+        let t = |key: Option<&str>, op: Option<&str>, value: Option<&str>, effect: Option<&str>| Toleration {
+            key: key.map(Into::into),
+            operator: op.map(Into::into),
+            value: value.map(Into::into),
+            effect: effect.map(Into::into),
+            toleration_seconds: None,
         };
-        let t = |key: Option<&str>, op: Option<&str>, value: Option<&str>, effect: Option<&str>| {
-            Toleration {
-                key: key.map(Into::into),
-                operator: op.map(Into::into),
-                value: value.map(Into::into),
-                effect: effect.map(Into::into),
-                toleration_seconds: None,
-            }
-        };
-        assert!(toleration_tolerates(
-            &t(Some("k"), None, Some("v"), None),
-            &taint
-        ));
-        assert!(!toleration_tolerates(
-            &t(Some("k"), None, Some("w"), None),
-            &taint
-        ));
-        assert!(toleration_tolerates(
-            &t(Some("k"), Some("Exists"), None, Some("NoSchedule")),
-            &taint
-        ));
-        assert!(!toleration_tolerates(
-            &t(Some("k"), Some("Exists"), None, Some("NoExecute")),
-            &taint
-        ));
-        assert!(toleration_tolerates(
-            &t(None, Some("Exists"), None, None),
-            &taint
-        ));
+        assert!(toleration_tolerates(&t(Some("k"), None, Some("v"), None), &taint));
+        assert!(!toleration_tolerates(&t(Some("k"), None, Some("w"), None), &taint));
+        assert!(toleration_tolerates(&t(Some("k"), Some("Exists"), None, Some("NoSchedule")), &taint));
+        assert!(!toleration_tolerates(&t(Some("k"), Some("Exists"), None, Some("NoExecute")), &taint));
+        assert!(toleration_tolerates(&t(None, Some("Exists"), None, None), &taint));
     }
 }

@@ -4,10 +4,9 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Affinity, Container, ContainerPort, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement,
-    NodeSelectorTerm, NodeSpec, NodeStatus, Pod, PodAffinity, PodAffinityTerm, PodAntiAffinity,
-    PodSpec, PreferredSchedulingTerm, ResourceRequirements, Taint, Toleration,
-    TopologySpreadConstraint,
+    Affinity, Container, ContainerPort, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
+    NodeSpec, NodeStatus, Pod, PodAffinity, PodAffinityTerm, PodAntiAffinity, PodSpec, PreferredSchedulingTerm,
+    ResourceRequirements, Taint, Toleration, TopologySpreadConstraint,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -27,10 +26,7 @@ fn node(name: &str, zone: &str, cpu: &str, memory: &str, pods: &str) -> Node {
     Node {
         metadata: ObjectMeta {
             name: Some(name.into()),
-            labels: Some(BTreeMap::from([
-                (ZONE.to_string(), zone.to_string()),
-                (HOST.to_string(), name.to_string()),
-            ])),
+            labels: Some(BTreeMap::from([(ZONE.to_string(), zone.to_string()), (HOST.to_string(), name.to_string())])),
             ..Default::default()
         },
         spec: Some(NodeSpec::default()),
@@ -56,19 +52,12 @@ fn taint(key: &str, value: &str, effect: &str) -> Taint {
 }
 
 fn with_taint(mut n: Node, t: Taint) -> Node {
-    n.spec
-        .get_or_insert_with(Default::default)
-        .taints
-        .get_or_insert_with(Vec::new)
-        .push(t);
+    n.spec.get_or_insert_with(Default::default).taints.get_or_insert_with(Vec::new).push(t);
     n
 }
 
 fn with_label(mut n: Node, k: &str, v: &str) -> Node {
-    n.metadata
-        .labels
-        .get_or_insert_with(BTreeMap::new)
-        .insert(k.into(), v.into());
+    n.metadata.labels.get_or_insert_with(BTreeMap::new).insert(k.into(), v.into());
     n
 }
 
@@ -84,10 +73,7 @@ fn pod(name: &str, cpu: &str, memory: &str) -> Pod {
             containers: vec![Container {
                 name: "c".into(),
                 resources: Some(ResourceRequirements {
-                    requests: Some(BTreeMap::from([
-                        ("cpu".to_string(), q(cpu)),
-                        ("memory".to_string(), q(memory)),
-                    ])),
+                    requests: Some(BTreeMap::from([("cpu".to_string(), q(cpu)), ("memory".to_string(), q(memory))])),
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -136,10 +122,7 @@ fn place(s: &mut Scheduler, p: &Pod, r: &mut ChaCha8Rng) -> Result<String, Strin
 
 #[test]
 fn pod_larger_than_any_node_is_unresolvable_insufficient_cpu() {
-    let mut s = scheduler(&[
-        node("a", "z1", "2", "4Gi", "10"),
-        node("b", "z1", "2", "4Gi", "10"),
-    ]);
+    let mut s = scheduler(&[node("a", "z1", "2", "4Gi", "10"), node("b", "z1", "2", "4Gi", "10")]);
     let err = place(&mut s, &pod("p", "3", "1Gi"), &mut rng()).unwrap_err();
     assert_eq!(
         err,
@@ -169,14 +152,9 @@ fn preemption_dry_run_reports_what_still_fails_without_lower_priority_pods() {
         spec(&mut p).node_name = Some(node.into());
         p
     };
-    let mut s = scheduler(&[
-        node("a", "z1", "2", "4Gi", "10"),
-        node("b", "z1", "2", "4Gi", "10"),
-    ]);
-    s.cache_mut()
-        .upsert_pod(&bound("low", "500m", "3Gi", -10, "a"));
-    s.cache_mut()
-        .upsert_pod(&bound("filler", "1500m", "3Gi", 100, "b"));
+    let mut s = scheduler(&[node("a", "z1", "2", "4Gi", "10"), node("b", "z1", "2", "4Gi", "10")]);
+    s.cache_mut().upsert_pod(&bound("low", "500m", "3Gi", -10, "a"));
+    s.cache_mut().upsert_pod(&bound("filler", "1500m", "3Gi", 100, "b"));
     let mut r = rng();
     // On `a`, evicting `low` would make room: real kube-scheduler would preempt there.
     let mut high = pod("high", "1800m", "3500Mi");
@@ -196,8 +174,7 @@ fn preemption_dry_run_reports_what_still_fails_without_lower_priority_pods() {
     }
     // With a higher-priority pod also on `a`, evicting `low` is not enough: the dry run reports
     // what still fails.
-    s.cache_mut()
-        .upsert_pod(&bound("mid", "300m", "500Mi", 100, "a"));
+    s.cache_mut().upsert_pod(&bound("mid", "300m", "500Mi", 100, "a"));
     match s.schedule(&high, &mut r) {
         Err(SchedulingFailure::Unfit(e)) => {
             assert!(!e.preemption_might_help);
@@ -220,23 +197,14 @@ fn pod_count_limit_says_too_many_pods() {
     place(&mut s, &pod("p1", "10m", "1Mi"), &mut r).unwrap();
     place(&mut s, &pod("p2", "10m", "1Mi"), &mut r).unwrap();
     let err = place(&mut s, &pod("p3", "10m", "1Mi"), &mut r).unwrap_err();
-    assert!(
-        err.starts_with("0/1 nodes are available: 1 Too many pods."),
-        "{err}"
-    );
+    assert!(err.starts_with("0/1 nodes are available: 1 Too many pods."), "{err}");
 }
 
 #[test]
 fn extended_resources_must_be_allocatable() {
     let gpu_node = {
         let mut n = node("gpu", "z1", "8", "8Gi", "10");
-        n.status
-            .as_mut()
-            .unwrap()
-            .allocatable
-            .as_mut()
-            .unwrap()
-            .insert("nvidia.com/gpu".into(), q("1"));
+        n.status.as_mut().unwrap().allocatable.as_mut().unwrap().insert("nvidia.com/gpu".into(), q("1"));
         n
     };
     let mut s = scheduler(&[node("cpu", "z1", "8", "8Gi", "10"), gpu_node]);
@@ -254,10 +222,7 @@ fn extended_resources_must_be_allocatable() {
     let mut p2 = p.clone();
     p2.metadata.name = Some("p2".into());
     let err = place(&mut s, &p2, &mut r).unwrap_err();
-    assert!(
-        err.starts_with("0/2 nodes are available: 2 Insufficient nvidia.com/gpu."),
-        "{err}"
-    );
+    assert!(err.starts_with("0/2 nodes are available: 2 Insufficient nvidia.com/gpu."), "{err}");
 }
 
 // ---------- NodeUnschedulable, NodeName ----------
@@ -269,10 +234,7 @@ fn cordoned_nodes_take_only_pods_tolerating_unschedulable() {
     let mut s = scheduler(&[cordoned]);
     let mut r = rng();
     let err = place(&mut s, &pod("p", "1", "1Gi"), &mut r).unwrap_err();
-    assert!(
-        err.starts_with("0/1 nodes are available: 1 node(s) were unschedulable."),
-        "{err}"
-    );
+    assert!(err.starts_with("0/1 nodes are available: 1 node(s) were unschedulable."), "{err}");
     let mut tolerant = pod("t", "1", "1Gi");
     spec(&mut tolerant).tolerations = Some(vec![Toleration {
         key: Some("node.kubernetes.io/unschedulable".into()),
@@ -303,14 +265,8 @@ fn node_name_filter_rejects_other_nodes() {
 fn brief_example_message_with_unregistered_taints() {
     let mut s = scheduler(&[
         node("a", "z1", "1", "4Gi", "10"),
-        with_taint(
-            node("b", "z1", "8", "8Gi", "10"),
-            taint("karpenter.sh/unregistered", "", "NoExecute"),
-        ),
-        with_taint(
-            node("c", "z1", "8", "8Gi", "10"),
-            taint("karpenter.sh/unregistered", "", "NoExecute"),
-        ),
+        with_taint(node("b", "z1", "8", "8Gi", "10"), taint("karpenter.sh/unregistered", "", "NoExecute")),
+        with_taint(node("c", "z1", "8", "8Gi", "10"), taint("karpenter.sh/unregistered", "", "NoExecute")),
     ]);
     let err = place(&mut s, &pod("p", "2", "1Gi"), &mut rng()).unwrap_err();
     assert_eq!(
@@ -324,22 +280,12 @@ fn brief_example_message_with_unregistered_taints() {
 #[test]
 fn not_ready_and_uninitialized_nodes_are_skipped_through_their_taints() {
     let mut s = scheduler(&[
-        with_taint(
-            node("nr", "z1", "8", "8Gi", "10"),
-            taint("node.kubernetes.io/not-ready", "", "NoSchedule"),
-        ),
+        with_taint(node("nr", "z1", "8", "8Gi", "10"), taint("node.kubernetes.io/not-ready", "", "NoSchedule")),
         with_taint(
             node("un", "z1", "8", "8Gi", "10"),
-            taint(
-                "node.cloudprovider.kubernetes.io/uninitialized",
-                "true",
-                "NoSchedule",
-            ),
+            taint("node.cloudprovider.kubernetes.io/uninitialized", "true", "NoSchedule"),
         ),
-        with_taint(
-            node("ur", "z1", "8", "8Gi", "10"),
-            taint("node.kubernetes.io/unreachable", "", "NoExecute"),
-        ),
+        with_taint(node("ur", "z1", "8", "8Gi", "10"), taint("node.kubernetes.io/unreachable", "", "NoExecute")),
     ]);
     let err = place(&mut s, &pod("p", "1", "1Gi"), &mut rng()).unwrap_err();
     assert_eq!(
@@ -354,14 +300,9 @@ fn not_ready_and_uninitialized_nodes_are_skipped_through_their_taints() {
 
 #[test]
 fn kube_1_35_wording_hides_taints_and_adds_dra_message() {
-    let mut s = Scheduler::new(SchedulerConfig {
-        messages: FitMessageStyle::kube_1_35(),
-        ..SchedulerConfig::default()
-    });
-    s.cache_mut().upsert_node(&with_taint(
-        node("a", "z1", "8", "8Gi", "10"),
-        taint("k", "v", "NoSchedule"),
-    ));
+    let mut s =
+        Scheduler::new(SchedulerConfig { messages: FitMessageStyle::kube_1_35(), ..SchedulerConfig::default() });
+    s.cache_mut().upsert_node(&with_taint(node("a", "z1", "8", "8Gi", "10"), taint("k", "v", "NoSchedule")));
     let err = place(&mut s, &pod("p", "1", "1Gi"), &mut rng()).unwrap_err();
     assert_eq!(
         err,
@@ -373,23 +314,14 @@ fn kube_1_35_wording_hides_taints_and_adds_dra_message() {
 #[test]
 fn tolerated_taints_pass_and_prefer_no_schedule_only_scores() {
     let mut s = scheduler(&[
-        with_taint(
-            node("soft", "z1", "8", "8Gi", "10"),
-            taint("k", "v", "PreferNoSchedule"),
-        ),
-        with_taint(
-            node("hard", "z1", "8", "8Gi", "10"),
-            taint("k", "v", "NoSchedule"),
-        ),
+        with_taint(node("soft", "z1", "8", "8Gi", "10"), taint("k", "v", "PreferNoSchedule")),
+        with_taint(node("hard", "z1", "8", "8Gi", "10"), taint("k", "v", "NoSchedule")),
         node("clean", "z1", "8", "8Gi", "10"),
     ]);
     let mut r = rng();
     // Without tolerations: `clean` beats `soft` on the TaintToleration score.
     for i in 0..5 {
-        assert_eq!(
-            place(&mut s, &pod(&format!("p{i}"), "10m", "1Mi"), &mut r),
-            Ok("clean".to_string())
-        );
+        assert_eq!(place(&mut s, &pod(&format!("p{i}"), "10m", "1Mi"), &mut r), Ok("clean".to_string()));
     }
     let mut tolerant = pod("t", "10m", "1Mi");
     spec(&mut tolerant).tolerations = Some(vec![Toleration {
@@ -407,9 +339,7 @@ fn tolerated_taints_pass_and_prefer_no_schedule_only_scores() {
 fn require(p: &mut Pod, terms: Vec<NodeSelectorTerm>) {
     spec(p).affinity = Some(Affinity {
         node_affinity: Some(NodeAffinity {
-            required_during_scheduling_ignored_during_execution: Some(NodeSelector {
-                node_selector_terms: terms,
-            }),
+            required_during_scheduling_ignored_during_execution: Some(NodeSelector { node_selector_terms: terms }),
             preferred_during_scheduling_ignored_during_execution: None,
         }),
         ..Default::default()
@@ -434,10 +364,7 @@ fn node_selector_and_required_affinity_filter_nodes() {
     let mut p = pod("p", "1", "1Gi");
     require(
         &mut p,
-        vec![NodeSelectorTerm {
-            match_expressions: Some(vec![expr("cores", "Gt", &["4"])]),
-            match_fields: None,
-        }],
+        vec![NodeSelectorTerm { match_expressions: Some(vec![expr("cores", "Gt", &["4"])]), match_fields: None }],
     );
     assert_eq!(place(&mut s, &p, &mut r), Ok("big".to_string()));
     let mut p2 = pod("p2", "1", "1Gi");
@@ -478,10 +405,7 @@ fn match_fields_on_node_name_narrow_candidates_in_prefilter() {
         &mut conflict,
         vec![NodeSelectorTerm {
             match_expressions: None,
-            match_fields: Some(vec![
-                expr("metadata.name", "In", &["a"]),
-                expr("metadata.name", "In", &["b"]),
-            ]),
+            match_fields: Some(vec![expr("metadata.name", "In", &["a"]), expr("metadata.name", "In", &["b"])]),
         }],
     );
     let err = place(&mut s, &conflict, &mut r).unwrap_err();
@@ -494,23 +418,19 @@ fn match_fields_on_node_name_narrow_candidates_in_prefilter() {
 
 #[test]
 fn preferred_node_affinity_wins_the_score() {
-    let mut s = scheduler(&[
-        node("a", "z1", "8", "8Gi", "10"),
-        with_label(node("b", "z2", "8", "8Gi", "10"), "fast", "yes"),
-    ]);
+    let mut s =
+        scheduler(&[node("a", "z1", "8", "8Gi", "10"), with_label(node("b", "z2", "8", "8Gi", "10"), "fast", "yes")]);
     let mut p = pod("p", "1", "1Gi");
     spec(&mut p).affinity = Some(Affinity {
         node_affinity: Some(NodeAffinity {
             required_during_scheduling_ignored_during_execution: None,
-            preferred_during_scheduling_ignored_during_execution: Some(vec![
-                PreferredSchedulingTerm {
-                    weight: 50,
-                    preference: NodeSelectorTerm {
-                        match_expressions: Some(vec![expr("fast", "Exists", &[])]),
-                        match_fields: None,
-                    },
+            preferred_during_scheduling_ignored_during_execution: Some(vec![PreferredSchedulingTerm {
+                weight: 50,
+                preference: NodeSelectorTerm {
+                    match_expressions: Some(vec![expr("fast", "Exists", &[])]),
+                    match_fields: None,
                 },
-            ]),
+            }]),
         }),
         ..Default::default()
     });
@@ -525,11 +445,8 @@ fn host_ports_conflict() {
     let mut r = rng();
     let with_port = |name: &str| {
         let mut p = pod(name, "10m", "1Mi");
-        spec(&mut p).containers[0].ports = Some(vec![ContainerPort {
-            container_port: 80,
-            host_port: Some(8080),
-            ..Default::default()
-        }]);
+        spec(&mut p).containers[0].ports =
+            Some(vec![ContainerPort { container_port: 80, host_port: Some(8080), ..Default::default() }]);
         p
     };
     place(&mut s, &with_port("p1"), &mut r).unwrap();
@@ -544,30 +461,24 @@ fn host_ports_conflict() {
 // ---------- PodTopologySpread ----------
 
 fn spread(p: &mut Pod, key: &str, max_skew: i32, when: &str, min_domains: Option<i32>) {
-    spec(p)
-        .topology_spread_constraints
-        .get_or_insert_with(Vec::new)
-        .push(TopologySpreadConstraint {
-            max_skew,
-            topology_key: key.into(),
-            when_unsatisfiable: when.into(),
-            label_selector: Some(selector("web")),
-            min_domains,
-            ..Default::default()
-        });
+    spec(p).topology_spread_constraints.get_or_insert_with(Vec::new).push(TopologySpreadConstraint {
+        max_skew,
+        topology_key: key.into(),
+        when_unsatisfiable: when.into(),
+        label_selector: Some(selector("web")),
+        min_domains,
+        ..Default::default()
+    });
 }
 
 fn three_zones() -> Vec<Node> {
-    (0..6)
-        .map(|i| node(&format!("n{i}"), &format!("z{}", i % 3), "8", "16Gi", "50"))
-        .collect()
+    (0..6).map(|i| node(&format!("n{i}"), &format!("z{}", i % 3), "8", "16Gi", "50")).collect()
 }
 
 fn zone_counts(s: &Scheduler, placed: &[String]) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
     for n in placed {
-        *out.entry(s.cache().node(n).unwrap().labels[ZONE].clone())
-            .or_insert(0) += 1;
+        *out.entry(s.cache().node(n).unwrap().labels[ZONE].clone()).or_insert(0) += 1;
     }
     out
 }
@@ -582,20 +493,13 @@ fn hard_zone_spread_lands_evenly_across_three_zones() {
         spread(&mut p, ZONE, 1, "DoNotSchedule", None);
         placed.push(place(&mut s, &p, &mut r).unwrap());
     }
-    assert!(
-        zone_counts(&s, &placed).values().all(|&c| c == 3),
-        "{:?}",
-        zone_counts(&s, &placed)
-    );
+    assert!(zone_counts(&s, &placed).values().all(|&c| c == 3), "{:?}", zone_counts(&s, &placed));
 }
 
 #[test]
 fn hard_spread_rejects_skewed_domains_with_the_kube_message() {
     // Only z0 has room; maxSkew 1 means the second pod cannot go there while z1 has 0.
-    let mut s = scheduler(&[
-        node("a", "z0", "8", "8Gi", "10"),
-        node("b", "z1", "100m", "8Gi", "10"),
-    ]);
+    let mut s = scheduler(&[node("a", "z0", "8", "8Gi", "10"), node("b", "z1", "100m", "8Gi", "10")]);
     let mut r = rng();
     let mut p = pod("p0", "200m", "100Mi");
     spread(&mut p, ZONE, 1, "DoNotSchedule", None);
@@ -613,10 +517,7 @@ fn hard_spread_rejects_skewed_domains_with_the_kube_message() {
 
 #[test]
 fn min_domains_treats_missing_domains_as_empty() {
-    let mut s = scheduler(&[
-        node("a", "z0", "8", "8Gi", "10"),
-        node("b", "z1", "8", "8Gi", "10"),
-    ]);
+    let mut s = scheduler(&[node("a", "z0", "8", "8Gi", "10"), node("b", "z1", "8", "8Gi", "10")]);
     let mut r = rng();
     let mut placed = 0;
     for i in 0..4 {
@@ -626,10 +527,7 @@ fn min_domains_treats_missing_domains_as_empty() {
             placed += 1;
         }
     }
-    assert_eq!(
-        placed, 2,
-        "with 2 of 3 domains, the global minimum is 0: one pod per zone"
-    );
+    assert_eq!(placed, 2, "with 2 of 3 domains, the global minimum is 0: one pod per zone");
 }
 
 #[test]
@@ -659,21 +557,14 @@ fn soft_spread_prefers_emptier_zones() {
         spread(&mut p, ZONE, 1, "ScheduleAnyway", None);
         placed.push(place(&mut s, &p, &mut r).unwrap());
     }
-    assert!(
-        zone_counts(&s, &placed).values().all(|&c| c == 2),
-        "{:?}",
-        zone_counts(&s, &placed)
-    );
+    assert!(zone_counts(&s, &placed).values().all(|&c| c == 2), "{:?}", zone_counts(&s, &placed));
 }
 
 #[test]
 fn node_taints_policy_honor_drops_tainted_domains() {
     let nodes = [
         node("a", "z0", "8", "8Gi", "10"),
-        with_taint(
-            node("b", "z1", "8", "8Gi", "10"),
-            taint("k", "", "NoSchedule"),
-        ),
+        with_taint(node("b", "z1", "8", "8Gi", "10"), taint("k", "", "NoSchedule")),
     ];
     for (policy, second_fits) in [(None, false), (Some("Honor"), true)] {
         let mut s = scheduler(&nodes);
@@ -681,62 +572,35 @@ fn node_taints_policy_honor_drops_tainted_domains() {
         for (i, expect_ok) in [(0, true), (1, second_fits)] {
             let mut p = pod(&format!("p{i}"), "100m", "100Mi");
             spread(&mut p, ZONE, 1, "DoNotSchedule", None);
-            spec(&mut p).topology_spread_constraints.as_mut().unwrap()[0].node_taints_policy =
-                policy.map(Into::into);
-            assert_eq!(
-                place(&mut s, &p, &mut r).is_ok(),
-                expect_ok,
-                "policy {policy:?} pod {i}"
-            );
+            spec(&mut p).topology_spread_constraints.as_mut().unwrap()[0].node_taints_policy = policy.map(Into::into);
+            assert_eq!(place(&mut s, &p, &mut r).is_ok(), expect_ok, "policy {policy:?} pod {i}");
         }
     }
 }
 
 #[test]
 fn match_label_keys_count_only_the_same_revision() {
-    let nodes = [
-        node("a", "z0", "8", "8Gi", "10"),
-        node("b", "z1", "10m", "8Gi", "10"),
-    ];
-    for (keys, fits) in [
-        (None, false),
-        (Some(vec!["pod-template-hash".to_string()]), true),
-    ] {
+    let nodes = [node("a", "z0", "8", "8Gi", "10"), node("b", "z1", "10m", "8Gi", "10")];
+    for (keys, fits) in [(None, false), (Some(vec!["pod-template-hash".to_string()]), true)] {
         let mut s = scheduler(&nodes);
         for i in 0..2 {
             let mut old = pod(&format!("old{i}"), "100m", "100Mi");
-            old.metadata
-                .labels
-                .as_mut()
-                .unwrap()
-                .insert("pod-template-hash".into(), "v1".into());
+            old.metadata.labels.as_mut().unwrap().insert("pod-template-hash".into(), "v1".into());
             spec(&mut old).node_name = Some("a".into());
             s.cache_mut().upsert_pod(&old);
         }
         let mut p = pod("new", "100m", "100Mi");
-        p.metadata
-            .labels
-            .as_mut()
-            .unwrap()
-            .insert("pod-template-hash".into(), "v2".into());
+        p.metadata.labels.as_mut().unwrap().insert("pod-template-hash".into(), "v2".into());
         spread(&mut p, ZONE, 1, "DoNotSchedule", None);
-        spec(&mut p).topology_spread_constraints.as_mut().unwrap()[0].match_label_keys =
-            keys.clone();
-        assert_eq!(
-            place(&mut s, &p, &mut rng()).is_ok(),
-            fits,
-            "matchLabelKeys {keys:?}"
-        );
+        spec(&mut p).topology_spread_constraints.as_mut().unwrap()[0].match_label_keys = keys.clone();
+        assert_eq!(place(&mut s, &p, &mut rng()).is_ok(), fits, "matchLabelKeys {keys:?}");
     }
 }
 
 // ---------- InterPodAffinity ----------
 
 fn anti(p: &mut Pod, app: &str, key: &str) {
-    spec(p)
-        .affinity
-        .get_or_insert_with(Default::default)
-        .pod_anti_affinity = Some(PodAntiAffinity {
+    spec(p).affinity.get_or_insert_with(Default::default).pod_anti_affinity = Some(PodAntiAffinity {
         required_during_scheduling_ignored_during_execution: Some(vec![PodAffinityTerm {
             label_selector: Some(selector(app)),
             topology_key: key.into(),
@@ -776,43 +640,18 @@ fn hostname_anti_affinity_puts_one_replica_per_node() {
 
 #[test]
 fn anti_affinity_match_label_keys_only_repel_the_same_revision() {
-    for (keys, fits) in [
-        (None, false),
-        (Some(vec!["pod-template-hash".to_string()]), true),
-    ] {
+    for (keys, fits) in [(None, false), (Some(vec!["pod-template-hash".to_string()]), true)] {
         let mut s = scheduler(&[node("a", "z0", "8", "8Gi", "10")]);
         let mut old = pod("old", "100m", "100Mi");
-        old.metadata
-            .labels
-            .as_mut()
-            .unwrap()
-            .insert("pod-template-hash".into(), "v1".into());
+        old.metadata.labels.as_mut().unwrap().insert("pod-template-hash".into(), "v1".into());
         spec(&mut old).node_name = Some("a".into());
         s.cache_mut().upsert_pod(&old);
         let mut p = pod("new", "100m", "100Mi");
-        p.metadata
-            .labels
-            .as_mut()
-            .unwrap()
-            .insert("pod-template-hash".into(), "v2".into());
+        p.metadata.labels.as_mut().unwrap().insert("pod-template-hash".into(), "v2".into());
         anti(&mut p, "web", HOST);
-        let terms = spec(&mut p)
-            .affinity
-            .as_mut()
-            .unwrap()
-            .pod_anti_affinity
-            .as_mut()
-            .unwrap();
-        terms
-            .required_during_scheduling_ignored_during_execution
-            .as_mut()
-            .unwrap()[0]
-            .match_label_keys = keys.clone();
-        assert_eq!(
-            place(&mut s, &p, &mut rng()).is_ok(),
-            fits,
-            "matchLabelKeys {keys:?}"
-        );
+        let terms = spec(&mut p).affinity.as_mut().unwrap().pod_anti_affinity.as_mut().unwrap();
+        terms.required_during_scheduling_ignored_during_execution.as_mut().unwrap()[0].match_label_keys = keys.clone();
+        assert_eq!(place(&mut s, &p, &mut rng()).is_ok(), fits, "matchLabelKeys {keys:?}");
     }
 }
 
@@ -823,26 +662,12 @@ fn existing_pods_anti_affinity_repels_matching_newcomers() {
     let mut guard = labelled(pod("guard", "100m", "100Mi"), "guard");
     anti(&mut guard, "intruder", HOST);
     place(&mut s, &guard, &mut r).unwrap();
-    let err = place(
-        &mut s,
-        &labelled(pod("x", "100m", "100Mi"), "intruder"),
-        &mut r,
-    )
-    .unwrap_err();
+    let err = place(&mut s, &labelled(pod("x", "100m", "100Mi"), "intruder"), &mut r).unwrap_err();
     assert!(
-        err.starts_with(
-            "0/1 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules."
-        ),
+        err.starts_with("0/1 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules."),
         "{err}"
     );
-    assert!(
-        place(
-            &mut s,
-            &labelled(pod("y", "100m", "100Mi"), "friend"),
-            &mut r
-        )
-        .is_ok()
-    );
+    assert!(place(&mut s, &labelled(pod("y", "100m", "100Mi"), "friend"), &mut r).is_ok());
 }
 
 #[test]
@@ -866,20 +691,12 @@ fn required_zone_affinity_follows_the_target_and_first_pod_may_self_match() {
     };
     // No "db" pod exists and the pod does not match its own term: unschedulable.
     let err = place(&mut s, &with_affinity("c0", "cache", "db"), &mut r).unwrap_err();
-    assert!(
-        err.starts_with("0/6 nodes are available: 6 node(s) didn't match pod affinity rules."),
-        "{err}"
-    );
+    assert!(err.starts_with("0/6 nodes are available: 6 node(s) didn't match pod affinity rules."), "{err}");
     // Self-affinity: the first pod goes anywhere, later ones follow its zone.
     let first = place(&mut s, &with_affinity("db0", "db", "db"), &mut r).unwrap();
     let zone = s.cache().node(&first).unwrap().labels[ZONE].clone();
     for i in 1..4 {
-        let n = place(
-            &mut s,
-            &with_affinity(&format!("db{i}"), "db", "db"),
-            &mut r,
-        )
-        .unwrap();
+        let n = place(&mut s, &with_affinity(&format!("db{i}"), "db", "db"), &mut r).unwrap();
         assert_eq!(s.cache().node(&n).unwrap().labels[ZONE], zone);
     }
 }
@@ -952,22 +769,19 @@ fn preferred_pod_affinity_pulls_pods_next_to_their_target() {
 #[test]
 fn default_spreading_spreads_a_replica_sets_pods_across_nodes() {
     let mut s = scheduler(&three_zones());
-    s.cache_mut()
-        .set_controller_selector("rs-uid", Some(&selector("web")));
+    s.cache_mut().set_controller_selector("rs-uid", Some(&selector("web")));
     let mut r = rng();
     let mut placed = Vec::new();
     for i in 0..6 {
         let mut p = pod(&format!("p{i}"), "10m", "10Mi");
-        p.metadata.owner_references = Some(vec![
-            k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
-                api_version: "apps/v1".into(),
-                kind: "ReplicaSet".into(),
-                name: "rs".into(),
-                uid: "rs-uid".into(),
-                controller: Some(true),
-                block_owner_deletion: None,
-            },
-        ]);
+        p.metadata.owner_references = Some(vec![k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+            api_version: "apps/v1".into(),
+            kind: "ReplicaSet".into(),
+            name: "rs".into(),
+            uid: "rs-uid".into(),
+            controller: Some(true),
+            block_owner_deletion: None,
+        }]);
         placed.push(place(&mut s, &p, &mut r).unwrap());
     }
     placed.sort();
@@ -979,20 +793,14 @@ fn default_spreading_spreads_a_replica_sets_pods_across_nodes() {
 
 #[test]
 fn least_allocated_spreads_and_most_allocated_packs() {
-    let nodes = [
-        node("a", "z0", "4", "8Gi", "20"),
-        node("b", "z0", "4", "8Gi", "20"),
-    ];
+    let nodes = [node("a", "z0", "4", "8Gi", "20"), node("b", "z0", "4", "8Gi", "20")];
     let mut r = rng();
     let mut least = scheduler(&nodes);
     least.cache_mut().upsert_node(&nodes[0]);
     place(&mut least, &pod("seed", "2", "4Gi"), &mut r).unwrap();
     let seeded = least.cache().node("a").unwrap().pods.len() == 1;
     let emptier = if seeded { "b" } else { "a" };
-    assert_eq!(
-        place(&mut least, &pod("p", "500m", "500Mi"), &mut r),
-        Ok(emptier.to_string())
-    );
+    assert_eq!(place(&mut least, &pod("p", "500m", "500Mi"), &mut r), Ok(emptier.to_string()));
 
     let mut most = Scheduler::new(SchedulerConfig {
         scoring_strategy: ScoringStrategy::MostAllocated,
@@ -1003,35 +811,21 @@ fn least_allocated_spreads_and_most_allocated_packs() {
     }
     let first = place(&mut most, &pod("seed", "2", "4Gi"), &mut r).unwrap();
     for i in 0..3 {
-        assert_eq!(
-            place(&mut most, &pod(&format!("p{i}"), "500m", "500Mi"), &mut r),
-            Ok(first.clone())
-        );
+        assert_eq!(place(&mut most, &pod(&format!("p{i}"), "500m", "500Mi"), &mut r), Ok(first.clone()));
     }
 }
 
 #[test]
 fn ties_are_broken_by_the_seed() {
-    let nodes: Vec<Node> = (0..8)
-        .map(|i| node(&format!("n{i}"), "z0", "8", "8Gi", "20"))
-        .collect();
+    let nodes: Vec<Node> = (0..8).map(|i| node(&format!("n{i}"), "z0", "8", "8Gi", "20")).collect();
     let run = |seed: u64| {
         let mut s = scheduler(&nodes);
         let mut r = ChaCha8Rng::seed_from_u64(seed);
-        (0..4)
-            .map(|i| {
-                s.schedule(&pod(&format!("p{i}"), "100m", "100Mi"), &mut r)
-                    .unwrap()
-                    .node
-            })
-            .collect::<Vec<_>>()
+        (0..4).map(|i| s.schedule(&pod(&format!("p{i}"), "100m", "100Mi"), &mut r).unwrap().node).collect::<Vec<_>>()
     };
     assert_eq!(run(1), run(1));
     let distinct: std::collections::BTreeSet<Vec<String>> = (0..16).map(run).collect();
-    assert!(
-        distinct.len() > 1,
-        "different seeds pick different tied nodes"
-    );
+    assert!(distinct.len() > 1, "different seeds pick different tied nodes");
 }
 
 #[test]
@@ -1040,17 +834,8 @@ fn large_clusters_evaluate_the_adaptive_percentage_of_nodes() {
     assert_eq!(feasible_nodes_to_find(None, 1000), 420);
     assert_eq!(feasible_nodes_to_find(None, 6000), 300);
     assert_eq!(feasible_nodes_to_find(Some(100), 1000), 1000);
-    let nodes: Vec<Node> = (0..1000)
-        .map(|i| {
-            node(
-                &format!("n{i:04}"),
-                &format!("z{}", i % 3),
-                "8",
-                "8Gi",
-                "20",
-            )
-        })
-        .collect();
+    let nodes: Vec<Node> =
+        (0..1000).map(|i| node(&format!("n{i:04}"), &format!("z{}", i % 3), "8", "8Gi", "20")).collect();
     let mut s = scheduler(&nodes);
     let res = s.schedule(&pod("p", "100m", "100Mi"), &mut rng()).unwrap();
     assert_eq!((res.evaluated_nodes, res.feasible_nodes), (420, 420));
@@ -1088,13 +873,8 @@ fn removing_pods_and_nodes_keeps_accounting_exact() {
     assert!(place(&mut s, &pod("q", "1", "1Gi"), &mut r).is_ok());
     s.cache_mut().remove_node("a");
     assert_eq!(s.cache().node_count(), 0);
-    s.cache_mut()
-        .upsert_node(&node("a", "z0", "2", "4Gi", "20"));
-    assert_eq!(
-        s.cache().node("a").unwrap().requested.milli_cpu,
-        1000,
-        "pod re-attached"
-    );
+    s.cache_mut().upsert_node(&node("a", "z0", "2", "4Gi", "20"));
+    assert_eq!(s.cache().node("a").unwrap().requested.milli_cpu, 1000, "pod re-attached");
 }
 
 // ---------- Property tests against a naive checker ----------
@@ -1126,22 +906,16 @@ mod properties {
     }
 
     fn node_gen() -> impl Strategy<Value = NodeGen> {
-        (
-            0u8..3,
-            1i64..8,
-            1i64..16,
-            2i64..12,
-            prop::bool::weighted(0.2),
-            prop::bool::weighted(0.1),
-        )
-            .prop_map(|(zone, cpu, mem, pods, tainted, cordoned)| NodeGen {
+        (0u8..3, 1i64..8, 1i64..16, 2i64..12, prop::bool::weighted(0.2), prop::bool::weighted(0.1)).prop_map(
+            |(zone, cpu, mem, pods, tainted, cordoned)| NodeGen {
                 zone,
                 milli_cpu: cpu * 1000,
                 memory_mi: mem * 1024,
                 pods,
                 tainted,
                 cordoned,
-            })
+            },
+        )
     }
 
     fn pod_gen() -> impl Strategy<Value = PodGen> {
@@ -1155,18 +929,16 @@ mod properties {
             prop::option::weighted(0.1, 8080i32..8083),
             0u8..3,
         )
-            .prop_map(
-                |(milli_cpu, memory_mi, zone, tolerates, spread, anti, port, app)| PodGen {
-                    milli_cpu,
-                    memory_mi,
-                    zone,
-                    tolerates,
-                    spread,
-                    anti,
-                    port,
-                    app,
-                },
-            )
+            .prop_map(|(milli_cpu, memory_mi, zone, tolerates, spread, anti, port, app)| PodGen {
+                milli_cpu,
+                memory_mi,
+                zone,
+                tolerates,
+                spread,
+                anti,
+                port,
+                app,
+            })
     }
 
     fn build_node(i: usize, g: &NodeGen) -> Node {
@@ -1186,17 +958,9 @@ mod properties {
 
     fn build_pod(i: usize, g: &PodGen) -> Pod {
         let app = format!("app{}", g.app);
-        let mut p = labelled(
-            pod(
-                &format!("p{i}"),
-                &format!("{}m", g.milli_cpu),
-                &format!("{}Mi", g.memory_mi),
-            ),
-            &app,
-        );
+        let mut p = labelled(pod(&format!("p{i}"), &format!("{}m", g.milli_cpu), &format!("{}Mi", g.memory_mi)), &app);
         if let Some(z) = g.zone {
-            spec(&mut p).node_selector =
-                Some(BTreeMap::from([(ZONE.to_string(), format!("z{z}"))]));
+            spec(&mut p).node_selector = Some(BTreeMap::from([(ZONE.to_string(), format!("z{z}"))]));
         }
         if g.tolerates {
             spec(&mut p).tolerations = Some(vec![Toleration {
@@ -1218,11 +982,8 @@ mod properties {
             anti(&mut p, &app, HOST);
         }
         if let Some(port) = g.port {
-            spec(&mut p).containers[0].ports = Some(vec![ContainerPort {
-                container_port: 80,
-                host_port: Some(port),
-                ..Default::default()
-            }]);
+            spec(&mut p).containers[0].ports =
+                Some(vec![ContainerPort { container_port: 80, host_port: Some(port), ..Default::default() }]);
         }
         p
     }
@@ -1231,11 +992,7 @@ mod properties {
     /// code with the scheduler.
     fn naive_fits(nodes: &[NodeGen], bound: &[(PodGen, usize)], g: &PodGen, n: usize) -> bool {
         let node = &nodes[n];
-        let on_node: Vec<&PodGen> = bound
-            .iter()
-            .filter(|(_, at)| *at == n)
-            .map(|(p, _)| p)
-            .collect();
+        let on_node: Vec<&PodGen> = bound.iter().filter(|(_, at)| *at == n).map(|(p, _)| p).collect();
         let cpu: i64 = on_node.iter().map(|p| p.milli_cpu).sum();
         let mem: i64 = on_node.iter().map(|p| p.memory_mi).sum();
         if node.cordoned
@@ -1244,8 +1001,7 @@ mod properties {
             || on_node.len() as i64 + 1 > node.pods
             || cpu + g.milli_cpu > node.milli_cpu
             || mem + g.memory_mi > node.memory_mi
-            || g.port
-                .is_some_and(|port| on_node.iter().any(|p| p.port == Some(port)))
+            || g.port.is_some_and(|port| on_node.iter().any(|p| p.port == Some(port)))
         {
             return false;
         }
@@ -1256,10 +1012,7 @@ mod properties {
         if g.spread {
             // Domains: zones of nodes matching the pod's nodeSelector (nodeAffinityPolicy Honor).
             let mut counts: BTreeMap<u8, i64> = BTreeMap::new();
-            for nd in nodes
-                .iter()
-                .filter(|nd| g.zone.is_none_or(|z| z == nd.zone))
-            {
+            for nd in nodes.iter().filter(|nd| g.zone.is_none_or(|z| z == nd.zone)) {
                 counts.entry(nd.zone).or_insert(0);
             }
             for (p, at) in bound {

@@ -44,11 +44,13 @@ impl Reconciler for DaemonSetController {
 
 /// The node a DaemonSet pod is pinned to.
 fn pinned_node(pod: &Value) -> Option<String> {
-    let terms = pod.pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")?;
+    let terms =
+        pod.pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")?;
     terms.as_array()?.iter().find_map(|t| {
-        t["matchFields"].as_array()?.iter().find_map(|f| {
-            (f["key"] == "metadata.name").then(|| f["values"][0].as_str().map(String::from)).flatten()
-        })
+        t["matchFields"]
+            .as_array()?
+            .iter()
+            .find_map(|f| (f["key"] == "metadata.name").then(|| f["values"][0].as_str().map(String::from)).flatten())
     })
 }
 
@@ -143,6 +145,7 @@ fn tolerates(t: &Value, taint: &Value) -> bool {
         Some(k) => Some(k) == taint["key"].as_str(),
     };
     let effect_ok = t["effect"].as_str().is_none_or(|e| e.is_empty() || Some(e) == taint["effect"].as_str());
-    let value_ok = t["operator"].as_str() == Some("Exists") || t["value"].as_str().unwrap_or("") == taint["value"].as_str().unwrap_or("");
+    let value_ok = t["operator"].as_str() == Some("Exists")
+        || t["value"].as_str().unwrap_or("") == taint["value"].as_str().unwrap_or("");
     key_ok && effect_ok && value_ok
 }

@@ -78,7 +78,8 @@ fn reconcile_one(store: &mut Store, d: &Value) {
             Err(e) => tracing::warn!(deployment = %name, "creating ReplicaSet failed: {e}"),
         }
     }
-    let (new, old): (Vec<Value>, Vec<Value>) = owned.into_iter().partition(|r| r["metadata"]["name"] == new_name.as_str());
+    let (new, old): (Vec<Value>, Vec<Value>) =
+        owned.into_iter().partition(|r| r["metadata"]["name"] == new_name.as_str());
     let Some(new) = new.into_iter().next() else { return };
     let spec_replicas = |r: &Value| r.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(0);
     let ready_of = |store: &Store, r: &Value| -> i64 {
@@ -142,8 +143,8 @@ fn reconcile_one(store: &mut Store, d: &Value) {
     let new_ready = ready_of(store, &new);
     let total_active: i64 = active_of(store, &new) + old.iter().map(|r| active_of(store, r)).sum::<i64>();
     let total_ready: i64 = new_ready + old.iter().map(|r| ready_of(store, r)).sum::<i64>();
-    let available = total_ready >= replicas
-        - int_or_percent(&d["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], replicas, false, "25%");
+    let available = total_ready
+        >= replicas - int_or_percent(&d["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], replicas, false, "25%");
     let status = json!({
         "observedGeneration": d["metadata"]["generation"],
         "replicas": total_active,

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::pods::{create_from_template, deletion_rank, delete_pod, is_active, is_ready, owned_pods, ty, write_status};
+use super::pods::{create_from_template, delete_pod, deletion_rank, is_active, is_ready, owned_pods, ty, write_status};
 use crate::actors::runtime::Reconciler;
 use crate::apiserver::store::Store;
 

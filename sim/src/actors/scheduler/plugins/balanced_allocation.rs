@@ -14,14 +14,8 @@ pub fn applies(pod: &PodFacts) -> bool {
 pub fn score(pod: &PodFacts, node: &NodeInfo) -> i64 {
     let mut fractions = Vec::with_capacity(2);
     for (requested, allocatable) in [
-        (
-            node.requested.milli_cpu + pod.requests.milli_cpu,
-            node.allocatable.milli_cpu,
-        ),
-        (
-            node.requested.memory + pod.requests.memory,
-            node.allocatable.memory,
-        ),
+        (node.requested.milli_cpu + pod.requests.milli_cpu, node.allocatable.milli_cpu),
+        (node.requested.memory + pod.requests.memory, node.allocatable.memory),
     ] {
         if allocatable == 0 {
             continue;

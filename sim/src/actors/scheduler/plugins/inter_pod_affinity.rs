@@ -16,8 +16,7 @@ pub const REASON_AFFINITY: &str = "node(s) didn't match pod affinity rules";
 /// kube-scheduler `ErrReasonAntiAffinityRulesNotMatch`.
 pub const REASON_ANTI_AFFINITY: &str = "node(s) didn't match pod anti-affinity rules";
 /// kube-scheduler `ErrReasonExistingAntiAffinityRulesNotMatch`.
-pub const REASON_EXISTING_ANTI_AFFINITY: &str =
-    "node(s) didn't satisfy existing pods anti-affinity rules";
+pub const REASON_EXISTING_ANTI_AFFINITY: &str = "node(s) didn't satisfy existing pods anti-affinity rules";
 
 /// kube-scheduler `hardPodAffinityWeight` default: how much an existing pod's *required*
 /// affinity towards the incoming pod counts in scoring.
@@ -34,11 +33,7 @@ impl PairCounts {
     }
 
     fn get(&self, key: &str, value: &str) -> i64 {
-        self.0
-            .get(key)
-            .and_then(|values| values.get(value))
-            .copied()
-            .unwrap_or(0)
+        self.0.get(key).and_then(|values| values.get(value)).copied().unwrap_or(0)
     }
 
     fn is_empty(&self) -> bool {
@@ -47,31 +42,16 @@ impl PairCounts {
 
     /// Whether any pair (key, node's value for key) has a positive count.
     fn any_positive_on(&self, node: &NodeInfo) -> bool {
-        self.0.iter().any(|(key, values)| {
-            node.labels
-                .get(key)
-                .and_then(|v| values.get(v))
-                .is_some_and(|c| *c > 0)
-        })
+        self.0.iter().any(|(key, values)| node.labels.get(key).and_then(|v| values.get(v)).is_some_and(|c| *c > 0))
     }
 }
 
 fn matcher_for(term: &AffinityTerm) -> PodMatcher {
-    PodMatcher {
-        namespaces: term.namespaces.clone(),
-        selector: term.selector.clone(),
-        skip_terminating: false,
-    }
+    PodMatcher { namespaces: term.namespaces.clone(), selector: term.selector.clone(), skip_terminating: false }
 }
 
 /// Adds `count * factor` of every slot to the pair (key, node's value) in `out`.
-fn spread_over_pairs(
-    cache: &Cache,
-    per_slot: &[u32],
-    key: &str,
-    factor: i64,
-    mut out: impl FnMut(&str, i64),
-) {
+fn spread_over_pairs(cache: &Cache, per_slot: &[u32], key: &str, factor: i64, mut out: impl FnMut(&str, i64)) {
     for (slot, &n) in per_slot.iter().enumerate() {
         if n == 0 {
             continue;
@@ -128,9 +108,7 @@ pub fn pre_filter(cache: &mut Cache, pod: &PodFacts) -> Option<FilterState> {
     };
     let mut existing = PairCounts::new();
     for (role, term, per_slot) in cache.existing_terms() {
-        if role != TermRole::RequiredAntiAffinity
-            || !term.matches(&pod.key.namespace, &ns_labels, &pod.labels)
-        {
+        if role != TermRole::RequiredAntiAffinity || !term.matches(&pod.key.namespace, &ns_labels, &pod.labels) {
             continue;
         }
         spread_over_pairs(cache, per_slot, &term.topology_key, 1, |v, d| {
@@ -163,10 +141,7 @@ pub fn pre_filter(cache: &mut Cache, pod: &PodFacts) -> Option<FilterState> {
             let mut affinity = PairCounts::new();
             for (other, slot) in cache.bound_pods() {
                 let other_ns = cache.namespace_labels(&other.key.namespace);
-                if terms
-                    .iter()
-                    .all(|t| t.matches(&other.key.namespace, other_ns, &other.labels))
-                {
+                if terms.iter().all(|t| t.matches(&other.key.namespace, other_ns, &other.labels)) {
                     let node = cache.slot(slot);
                     for t in terms {
                         if let Some(v) = node.labels.get(&t.topology_key) {
@@ -178,9 +153,8 @@ pub fn pre_filter(cache: &mut Cache, pod: &PodFacts) -> Option<FilterState> {
             state.affinity = affinity;
         }
     }
-    let nothing_to_check = state.existing_anti.is_empty()
-        && state.affinity_terms.is_empty()
-        && state.anti_terms.is_empty();
+    let nothing_to_check =
+        state.existing_anti.is_empty() && state.affinity_terms.is_empty() && state.anti_terms.is_empty();
     (!nothing_to_check).then_some(state)
 }
 
@@ -206,31 +180,18 @@ fn satisfies_affinity(state: &FilterState, node: &NodeInfo) -> bool {
 /// The Filter, in kube-scheduler's order: affinity, anti-affinity, existing anti-affinity.
 pub fn filter(state: &FilterState, node: &NodeInfo) -> Option<Status> {
     if !satisfies_affinity(state, node) {
-        return Some(Status::new(
-            Plugin::InterPodAffinity,
-            Code::UnschedulableAndUnresolvable,
-            REASON_AFFINITY,
-        ));
+        return Some(Status::new(Plugin::InterPodAffinity, Code::UnschedulableAndUnresolvable, REASON_AFFINITY));
     }
     if !state.anti.is_empty()
-        && state.anti_terms.iter().any(|t| {
-            node.labels
-                .get(&t.topology_key)
-                .is_some_and(|v| pair_count(&state.anti, &t.topology_key, v) > 0)
-        })
+        && state
+            .anti_terms
+            .iter()
+            .any(|t| node.labels.get(&t.topology_key).is_some_and(|v| pair_count(&state.anti, &t.topology_key, v) > 0))
     {
-        return Some(Status::new(
-            Plugin::InterPodAffinity,
-            Code::Unschedulable,
-            REASON_ANTI_AFFINITY,
-        ));
+        return Some(Status::new(Plugin::InterPodAffinity, Code::Unschedulable, REASON_ANTI_AFFINITY));
     }
     if !state.existing_anti.is_empty() && state.existing_anti.any_positive_on(node) {
-        return Some(Status::new(
-            Plugin::InterPodAffinity,
-            Code::Unschedulable,
-            REASON_EXISTING_ANTI_AFFINITY,
-        ));
+        return Some(Status::new(Plugin::InterPodAffinity, Code::Unschedulable, REASON_EXISTING_ANTI_AFFINITY));
     }
     None
 }
@@ -241,12 +202,7 @@ pub struct ScoreState {
     topology_score: BTreeMap<String, BTreeMap<String, i64>>,
 }
 
-fn add_score(
-    scores: &mut BTreeMap<String, BTreeMap<String, i64>>,
-    key: &str,
-    value: &str,
-    delta: i64,
-) {
+fn add_score(scores: &mut BTreeMap<String, BTreeMap<String, i64>>, key: &str, value: &str, delta: i64) {
     if !scores.contains_key(key) {
         scores.insert(key.to_string(), BTreeMap::new());
     }
@@ -263,21 +219,14 @@ fn add_score(
 pub fn pre_score(cache: &mut Cache, pod: &PodFacts) -> Option<ScoreState> {
     let ns_labels = cache.namespace_labels(&pod.key.namespace).clone();
     let mut scores = BTreeMap::new();
-    let incoming = pod
-        .preferred_affinity
-        .iter()
-        .map(|w| (w, 1))
-        .chain(pod.preferred_anti_affinity.iter().map(|w| (w, -1)));
+    let incoming =
+        pod.preferred_affinity.iter().map(|w| (w, 1)).chain(pod.preferred_anti_affinity.iter().map(|w| (w, -1)));
     for (w, sign) in incoming {
         let m = matcher_for(&w.term);
         cache.ensure_counts(&m);
-        spread_over_pairs(
-            cache,
-            cache.counts(&m),
-            &w.term.topology_key,
-            w.weight * sign,
-            |v, d| add_score(&mut scores, &w.term.topology_key, v, d),
-        );
+        spread_over_pairs(cache, cache.counts(&m), &w.term.topology_key, w.weight * sign, |v, d| {
+            add_score(&mut scores, &w.term.topology_key, v, d)
+        });
     }
     for (role, term, per_slot) in cache.existing_terms() {
         let factor = match role {
@@ -293,18 +242,12 @@ pub fn pre_score(cache: &mut Cache, pod: &PodFacts) -> Option<ScoreState> {
             add_score(&mut scores, &term.topology_key, v, d)
         });
     }
-    (!scores.is_empty()).then_some(ScoreState {
-        topology_score: scores,
-    })
+    (!scores.is_empty()).then_some(ScoreState { topology_score: scores })
 }
 
 /// The raw Score of a node: the sum of its domains' scores.
 pub fn score(state: &ScoreState, node: &NodeInfo) -> i64 {
-    state
-        .topology_score
-        .iter()
-        .filter_map(|(key, values)| node.labels.get(key).and_then(|v| values.get(v)))
-        .sum()
+    state.topology_score.iter().filter_map(|(key, values)| node.labels.get(key).and_then(|v| values.get(v))).sum()
 }
 
 /// NormalizeScore: min-max scaling to 0..=100 (scores may be negative).
@@ -314,10 +257,6 @@ pub fn normalize(scores: &mut [i64]) {
     };
     let spread = max - min;
     for s in scores.iter_mut() {
-        *s = if spread > 0 {
-            (MAX_NODE_SCORE as f64 * ((*s - min) as f64 / spread as f64)) as i64
-        } else {
-            0
-        };
+        *s = if spread > 0 { (MAX_NODE_SCORE as f64 * ((*s - min) as f64 / spread as f64)) as i64 } else { 0 };
     }
 }

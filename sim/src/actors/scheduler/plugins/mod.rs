@@ -79,11 +79,7 @@ pub struct Status {
 impl Status {
     /// A status with one reason.
     pub fn new(plugin: Plugin, code: Code, reason: impl Into<String>) -> Self {
-        Status {
-            plugin,
-            code,
-            reasons: vec![reason.into()],
-        }
+        Status { plugin, code, reasons: vec![reason.into()] }
     }
 }
 
@@ -101,10 +97,6 @@ pub fn default_normalize(scores: &mut [i64], reverse: bool) {
     }
     for s in scores.iter_mut() {
         let scaled = MAX_NODE_SCORE * *s / max;
-        *s = if reverse {
-            MAX_NODE_SCORE - scaled
-        } else {
-            scaled
-        };
+        *s = if reverse { MAX_NODE_SCORE - scaled } else { scaled };
     }
 }

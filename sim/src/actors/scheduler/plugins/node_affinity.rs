@@ -5,9 +5,7 @@ use std::collections::BTreeSet;
 use super::{Code, Plugin, Status};
 use crate::actors::scheduler::node_info::NodeInfo;
 use crate::actors::scheduler::pod_facts::PodFacts;
-use crate::actors::scheduler::selectors::{
-    NODE_NAME_FIELD, node_selector_term_matches, node_selector_terms_match,
-};
+use crate::actors::scheduler::selectors::{NODE_NAME_FIELD, node_selector_term_matches, node_selector_terms_match};
 
 /// kube-scheduler `ErrReasonPod`.
 pub const REASON: &str = "node(s) didn't match Pod's node affinity/selector";
@@ -59,9 +57,7 @@ pub fn pre_filter(pod: &PodFacts) -> PreFilter {
 /// Whether the node satisfies nodeSelector and required node affinity
 /// (`RequiredNodeAffinity.Match`). Topology spread's `nodeAffinityPolicy: Honor` uses it too.
 pub fn required_matches(pod: &PodFacts, node: &NodeInfo) -> bool {
-    pod.node_selector
-        .iter()
-        .all(|(k, v)| node.labels.get(k) == Some(v))
+    pod.node_selector.iter().all(|(k, v)| node.labels.get(k) == Some(v))
         && pod
             .required_node_terms
             .as_ref()
@@ -70,13 +66,8 @@ pub fn required_matches(pod: &PodFacts, node: &NodeInfo) -> bool {
 
 /// The Filter.
 pub fn filter(pod: &PodFacts, node: &NodeInfo) -> Option<Status> {
-    (!required_matches(pod, node)).then(|| {
-        Status::new(
-            Plugin::NodeAffinity,
-            Code::UnschedulableAndUnresolvable,
-            REASON,
-        )
-    })
+    (!required_matches(pod, node))
+        .then(|| Status::new(Plugin::NodeAffinity, Code::UnschedulableAndUnresolvable, REASON))
 }
 
 /// Raw score: the summed weights of matching preferred terms. Normalised by the maximum.

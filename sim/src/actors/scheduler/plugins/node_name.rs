@@ -10,11 +10,9 @@ pub const REASON: &str = "node(s) didn't match the requested node name";
 /// The Filter.
 pub fn filter(pod: &PodFacts, node: &NodeInfo) -> Option<Status> {
     match &pod.node_name {
-        Some(name) if *name != node.name => Some(Status::new(
-            Plugin::NodeName,
-            Code::UnschedulableAndUnresolvable,
-            REASON,
-        )),
+        Some(name) if *name != node.name => {
+            Some(Status::new(Plugin::NodeName, Code::UnschedulableAndUnresolvable, REASON))
+        }
         _ => None,
     }
 }

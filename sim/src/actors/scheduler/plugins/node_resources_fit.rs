@@ -36,12 +36,7 @@ pub fn filter(pod: &PodFacts, node: &NodeInfo) -> Option<Status> {
         };
         check("cpu", r.milli_cpu, a.milli_cpu, used.milli_cpu);
         check("memory", r.memory, a.memory, used.memory);
-        check(
-            "ephemeral-storage",
-            r.ephemeral_storage,
-            a.ephemeral_storage,
-            used.ephemeral_storage,
-        );
+        check("ephemeral-storage", r.ephemeral_storage, a.ephemeral_storage, used.ephemeral_storage);
         for (name, want) in &r.scalar {
             let have = a.scalar.get(name).copied().unwrap_or(0);
             let in_use = used.scalar.get(name).copied().unwrap_or(0);
@@ -53,11 +48,7 @@ pub fn filter(pod: &PodFacts, node: &NodeInfo) -> Option<Status> {
     }
     Some(Status {
         plugin: Plugin::NodeResourcesFit,
-        code: if unresolvable {
-            Code::UnschedulableAndUnresolvable
-        } else {
-            Code::Unschedulable
-        },
+        code: if unresolvable { Code::UnschedulableAndUnresolvable } else { Code::Unschedulable },
         reasons,
     })
 }
@@ -84,21 +75,13 @@ pub fn score(pod: &PodFacts, node: &NodeInfo, strategy: ScoringStrategy) -> i64 
         ScoringStrategy::MostAllocated => most_requested,
     };
     let pairs = [
-        (
-            node.non_zero_requested.milli_cpu + pod.requests_non_zero.milli_cpu,
-            node.allocatable.milli_cpu,
-        ),
-        (
-            node.non_zero_requested.memory + pod.requests_non_zero.memory,
-            node.allocatable.memory,
-        ),
+        (node.non_zero_requested.milli_cpu + pod.requests_non_zero.milli_cpu, node.allocatable.milli_cpu),
+        (node.non_zero_requested.memory + pod.requests_non_zero.memory, node.allocatable.memory),
     ];
     // Resources the node does not have are left out of the average, as kube-scheduler does.
     let (sum, weights) = pairs
         .iter()
         .filter(|(_, capacity)| *capacity != 0)
-        .fold((0i64, 0i64), |(sum, weights), &(requested, capacity)| {
-            (sum + f(requested, capacity), weights + 1)
-        });
+        .fold((0i64, 0i64), |(sum, weights), &(requested, capacity)| (sum + f(requested, capacity), weights + 1));
     if weights == 0 { 0 } else { sum / weights }
 }

@@ -25,9 +25,5 @@ pub fn filter(pod: &PodFacts, node: &NodeInfo) -> Option<Status> {
     if tolerations_tolerate(&pod.tolerations, &taint) {
         return None;
     }
-    Some(Status::new(
-        Plugin::NodeUnschedulable,
-        Code::UnschedulableAndUnresolvable,
-        REASON,
-    ))
+    Some(Status::new(Plugin::NodeUnschedulable, Code::UnschedulableAndUnresolvable, REASON))
 }

@@ -10,16 +10,13 @@ use super::node_affinity::required_matches;
 use super::{Code, MAX_NODE_SCORE, Plugin, Status};
 use crate::actors::scheduler::cache::{Cache, PodMatcher, TopologyIndex, count_at};
 use crate::actors::scheduler::node_info::NodeInfo;
-use crate::actors::scheduler::pod_facts::{
-    NamespaceSet, PodFacts, SpreadConstraint, WhenUnsatisfiable,
-};
+use crate::actors::scheduler::pod_facts::{NamespaceSet, PodFacts, SpreadConstraint, WhenUnsatisfiable};
 use crate::actors::scheduler::selectors::{PodSelector, tolerations_tolerate};
 
 /// kube-scheduler `ErrReasonConstraintsNotMatch`.
 pub const REASON_SKEW: &str = "node(s) didn't match pod topology spread constraints";
 /// kube-scheduler `ErrReasonNodeLabelNotMatch`.
-pub const REASON_MISSING_LABEL: &str =
-    "node(s) didn't match pod topology spread constraints (missing required label)";
+pub const REASON_MISSING_LABEL: &str = "node(s) didn't match pod topology spread constraints (missing required label)";
 
 /// The hostname label: its domains are single nodes, counted per node slot.
 pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
@@ -41,8 +38,7 @@ fn node_included(pod: &PodFacts, node: &NodeInfo, c: &SpreadConstraint) -> bool 
     }
     if c.honor_node_taints
         && node.taints.iter().any(|t| {
-            (t.effect == "NoSchedule" || t.effect == "NoExecute")
-                && !tolerations_tolerate(&pod.tolerations, t)
+            (t.effect == "NoSchedule" || t.effect == "NoExecute") && !tolerations_tolerate(&pod.tolerations, t)
         })
     {
         return false;
@@ -70,12 +66,8 @@ pub struct FilterState {
 
 /// The PreFilter: `None` when the pod has no hard constraints (the Filter is skipped).
 pub fn pre_filter(cache: &mut Cache, pod: &PodFacts) -> Option<FilterState> {
-    let hard: Vec<SpreadConstraint> = pod
-        .spread
-        .iter()
-        .filter(|c| c.when_unsatisfiable == WhenUnsatisfiable::DoNotSchedule)
-        .cloned()
-        .collect();
+    let hard: Vec<SpreadConstraint> =
+        pod.spread.iter().filter(|c| c.when_unsatisfiable == WhenUnsatisfiable::DoNotSchedule).cloned().collect();
     if hard.is_empty() {
         return None;
     }
@@ -88,14 +80,8 @@ pub fn pre_filter(cache: &mut Cache, pod: &PodFacts) -> Option<FilterState> {
         .collect();
     let order = cache.node_order().to_vec();
     let cache = &*cache;
-    let topologies: Vec<&TopologyIndex> = hard
-        .iter()
-        .map(|c| cache.topology(&c.topology_key))
-        .collect();
-    let mut by_domain: Vec<Vec<Option<i64>>> = topologies
-        .iter()
-        .map(|t| vec![None; t.values.len()])
-        .collect();
+    let topologies: Vec<&TopologyIndex> = hard.iter().map(|c| cache.topology(&c.topology_key)).collect();
+    let mut by_domain: Vec<Vec<Option<i64>>> = topologies.iter().map(|t| vec![None; t.values.len()]).collect();
     for slot in order {
         let domains: Option<Vec<usize>> = topologies.iter().map(|t| t.domain(slot)).collect();
         let Some(domains) = domains else {
@@ -116,16 +102,8 @@ pub fn pre_filter(cache: &mut Cache, pod: &PodFacts) -> Option<FilterState> {
         .zip(topologies)
         .map(|((c, by_domain), topology)| {
             let domains = by_domain.iter().flatten().count() as i64;
-            let min = if domains < c.min_domains {
-                0
-            } else {
-                by_domain
-                    .iter()
-                    .flatten()
-                    .copied()
-                    .min()
-                    .unwrap_or(i64::MAX)
-            };
+            let min =
+                if domains < c.min_domains { 0 } else { by_domain.iter().flatten().copied().min().unwrap_or(i64::MAX) };
             HardCounts {
                 self_match: i64::from(c.selector.matches(&pod.labels)),
                 domain_of_slot: topology.per_slot.clone(),
@@ -152,11 +130,7 @@ pub fn filter(state: &FilterState, slot: usize) -> Option<Status> {
         let count = h.by_domain[domain as usize].unwrap_or(0);
         let skew = count.saturating_add(h.self_match).saturating_sub(h.min);
         if skew > h.constraint.max_skew {
-            return Some(Status::new(
-                Plugin::PodTopologySpread,
-                Code::Unschedulable,
-                REASON_SKEW,
-            ));
+            return Some(Status::new(Plugin::PodTopologySpread, Code::Unschedulable, REASON_SKEW));
         }
     }
     None
@@ -196,11 +170,7 @@ struct SoftCounts {
 
 impl SoftCounts {
     fn domain(&self, slot: usize) -> Option<usize> {
-        self.domain_of_slot
-            .get(slot)
-            .copied()
-            .flatten()
-            .map(|d| d as usize)
+        self.domain_of_slot.get(slot).copied().flatten().map(|d| d as usize)
     }
 }
 
@@ -222,12 +192,8 @@ pub fn pre_score(
     let (constraints, require_all) = if pod.spread.is_empty() {
         (defaults.unwrap_or_default(), false)
     } else {
-        let soft: Vec<_> = pod
-            .spread
-            .iter()
-            .filter(|c| c.when_unsatisfiable == WhenUnsatisfiable::ScheduleAnyway)
-            .cloned()
-            .collect();
+        let soft: Vec<_> =
+            pod.spread.iter().filter(|c| c.when_unsatisfiable == WhenUnsatisfiable::ScheduleAnyway).cloned().collect();
         (soft, true)
     };
     if constraints.is_empty() {
@@ -242,13 +208,7 @@ pub fn pre_score(
             let domain_of_slot = topology
                 .per_slot
                 .iter()
-                .map(|d| {
-                    if require_all {
-                        *d
-                    } else {
-                        Some(d.unwrap_or(missing_domain))
-                    }
-                })
+                .map(|d| if require_all { *d } else { Some(d.unwrap_or(missing_domain)) })
                 .collect();
             SoftCounts {
                 counts_id: cache.ensure_counts(&matcher_for(pod, &c)),
@@ -261,20 +221,13 @@ pub fn pre_score(
             }
         })
         .collect();
-    let slot_count = cache
-        .node_order()
-        .iter()
-        .copied()
-        .max()
-        .map_or(0, |m| m + 1);
+    let slot_count = cache.node_order().iter().copied().max().map_or(0, |m| m + 1);
     let order = cache.node_order().to_vec();
     let cache = &*cache;
     let all_keys = |slot: usize, soft: &[SoftCounts]| {
-        soft.iter()
-            .all(|s| s.domain(slot).is_some_and(|d| d as u32 != s.missing_domain))
+        soft.iter().all(|s| s.domain(slot).is_some_and(|d| d as u32 != s.missing_domain))
     };
-    let mut ignored =
-        vec![false; slot_count.max(feasible.iter().copied().max().map_or(0, |m| m + 1))];
+    let mut ignored = vec![false; slot_count.max(feasible.iter().copied().max().map_or(0, |m| m + 1))];
     let mut ignored_count = 0usize;
     for &slot in feasible {
         if require_all && !all_keys(slot, &soft) {
@@ -289,11 +242,7 @@ pub fn pre_score(
         }
     }
     for s in soft.iter_mut() {
-        let size = if s.hostname {
-            feasible.len() - ignored_count
-        } else {
-            s.by_domain.iter().flatten().count()
-        };
+        let size = if s.hostname { feasible.len() - ignored_count } else { s.by_domain.iter().flatten().count() };
         s.weight = ((size + 2) as f64).ln();
     }
     for slot in order {
@@ -312,10 +261,7 @@ pub fn pre_score(
             *s.by_domain[d].get_or_insert(0) += count;
         }
     }
-    Some(ScoreState {
-        constraints: soft,
-        ignored,
-    })
+    Some(ScoreState { constraints: soft, ignored })
 }
 
 /// The raw Score of one node: `sum(count * ln(domains + 2) + maxSkew - 1)`, rounded.
@@ -329,11 +275,8 @@ pub fn score(state: &ScoreState, cache: &Cache, slot: usize) -> i64 {
         let Some(d) = s.domain(slot).filter(|&d| d as u32 != s.missing_domain) else {
             continue;
         };
-        let count = if s.hostname {
-            count_at(cache.counts_by_id(s.counts_id), slot)
-        } else {
-            s.by_domain[d].unwrap_or(0)
-        };
+        let count =
+            if s.hostname { count_at(cache.counts_by_id(s.counts_id), slot) } else { s.by_domain[d].unwrap_or(0) };
         total += count as f64 * s.weight + (s.constraint.max_skew - 1) as f64;
     }
     total.round() as i64

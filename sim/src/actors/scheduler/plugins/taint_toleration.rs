@@ -20,23 +20,14 @@ pub const REASON_GENERIC: &str = "node(s) had untolerated taint(s)";
 /// 1.34.1), otherwise [`REASON_GENERIC`].
 pub fn filter(pod: &PodFacts, node: &NodeInfo, detailed: bool) -> Option<Status> {
     let taint = node.taints.iter().find(|t| {
-        (t.effect == "NoSchedule" || t.effect == "NoExecute")
-            && !tolerations_tolerate(&pod.tolerations, t)
+        (t.effect == "NoSchedule" || t.effect == "NoExecute") && !tolerations_tolerate(&pod.tolerations, t)
     })?;
     let reason = if detailed {
-        format!(
-            "node(s) had untolerated taint {{{}: {}}}",
-            taint.key,
-            taint.value.as_deref().unwrap_or("")
-        )
+        format!("node(s) had untolerated taint {{{}: {}}}", taint.key, taint.value.as_deref().unwrap_or(""))
     } else {
         REASON_GENERIC.to_string()
     };
-    Some(Status::new(
-        Plugin::TaintToleration,
-        Code::UnschedulableAndUnresolvable,
-        reason,
-    ))
+    Some(Status::new(Plugin::TaintToleration, Code::UnschedulableAndUnresolvable, reason))
 }
 
 /// Raw score: the number of PreferNoSchedule taints not tolerated by the pod's tolerations
@@ -45,12 +36,7 @@ pub fn score(pod: &PodFacts, node: &NodeInfo) -> i64 {
     let tolerations: Vec<_> = pod
         .tolerations
         .iter()
-        .filter(|t| {
-            matches!(
-                t.effect.as_deref(),
-                None | Some("") | Some("PreferNoSchedule")
-            )
-        })
+        .filter(|t| matches!(t.effect.as_deref(), None | Some("") | Some("PreferNoSchedule")))
         .collect();
     node.taints
         .iter()

@@ -1,0 +1,210 @@
+//! The simulated cluster's actors working together: scheduling, kubelets, workload
+//! controllers, PDB status and eviction, pod GC.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use dovetail_tests::{client, cluster_world, ready_node};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{Api, DeleteParams, EvictParams, ListParams, PostParams};
+use serde_json::json;
+
+async fn add_nodes(nodes: &[(&str, &str, u32)]) -> anyhow::Result<()> {
+    let api: Api<Node> = Api::all(client());
+    for (name, zone, cpu) in nodes {
+        let n = ready_node(name, zone, *cpu, 16);
+        let created = api.create(&PostParams::default(), &n).await?;
+        let mut with_status = created.clone();
+        with_status.status = n.status.clone();
+        api.replace_status(name, &PostParams::default(), &with_status).await?;
+    }
+    Ok(())
+}
+
+fn deployment(name: &str, replicas: i32, cpu: &str, spread: bool) -> Deployment {
+    let mut spec = json!({"containers": [{"name": "app", "image": "nginx", "resources": {"requests": {"cpu": cpu}}}]});
+    if spread {
+        spec["topologySpreadConstraints"] = json!([{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": name}}}]);
+    }
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}
+    }))
+    .unwrap()
+}
+
+async fn running_by_zone(app: &str) -> anyhow::Result<BTreeMap<String, usize>> {
+    let pods: Api<Pod> = Api::default_namespaced(client());
+    let nodes: Api<Node> = Api::all(client());
+    let zone_of: BTreeMap<String, String> = nodes
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .map(|n| {
+            let zone = n.metadata.labels.as_ref().unwrap()["topology.kubernetes.io/zone"].clone();
+            (n.metadata.name.unwrap(), zone)
+        })
+        .collect();
+    let mut out = BTreeMap::new();
+    for p in pods.list(&ListParams::default().labels(&format!("app={app}"))).await?.items {
+        if p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running") {
+            let node = p.spec.unwrap().node_name.unwrap();
+            *out.entry(zone_of[&node].clone()).or_default() += 1;
+        }
+    }
+    Ok(out)
+}
+
+#[test]
+fn zone_spread_deployment_lands_evenly_and_runs() {
+    let (mut sim, _server, _) = cluster_world(11);
+    sim.client("test", async {
+        add_nodes(&[
+            ("a1", "us-east-1a", 8),
+            ("b1", "us-east-1b", 8),
+            ("c1", "us-east-1c", 8),
+            ("a2", "us-east-1a", 8),
+        ])
+        .await?;
+        let deploys: Api<Deployment> = Api::default_namespaced(client());
+        deploys.create(&PostParams::default(), &deployment("web", 9, "250m", true)).await?;
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        let by_zone = running_by_zone("web").await?;
+        assert_eq!(by_zone.values().copied().collect::<Vec<_>>(), vec![3, 3, 3], "{by_zone:?}");
+        let d = deploys.get("web").await?;
+        assert_eq!(d.status.unwrap().ready_replicas, Some(9));
+        Ok(())
+    });
+    sim.run().unwrap();
+}
+
+#[test]
+fn a_pod_that_fits_nowhere_is_marked_unschedulable_with_the_reason() {
+    let (mut sim, _server, _) = cluster_world(12);
+    sim.client("test", async {
+        add_nodes(&[("a1", "us-east-1a", 2), ("b1", "us-east-1b", 2)]).await?;
+        let pods: Api<Pod> = Api::default_namespaced(client());
+        let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "huge"}, "spec": {"containers": [
+            {"name": "app", "image": "x", "resources": {"requests": {"cpu": "64"}}}]}}))?;
+        pods.create(&PostParams::default(), &pod).await?;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let p = pods.get("huge").await?;
+        let cond = p.status.unwrap().conditions.unwrap().into_iter().find(|c| c.type_ == "PodScheduled").unwrap();
+        assert_eq!((cond.status.as_str(), cond.reason.as_deref()), ("False", Some("Unschedulable")));
+        assert_eq!(
+            cond.message.as_deref(),
+            Some("0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.")
+        );
+        Ok(())
+    });
+    sim.run().unwrap();
+}
+
+#[test]
+fn eviction_under_a_pdb_removes_one_pod_at_a_time_while_replacements_schedule() {
+    let (mut sim, _server, _) = cluster_world(13);
+    sim.client("test", async {
+        add_nodes(&[("a1", "us-east-1a", 8), ("b1", "us-east-1b", 8)]).await?;
+        let deploys: Api<Deployment> = Api::default_namespaced(client());
+        deploys.create(&PostParams::default(), &deployment("web", 4, "100m", false)).await?;
+        let pdbs: Api<PodDisruptionBudget> = Api::default_namespaced(client());
+        let pdb = serde_json::from_value(json!({"metadata": {"name": "web"},
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}}}))?;
+        pdbs.create(&PostParams::default(), &pdb).await?;
+        tokio::time::sleep(Duration::from_secs(20)).await;
+
+        let pods: Api<Pod> = Api::default_namespaced(client());
+        let originals: Vec<String> = pods
+            .list(&ListParams::default().labels("app=web"))
+            .await?
+            .items
+            .into_iter()
+            .map(|p| p.metadata.name.unwrap())
+            .collect();
+        assert_eq!(originals.len(), 4);
+        let (mut evicted, mut refused) = (0, 0);
+        for name in &originals {
+            loop {
+                match pods.evict(name, &EvictParams::default()).await {
+                    Ok(_) => {
+                        evicted += 1;
+                        break;
+                    }
+                    Err(kube::Error::Api(s)) if s.code == 429 => {
+                        refused += 1;
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            // Never more than one pod of four unavailable.
+            let ready = pods
+                .list(&ListParams::default().labels("app=web"))
+                .await?
+                .items
+                .iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .filter(|p| {
+                    p.status
+                        .as_ref()
+                        .and_then(|s| s.conditions.as_ref())
+                        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+                })
+                .count();
+            assert!(ready >= 3, "only {ready} ready after evicting {name}");
+        }
+        assert_eq!(evicted, 4);
+        assert!(refused > 0, "the PDB should have refused some evictions while replacements started");
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        let now: Vec<String> = pods
+            .list(&ListParams::default().labels("app=web"))
+            .await?
+            .items
+            .into_iter()
+            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+            .map(|p| p.metadata.name.unwrap())
+            .collect();
+        assert_eq!(now.len(), 4);
+        assert!(now.iter().all(|n| !originals.contains(n)));
+        Ok(())
+    });
+    sim.run().unwrap();
+}
+
+#[test]
+fn losing_a_node_recreates_its_pods_elsewhere_and_jobs_complete() {
+    let (mut sim, _server, _) = cluster_world(14);
+    sim.client("test", async {
+        add_nodes(&[("a1", "us-east-1a", 8), ("b1", "us-east-1b", 8)]).await?;
+        let deploys: Api<Deployment> = Api::default_namespaced(client());
+        deploys.create(&PostParams::default(), &deployment("web", 6, "100m", false)).await?;
+        let jobs: Api<Job> = Api::default_namespaced(client());
+        let job =
+            serde_json::from_value(json!({"metadata": {"name": "batch"}, "spec": {"completions": 3, "parallelism": 2,
+            "template": {"metadata": {"annotations": {"dovetail.dev/run-duration": "2m"}},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "w", "image": "busybox"}]}}}}))?;
+        jobs.create(&PostParams::default(), &job).await?;
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        let before = running_by_zone("web").await?;
+        assert_eq!(before.values().sum::<usize>(), 6);
+
+        let nodes: Api<Node> = Api::all(client());
+        nodes.delete("a1", &DeleteParams::default()).await?;
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        let after = running_by_zone("web").await?;
+        assert_eq!(after, BTreeMap::from([("us-east-1b".to_string(), 6)]));
+
+        tokio::time::sleep(Duration::from_secs(300)).await;
+        let j = jobs.get("batch").await?.status.unwrap();
+        assert_eq!(j.succeeded, Some(3), "{j:?}");
+        assert!(j.conditions.unwrap().iter().any(|c| c.type_ == "Complete" && c.status == "True"));
+        Ok(())
+    });
+    sim.run().unwrap();
+}
