@@ -467,6 +467,12 @@ fn selectable_fields(rt: &ResourceType) -> Vec<String> {
 }
 
 fn decode_body(body: &[u8], content_type: &str) -> ApiResult<Value> {
+    if content_type.contains("protobuf") || content_type.contains("cbor") {
+        // client-go falls back to JSON on 415, as it does against servers without protobuf.
+        return Err(ApiError::unsupported_media_type(format!(
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {content_type})"
+        )));
+    }
     if body.is_empty() {
         return Err(ApiError::bad_request("the request body is empty"));
     }

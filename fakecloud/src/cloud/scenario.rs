@@ -1,0 +1,170 @@
+//! Switches and scripts a scenario uses while the cloud runs: faults, admission control,
+//! capacity, prices, storms, outages, maintenance, AMI releases, quotas.
+
+use std::time::Duration;
+
+use rand::Rng;
+
+use super::FakeCloud;
+use crate::capacity::PoolKey;
+use crate::error::{ApiError, ApiResult, Error, Result};
+use crate::events::CloudEvent;
+use crate::faults::{Faults, SpotStorm};
+use crate::ledger::ApiCall;
+use crate::sqs::{DEFAULT_VISIBILITY, INTERRUPTION_QUEUE_RETENTION};
+use crate::throttle::Throttle;
+
+impl FakeCloud {
+    // ---------------------------------------------------------------- faults
+
+    /// The faults currently switched on.
+    pub fn faults(&self) -> &Faults {
+        &self.faults
+    }
+
+    /// Replaces the faults. Throttle buckets start full whenever throttling is (re)configured.
+    pub fn set_faults(&mut self, faults: Faults) {
+        if faults.throttling != self.faults.throttling {
+            self.throttle = faults.throttling.clone().map(Throttle::new);
+        }
+        self.faults = faults;
+    }
+
+    /// Admission control for one wire call of `action`: scripted errors, throttling, then
+    /// random server errors. Direct Rust calls from the world skip this.
+    pub fn admit(&mut self, action: &str) -> ApiResult<()> {
+        if let Some(pos) =
+            self.faults.scripted.iter().position(|s| s.count > 0 && s.action.as_deref().is_none_or(|a| a == action))
+        {
+            let s = &mut self.faults.scripted[pos];
+            s.count -= 1;
+            let err = ApiError::server(&s.code, format!("Injected {} for {action}.", s.code), s.status);
+            self.faults.scripted.retain(|s| s.count > 0);
+            return Err(err);
+        }
+        if let Some(throttle) = self.throttle.as_mut()
+            && !throttle.admit(action, self.now)
+        {
+            return Err(ApiError::throttled(action));
+        }
+        if self.faults.server_error_rate > 0.0 && !action.starts_with("SQS.") {
+            let u: f64 = self.rng_faults.random();
+            if u < self.faults.server_error_rate {
+                return Err(if u < self.faults.server_error_rate / 2.0 {
+                    ApiError::server("InternalError", "An internal error has occurred", 500)
+                } else {
+                    ApiError::server("ServiceUnavailable", "Service Unavailable", 503)
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends to the API call log.
+    pub fn log_call(&mut self, action: &str, outcome: Option<&ApiError>) {
+        self.ledger.calls.push(ApiCall {
+            at: self.now,
+            action: action.to_string(),
+            outcome: outcome.map_or_else(|| "OK".to_string(), |e| e.code.clone()),
+        });
+    }
+
+    // ---------------------------------------------------------------- scenario controls
+
+    /// Sets one capacity pool (free slots, size, refill period; `None` = never refills).
+    pub fn set_pool(&mut self, key: &PoolKey, free: u32, size: u32, refill_period: Option<Duration>) {
+        self.pools.set(key, free, size, refill_period, self.now);
+    }
+
+    /// Free slots of a pool now.
+    pub fn pool_free(&mut self, key: &PoolKey) -> u32 {
+        let vcpu = self.catalog.get(&key.instance_type).map_or(2, |t| t.vcpu);
+        self.pools.free(key, vcpu, self.now)
+    }
+
+    /// Pins a pool's spot price from `from` on.
+    pub fn pin_spot_price(&mut self, instance_type: &str, zone: &str, from: Duration, price: f64) {
+        self.market.pin_price(instance_type, zone, from, price);
+    }
+
+    /// The spot price of a pool at `at`.
+    pub fn spot_price(&self, instance_type: &str, zone: &str, at: Duration) -> Option<f64> {
+        self.market.price(self.catalog.get(instance_type)?, zone, at)
+    }
+
+    /// Schedules a spot storm.
+    pub fn schedule_spot_storm(&mut self, at: Duration, storm: SpotStorm) {
+        self.events.schedule(at, CloudEvent::Storm(storm));
+    }
+
+    /// Issues the spot interruption warning for one instance at `at` (reclaimed `spot_notice` later),
+    /// optionally preceded by a rebalance recommendation at the same instant.
+    pub fn schedule_spot_interruption(&mut self, instance_id: &str, at: Duration, rebalance_first: bool) {
+        if rebalance_first {
+            self.events.schedule(at, CloudEvent::Rebalance(instance_id.to_string()));
+        }
+        self.events.schedule(at, CloudEvent::SpotWarning(instance_id.to_string()));
+    }
+
+    /// Schedules an AWS Health scheduled-change notice for an instance at `at`, announcing
+    /// maintenance starting at `start`.
+    pub fn schedule_maintenance(&mut self, instance_id: &str, at: Duration, start: Duration) {
+        self.events.schedule(at, CloudEvent::ScheduledChange { instance_id: instance_id.to_string(), start });
+    }
+
+    /// Schedules an AZ outage: from `start`, running instances in the zone stop and launches
+    /// there fail with `InsufficientInstanceCapacity`; from `end`, launches work again.
+    pub fn schedule_zone_outage(&mut self, zone: &str, start: Duration, end: Option<Duration>) -> Result<()> {
+        if self.catalog.zone(zone).is_none() {
+            return Err(Error::Unknown { kind: "zone", name: zone.to_string() });
+        }
+        self.events.schedule(start, CloudEvent::ZoneOutageStart(zone.to_string()));
+        if let Some(end) = end {
+            self.events.schedule(end, CloudEvent::ZoneOutageEnd(zone.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Creates the interruption queue (300 s retention, as Karpenter's CloudFormation does)
+    /// and routes EventBridge messages to it. Returns its URL path (`/<account>/<name>`).
+    pub fn create_interruption_queue(&mut self, name: &str) -> String {
+        self.sqs.create_queue(name, INTERRUPTION_QUEUE_RETENTION, DEFAULT_VISIBILITY);
+        self.interruption_queue = Some(name.to_string());
+        format!("/{}/{name}", self.config.account_id)
+    }
+
+    /// Releases a new AMI version (drift): new images, `recommended` SSM parameters repointed.
+    pub fn release_ami(&mut self, version: &str) -> Vec<String> {
+        let now = self.now;
+        self.images.release(&mut self.ids, version, now)
+    }
+
+    /// Sets a subnet's free IP count.
+    pub fn set_subnet_free_ips(&mut self, subnet_id: &str, free: u32) -> Result<()> {
+        let s = self
+            .network
+            .subnets
+            .get_mut(subnet_id)
+            .ok_or_else(|| Error::Unknown { kind: "subnet", name: subnet_id.to_string() })?;
+        s.free_ips = free;
+        Ok(())
+    }
+
+    /// Marks an instance as failing (or passing again) its status checks, as a hardware
+    /// fault would; DescribeInstanceStatus then reports it `impaired`.
+    pub fn set_instance_impaired(&mut self, instance_id: &str, impaired: bool) -> Result<()> {
+        let now = self.now;
+        let i = self
+            .instances
+            .get_mut(instance_id)
+            .ok_or_else(|| Error::Unknown { kind: "instance", name: instance_id.to_string() })?;
+        i.impaired_since = if impaired { Some(i.impaired_since.unwrap_or(now)) } else { None };
+        Ok(())
+    }
+
+    /// Sets the account's vCPU quotas.
+    pub fn set_vcpu_quotas(&mut self, on_demand: u32, spot: u32) {
+        self.config.vcpu_quota_on_demand = on_demand;
+        self.config.vcpu_quota_spot = spot;
+    }
+}

@@ -1,0 +1,54 @@
+//! Faults a scenario can switch on and off while the cloud runs.
+
+use std::time::Duration;
+
+use crate::throttle::ThrottleConfig;
+
+/// A scripted error: the next `count` calls of `action` (or of any action when `None`)
+/// fail with `code`/`status`, before any other processing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptedError {
+    /// Action to fail, e.g. `CreateFleet`; `None` matches every action.
+    pub action: Option<String>,
+    /// Error code, e.g. `RequestLimitExceeded`, `InternalError`.
+    pub code: String,
+    /// HTTP status.
+    pub status: u16,
+    /// Calls left to fail.
+    pub count: u32,
+}
+
+/// A scripted spot storm: at its time, interrupt `fraction` of the running spot instances
+/// that match (zone and/or types), chosen with the seeded RNG.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpotStorm {
+    /// Only this zone (`None`: every zone).
+    pub zone: Option<String>,
+    /// Only these instance types (empty: every type).
+    pub instance_types: Vec<String>,
+    /// Share of matching instances to interrupt, in `[0, 1]`.
+    pub fraction: f64,
+}
+
+/// The switchable faults. Everything is off by default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Faults {
+    /// Token-bucket throttling per action (`RequestLimitExceeded`, HTTP 503).
+    pub throttling: Option<ThrottleConfig>,
+    /// Probability that an EC2 call fails with `InternalError` (HTTP 500) or
+    /// `ServiceUnavailable` (HTTP 503), chosen evenly.
+    pub server_error_rate: f64,
+    /// Scripted errors, consumed in order.
+    pub scripted: Vec<ScriptedError>,
+    /// A new instance is invisible to DescribeInstances for this long after launch
+    /// (EC2's eventual consistency; asking for it by id gives `InvalidInstanceID.NotFound`).
+    pub describe_lag: Duration,
+    /// Probability that a launched instance never leaves `pending`.
+    pub stuck_pending_rate: f64,
+    /// Extra SQS delivery delay, drawn uniformly from zero to this.
+    pub sqs_delay_max: Duration,
+    /// Probability that an SQS message is delivered twice (same MessageId).
+    pub sqs_duplicate_rate: f64,
+    /// Shuffle the order in which visible SQS messages are returned.
+    pub sqs_reorder: bool,
+}

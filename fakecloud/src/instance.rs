@@ -1,0 +1,162 @@
+//! Instances and their lifecycle states.
+//!
+//! ```text
+//! pending --(launch delay)--> running --terminate--> shutting-down --(delay)--> terminated
+//!    |                           |                                                  |
+//!    +--terminate----------------+--stop (AZ outage)--> stopping --> stopped     (visible ~1 h,
+//!                                                                                 then gone)
+//! ```
+
+use std::time::Duration;
+
+use crate::capacity::CapacityType;
+use crate::tags::{Filter, Tags};
+
+/// EC2 instance states with their API codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum InstanceState {
+    /// Booting; not billed yet.
+    Pending,
+    /// Running and billed.
+    Running,
+    /// Terminating; billing has stopped.
+    ShuttingDown,
+    /// Gone, but still listed for a while.
+    Terminated,
+    /// Stopping (e.g. AZ outage).
+    Stopping,
+    /// Stopped.
+    Stopped,
+}
+
+impl InstanceState {
+    /// EC2's numeric state code (low byte).
+    pub fn code(self) -> u16 {
+        match self {
+            Self::Pending => 0,
+            Self::Running => 16,
+            Self::ShuttingDown => 32,
+            Self::Terminated => 48,
+            Self::Stopping => 64,
+            Self::Stopped => 80,
+        }
+    }
+
+    /// EC2's state name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Running => "running",
+            Self::ShuttingDown => "shutting-down",
+            Self::Terminated => "terminated",
+            Self::Stopping => "stopping",
+            Self::Stopped => "stopped",
+        }
+    }
+
+    /// Whether the instance still holds capacity, an IP and quota.
+    pub fn is_live(self) -> bool {
+        matches!(self, Self::Pending | Self::Running | Self::Stopping | Self::Stopped)
+    }
+}
+
+/// One instance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Instance {
+    /// `i-…`
+    pub id: String,
+    /// Instance type name.
+    pub instance_type: String,
+    /// Zone name.
+    pub zone: String,
+    /// Zone id.
+    pub zone_id: String,
+    /// `subnet-…`
+    pub subnet_id: String,
+    /// `vpc-…`
+    pub vpc_id: String,
+    /// `ami-…`
+    pub image_id: String,
+    /// EC2 architecture of the type (`x86_64`/`arm64`).
+    pub architecture: String,
+    /// On-demand or spot.
+    pub capacity_type: CapacityType,
+    /// Current state.
+    pub state: InstanceState,
+    /// When the state was entered.
+    pub state_since: Duration,
+    /// When the launch was requested.
+    pub launch_time: Duration,
+    /// When it became running (billing starts).
+    pub running_at: Option<Duration>,
+    /// When billing stopped (shutting-down or stopping entered).
+    pub billing_end: Option<Duration>,
+    /// Private IPv4 address.
+    pub private_ip: String,
+    /// `r-…` of the launch call.
+    pub reservation_id: String,
+    /// Launch template used, if any.
+    pub launch_template_id: Option<String>,
+    /// Fleet that launched it, if any.
+    pub fleet_id: Option<String>,
+    /// Security groups.
+    pub security_group_ids: Vec<String>,
+    /// Tags.
+    pub tags: Tags,
+    /// `stateReason` code/message once set (e.g. `Server.SpotInstanceTermination`).
+    pub state_reason: Option<(String, String)>,
+    /// Set when a spot interruption warning has been issued: the reclaim time.
+    pub reclaim_at: Option<Duration>,
+    /// Never leaves pending (fault injection).
+    pub stuck_pending: bool,
+    /// Set while the instance fails its status checks (DescribeInstanceStatus `impaired`).
+    pub impaired_since: Option<Duration>,
+    /// Scheduled events DescribeInstanceStatus lists (e.g. `system-maintenance`).
+    pub scheduled_events: Vec<ScheduledEvent>,
+}
+
+/// An EC2 scheduled event on an instance, as DescribeInstanceStatus reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduledEvent {
+    /// `instance-event-…`
+    pub id: String,
+    /// `instance-reboot`, `system-reboot`, `system-maintenance`, `instance-retirement`, `instance-stop`.
+    pub code: String,
+    /// Earliest start.
+    pub not_before: Duration,
+    /// Latest end.
+    pub not_after: Duration,
+}
+
+impl Instance {
+    /// Whether the instance passes every DescribeInstances filter.
+    pub fn matches(&self, filters: &[Filter]) -> bool {
+        filters.iter().all(|f| {
+            f.match_tags(&self.tags).unwrap_or_else(|| match f.name.as_str() {
+                "instance-id" => f.matches(&self.id),
+                "instance-state-name" => f.matches(self.state.name()),
+                "instance-state-code" => f.matches(&self.state.code().to_string()),
+                "instance-type" => f.matches(&self.instance_type),
+                "availability-zone" => f.matches(&self.zone),
+                "subnet-id" => f.matches(&self.subnet_id),
+                "vpc-id" => f.matches(&self.vpc_id),
+                "image-id" => f.matches(&self.image_id),
+                "private-ip-address" => f.matches(&self.private_ip),
+                "reservation-id" => f.matches(&self.reservation_id),
+                "instance-lifecycle" => self.capacity_type == CapacityType::Spot && f.matches("spot"),
+                "architecture" => f.matches(&self.architecture),
+                _ => false,
+            })
+        })
+    }
+
+    /// The private DNS name EC2 gives instances in a VPC (`ip-10-0-0-5.<region>.compute.internal`).
+    pub fn private_dns_name(&self, region: &str) -> String {
+        let host = self.private_ip.replace('.', "-");
+        if region == "us-east-1" {
+            format!("ip-{host}.ec2.internal")
+        } else {
+            format!("ip-{host}.{region}.compute.internal")
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! How an unmodified AWS SDK client reaches the fake: an SDK `HttpClient` over turmoil TCP,
+//! a simulated time source, and configs built the way `rust-stack.md` §3.2 prescribes.
+//!
+//! Build clients *inside* the turmoil host that uses them: the hyper pool spawns its
+//! connection tasks on the runtime current at the first request, and turmoil drops that
+//! runtime when the host crashes or bounces.
+
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aws_credential_types::Credentials;
+use aws_sdk_ec2::config::retry::{RetryConfig, RetryPartition};
+use aws_sdk_ec2::config::timeout::TimeoutConfig;
+use aws_sdk_ec2::config::{BehaviorVersion, Region, SharedAsyncSleep};
+use aws_smithy_async::rt::sleep::TokioSleep;
+use aws_smithy_async::time::TimeSource;
+use aws_smithy_runtime_api::client::http::{
+    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
+use aws_smithy_runtime_api::client::result::ConnectorError;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use aws_smithy_types::body::SdkBody;
+use dovetail_simnet::{TurmoilConnector, http_client};
+use http_body_util::BodyExt;
+use hyper_util::client::legacy::Client;
+
+/// The SDK's wall clock, replaced by simulated time: `UNIX_EPOCH + turmoil::since_epoch()`.
+/// Used for SigV4 dates, clock-skew correction and retry token-bucket refill.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SimTimeSource;
+
+impl TimeSource for SimTimeSource {
+    fn now(&self) -> SystemTime {
+        UNIX_EPOCH + turmoil::since_epoch().unwrap_or_default()
+    }
+}
+
+/// An SDK HTTP client that sends each request over turmoil TCP, so every attempt is a real
+/// request that the simulated network can delay, drop or partition.
+#[derive(Debug, Clone)]
+pub struct SimHttpClient {
+    connect_timeout: Duration,
+    client: Arc<OnceLock<Client<TurmoilConnector, SdkBody>>>,
+}
+
+impl SimHttpClient {
+    /// A client whose connects give up after `connect_timeout` of simulated time (a
+    /// partitioned peer never answers a SYN, so an unbounded connect would hang forever).
+    pub fn new(connect_timeout: Duration) -> Self {
+        Self { connect_timeout, client: Arc::new(OnceLock::new()) }
+    }
+}
+
+impl Default for SimHttpClient {
+    fn default() -> Self {
+        Self::new(Duration::from_secs(10))
+    }
+}
+
+impl HttpClient for SimHttpClient {
+    fn http_connector(&self, settings: &HttpConnectorSettings, _components: &RuntimeComponents) -> SharedHttpConnector {
+        let connect_timeout = settings.connect_timeout().unwrap_or(self.connect_timeout);
+        let client = self.client.get_or_init(|| http_client(TurmoilConnector::new(connect_timeout))).clone();
+        SharedHttpConnector::new(SimConnector { client, read_timeout: settings.read_timeout() })
+    }
+}
+
+#[derive(Debug, Clone)]
+struct SimConnector {
+    client: Client<TurmoilConnector, SdkBody>,
+    read_timeout: Option<Duration>,
+}
+
+impl HttpConnector for SimConnector {
+    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+        let client = self.client.clone();
+        let read_timeout = self.read_timeout;
+        HttpConnectorFuture::new(async move {
+            let request = request.try_into_http1x().map_err(|e| ConnectorError::user(e.into()))?;
+            let exchange = async {
+                let response = client.request(request).await.map_err(|e| ConnectorError::io(e.into()))?;
+                let (parts, body) = response.into_parts();
+                let bytes = body.collect().await.map_err(|e| ConnectorError::io(e.into()))?.to_bytes();
+                Ok::<_, ConnectorError>(http::Response::from_parts(parts, SdkBody::from(bytes)))
+            };
+            let response = match read_timeout {
+                Some(limit) => {
+                    tokio::time::timeout(limit, exchange).await.map_err(|e| ConnectorError::timeout(e.into()))??
+                }
+                None => exchange.await?,
+            };
+            HttpResponse::try_from(response).map_err(|e| ConnectorError::other(e.into(), None))
+        })
+    }
+}
+
+/// What differs between simulated AWS clients. Everything else is fixed by
+/// [`ec2_config`] / [`sqs_config`] for determinism.
+#[derive(Debug, Clone)]
+pub struct SdkOptions {
+    /// e.g. `http://aws:80` (plain HTTP to the turmoil host).
+    pub endpoint_url: String,
+    /// e.g. `us-west-2`.
+    pub region: String,
+    /// Attempts per operation, including the first (SDK standard mode default: 3).
+    pub max_attempts: u32,
+    /// Retry back-off scale: attempt n waits `initial_backoff * 2^n * jitter`, where the
+    /// SDK draws `jitter` from the thread-local fastrand, so callers must `fastrand::seed`
+    /// the sim thread. (A static, jitter-free base needs aws-smithy-types' `test-util`
+    /// feature, which would rebuild aws-sdk-ec2 for the whole workspace.)
+    pub initial_backoff: Duration,
+    /// Per-attempt read timeout.
+    pub read_timeout: Duration,
+    /// Per-attempt timeout.
+    pub attempt_timeout: Duration,
+    /// Whole-operation timeout, retries included.
+    pub operation_timeout: Duration,
+}
+
+impl SdkOptions {
+    /// Options for EC2 calls: 3 attempts, 1 s initial back-off, 5 s read / 10 s attempt /
+    /// 60 s operation timeouts (rust-stack.md §3.2).
+    pub fn ec2(endpoint_url: &str, region: &str) -> Self {
+        Self {
+            endpoint_url: endpoint_url.into(),
+            region: region.into(),
+            max_attempts: 3,
+            initial_backoff: Duration::from_secs(1),
+            read_timeout: Duration::from_secs(5),
+            attempt_timeout: Duration::from_secs(10),
+            operation_timeout: Duration::from_secs(60),
+        }
+    }
+
+    /// Options for SQS: as EC2 but with timeouts above Karpenter's 20 s long poll.
+    pub fn sqs(endpoint_url: &str, region: &str) -> Self {
+        Self {
+            read_timeout: Duration::from_secs(30),
+            attempt_timeout: Duration::from_secs(35),
+            operation_timeout: Duration::from_secs(120),
+            ..Self::ec2(endpoint_url, region)
+        }
+    }
+
+    fn retry(&self) -> RetryConfig {
+        RetryConfig::standard().with_max_attempts(self.max_attempts).with_initial_backoff(self.initial_backoff)
+    }
+
+    fn timeouts(&self) -> TimeoutConfig {
+        TimeoutConfig::builder()
+            .read_timeout(self.read_timeout)
+            .operation_attempt_timeout(self.attempt_timeout)
+            .operation_timeout(self.operation_timeout)
+            .build()
+    }
+}
+
+fn credentials() -> Credentials {
+    Credentials::new("AKIDDOVETAILSIM", "dovetail-sim-secret", None, None, "dovetail-sim")
+}
+
+/// An `aws_sdk_ec2::Config` for the simulator: turmoil HTTP, simulated time, tokio sleep,
+/// seeded back-off jitter, an own retry partition (the SDK's default token bucket is process-global),
+/// explicit timeouts and fixed credentials.
+pub fn ec2_config(opts: &SdkOptions) -> aws_sdk_ec2::Config {
+    aws_sdk_ec2::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(opts.region.clone()))
+        .endpoint_url(opts.endpoint_url.clone())
+        .credentials_provider(credentials())
+        .http_client(SimHttpClient::default())
+        .sleep_impl(SharedAsyncSleep::new(TokioSleep::new()))
+        .time_source(SimTimeSource)
+        .retry_config(opts.retry())
+        .retry_partition(RetryPartition::custom("dovetail-sim-ec2").build())
+        .timeout_config(opts.timeouts())
+        .build()
+}
+
+/// The SQS counterpart of [`ec2_config`].
+pub fn sqs_config(opts: &SdkOptions) -> aws_sdk_sqs::Config {
+    aws_sdk_sqs::Config::builder()
+        .behavior_version(aws_sdk_sqs::config::BehaviorVersion::latest())
+        .region(aws_sdk_sqs::config::Region::new(opts.region.clone()))
+        .endpoint_url(opts.endpoint_url.clone())
+        .credentials_provider(credentials())
+        .http_client(SimHttpClient::default())
+        .sleep_impl(SharedAsyncSleep::new(TokioSleep::new()))
+        .time_source(SimTimeSource)
+        .retry_config(opts.retry())
+        .retry_partition(aws_sdk_sqs::config::retry::RetryPartition::custom("dovetail-sim-sqs").build())
+        .timeout_config(opts.timeouts())
+        .build()
+}
+
+/// An EC2 client for the simulator (see [`ec2_config`]).
+pub fn ec2_client(opts: &SdkOptions) -> aws_sdk_ec2::Client {
+    aws_sdk_ec2::Client::from_conf(ec2_config(opts))
+}
+
+/// An SQS client for the simulator (see [`sqs_config`]).
+pub fn sqs_client(opts: &SdkOptions) -> aws_sdk_sqs::Client {
+    aws_sdk_sqs::Client::from_conf(sqs_config(opts))
+}
