@@ -208,3 +208,73 @@ fn losing_a_node_recreates_its_pods_elsewhere_and_jobs_complete() {
     });
     sim.run().unwrap();
 }
+
+#[test]
+fn nodes_follow_instances_and_a_killed_instance_moves_its_pods() {
+    use base64::Engine as _;
+    use dovetail_fakecloud::wire::lock;
+    use dovetail_fakecloud::{LaunchTemplateRef, LaunchTemplateSpec, RunInstancesRequest};
+    let (mut sim, _server, cloud) = dovetail_tests::cloud_world(15);
+    let user_data = base64::engine::general_purpose::STANDARD.encode(
+        "spec:\n  kubelet:\n    flags:\n    - --node-labels=\"team=web\"\n    - --register-with-taints=\"example.com/startup:NoSchedule\"\n",
+    );
+    let ids: Vec<String> = {
+        let mut c = lock(&cloud);
+        let image = c.images().images.keys().next().cloned();
+        let lt = c
+            .create_launch_template(LaunchTemplateSpec {
+                name: "web".into(),
+                user_data: Some(user_data),
+                ..Default::default()
+            })
+            .unwrap();
+        let mut ids = Vec::new();
+        for zone in ["us-east-1a", "us-east-1b"] {
+            let out = c
+                .run_instances(&RunInstancesRequest {
+                    instance_type: Some("m5.large".into()),
+                    image_id: image.clone(),
+                    min_count: 1,
+                    max_count: 1,
+                    availability_zone: Some(zone.into()),
+                    launch_template: Some(LaunchTemplateRef::Id(lt.id.clone())),
+                    ..Default::default()
+                })
+                .unwrap();
+            ids.extend(out.instance_ids.iter().cloned());
+        }
+        ids
+    };
+    let cloud2 = cloud.clone();
+    sim.client("test", async move {
+        tokio::time::sleep(Duration::from_secs(120)).await;
+        let nodes: Api<Node> = Api::all(client());
+        let list = nodes.list(&ListParams::default().labels("team=web")).await?.items;
+        assert_eq!(list.len(), 2, "both instances registered as nodes");
+        for n in &list {
+            let labels = n.metadata.labels.as_ref().unwrap();
+            assert_eq!(labels["node.kubernetes.io/instance-type"], "m5.large");
+            assert!(n.spec.as_ref().unwrap().provider_id.as_ref().unwrap().starts_with("aws:///us-east-1"));
+            assert!(
+                n.spec.as_ref().unwrap().taints.as_ref().is_none_or(|t| t.is_empty()),
+                "startup taint removed by the agent"
+            );
+            assert_eq!(n.status.as_ref().unwrap().allocatable.as_ref().unwrap()["pods"].0, "29");
+        }
+        let deploys: Api<Deployment> = Api::default_namespaced(client());
+        deploys.create(&PostParams::default(), &deployment("web", 4, "100m", true)).await?;
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert_eq!(running_by_zone("web").await?.values().sum::<usize>(), 4);
+
+        // The instance in us-east-1a dies: its node goes and its pods come back in 1b.
+        let dead = ids[0].clone();
+        lock(&cloud2).terminate_instances(&[dead]).unwrap();
+        tokio::time::sleep(Duration::from_secs(180)).await;
+        assert_eq!(nodes.list(&ListParams::default().labels("team=web")).await?.items.len(), 1);
+        // With no node left in us-east-1a, that zone is no spread domain: all four pods
+        // run in us-east-1b, recreated by their ReplicaSet.
+        assert_eq!(running_by_zone("web").await?, BTreeMap::from([("us-east-1b".to_string(), 4)]));
+        Ok(())
+    });
+    sim.run().unwrap();
+}

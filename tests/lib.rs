@@ -25,7 +25,7 @@ pub fn cluster_world<'a>(seed: u64) -> (turmoil::Sim<'a>, ApiServer, Trace) {
     let mut sim = build_sim(&cfg);
     let trace = Trace::new();
     let server = apiserver::sim_server(seed, trace.clone());
-    dovetail_sim::actors::add_cluster_host(&mut sim, &server, seed);
+    dovetail_sim::actors::add_cluster_host(&mut sim, &server, seed, None);
     (sim, server, trace)
 }
 
@@ -43,4 +43,29 @@ pub fn ready_node(name: &str, zone: &str, cpu: u32, mem_gi: u32) -> k8s_openapi:
         }
     }))
     .expect("a valid node")
+}
+
+/// A cluster world whose nodes are the fake cloud's instances (us-east-1), with the
+/// cloud also served as the `aws` host.
+pub fn cloud_world<'a>(seed: u64) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::wire::SharedCloud) {
+    use dovetail_fakecloud::wire::{Server, TurmoilClock, serve_turmoil, shared};
+    use dovetail_fakecloud::{Catalog, CloudConfig, FakeCloud};
+    let cfg = WorldConfig::new(seed);
+    let mut sim = build_sim(&cfg);
+    let server = apiserver::sim_server(seed, Trace::new());
+    let config =
+        CloudConfig::new(dovetail_sim::world::derive_seed(seed, "cloud"), dovetail_sim::world::clock::sim_epoch());
+    let cloud =
+        shared(FakeCloud::new(config, Catalog::load("us-east-1").expect("the EC2 catalog in ../shared/data/ec2")));
+    dovetail_sim::actors::add_cluster_host(&mut sim, &server, seed, Some(cloud.clone()));
+    let served = cloud.clone();
+    sim.host("aws", move || {
+        let served = served.clone();
+        async move {
+            let listener = turmoil::net::TcpListener::bind(("0.0.0.0", 80)).await?;
+            serve_turmoil(listener, Server::new(served, TurmoilClock, "http://aws:80")).await?;
+            Ok(())
+        }
+    });
+    (sim, server, cloud)
 }

@@ -16,6 +16,7 @@
 pub mod disruption_controller;
 pub mod kube_scheduler;
 pub mod kubelet;
+pub mod node_agent;
 pub mod node_shape;
 pub mod pdb_status;
 pub mod pod_gc;
@@ -26,12 +27,22 @@ pub mod workloads;
 
 use std::time::Duration;
 
+use dovetail_fakecloud::wire::SharedCloud;
+
 use crate::apiserver::{self, ApiServer};
 use crate::world::derive_rng;
 
-/// Every cluster actor of a world, in a fixed order.
-pub fn cluster_actors(seed: u64) -> Vec<Box<dyn runtime::Reconciler>> {
+/// Every cluster actor of a world, in a fixed order. With a cloud, nodes follow its
+/// instances (kubelet registration, readiness, loss).
+pub fn cluster_actors(seed: u64, cloud: Option<SharedCloud>) -> Vec<Box<dyn runtime::Reconciler>> {
     let mut actors = workloads::controllers();
+    if let Some(cloud) = cloud {
+        actors.push(Box::new(node_agent::NodeAgents::new(
+            cloud,
+            node_agent::NodeTiming::default(),
+            derive_rng(seed, "nodes"),
+        )));
+    }
     actors.push(Box::new(disruption_controller::DisruptionController));
     actors.push(Box::new(pod_gc::PodGc));
     actors.push(Box::new(kube_scheduler::KubeScheduler::new(
@@ -44,12 +55,13 @@ pub fn cluster_actors(seed: u64) -> Vec<Box<dyn runtime::Reconciler>> {
 
 /// Adds the API server host with the cluster's actors running beside it (as the control
 /// plane and kubelets would). The store outlives the host, like etcd.
-pub fn add_cluster_host(sim: &mut turmoil::Sim<'_>, server: &ApiServer, seed: u64) {
+pub fn add_cluster_host(sim: &mut turmoil::Sim<'_>, server: &ApiServer, seed: u64, cloud: Option<SharedCloud>) {
     let server = server.clone();
     sim.host("apiserver", move || {
         let server = server.clone();
+        let cloud = cloud.clone();
         async move {
-            tokio::spawn(runtime::run(server.clone(), cluster_actors(seed)));
+            tokio::spawn(runtime::run(server.clone(), cluster_actors(seed, cloud)));
             // Give the actors' first reconcile a head start over the first client request.
             tokio::time::sleep(Duration::ZERO).await;
             server.serve_turmoil(apiserver::API_PORT).await?;
