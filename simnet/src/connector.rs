@@ -45,10 +45,8 @@ impl tower::Service<Uri> for TurmoilConnector {
     fn call(&mut self, uri: Uri) -> Self::Future {
         let timeout = self.connect_timeout;
         Box::pin(async move {
-            let host = uri
-                .host()
-                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "uri has no host"))?
-                .to_string();
+            let host =
+                uri.host().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "uri has no host"))?.to_string();
             let port = uri.port_u16().unwrap_or(80);
             let connect = turmoil::net::TcpStream::connect((host.as_str(), port));
             match tokio::time::timeout(timeout, connect).await {
@@ -87,11 +85,7 @@ impl hyper::rt::Read for SimIo {
 }
 
 impl hyper::rt::Write for SimIo {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.0).poll_write(cx, buf)
     }
 
@@ -113,8 +107,5 @@ where
     B: http_body::Body + Send + 'static,
     B::Data: Send,
 {
-    Client::builder(TokioExecutor::new())
-        .timer(TokioTimer::new())
-        .pool_timer(TokioTimer::new())
-        .build(connector)
+    Client::builder(TokioExecutor::new()).timer(TokioTimer::new()).pool_timer(TokioTimer::new()).build(connector)
 }
