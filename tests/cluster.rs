@@ -278,3 +278,70 @@ fn nodes_follow_instances_and_a_killed_instance_moves_its_pods() {
     });
     sim.run().unwrap();
 }
+
+#[test]
+fn daemonsets_cover_every_node_and_deployments_roll_within_their_budget() {
+    let (mut sim, _server, _) = cluster_world(16);
+    sim.client("test", async {
+        add_nodes(&[("a1", "us-east-1a", 4), ("b1", "us-east-1b", 4), ("c1", "us-east-1c", 4)]).await?;
+        let ds: Api<k8s_openapi::api::apps::v1::DaemonSet> = Api::default_namespaced(client());
+        let daemon = serde_json::from_value(json!({"metadata": {"name": "logs"}, "spec": {
+            "selector": {"matchLabels": {"app": "logs"}},
+            "template": {"metadata": {"labels": {"app": "logs"}}, "spec": {"containers": [
+                {"name": "fluent", "image": "fluent-bit", "resources": {"requests": {"cpu": "100m"}}}]}}}}))?;
+        ds.create(&PostParams::default(), &daemon).await?;
+        let deploys: Api<Deployment> = Api::default_namespaced(client());
+        deploys.create(&PostParams::default(), &deployment("web", 4, "100m", false)).await?;
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        let status = ds.get("logs").await?.status.unwrap();
+        assert_eq!((status.desired_number_scheduled, status.number_ready), (3, 3));
+        let pods: Api<Pod> = Api::default_namespaced(client());
+        let mut nodes: Vec<String> = pods
+            .list(&ListParams::default().labels("app=logs"))
+            .await?
+            .items
+            .into_iter()
+            .map(|p| p.spec.unwrap().node_name.unwrap())
+            .collect();
+        nodes.sort();
+        assert_eq!(nodes, ["a1", "b1", "c1"]);
+
+        // Change the template: a new ReplicaSet takes over, never dropping below
+        // replicas - maxUnavailable (4 - 1) ready pods.
+        let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "nginx:2",
+            "resources": {"requests": {"cpu": "100m"}}}]}}}});
+        deploys.patch("web", &kube::api::PatchParams::default(), &kube::api::Patch::Strategic(&patch)).await?;
+        let mut min_ready = usize::MAX;
+        for _ in 0..60 {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let ready = pods
+                .list(&ListParams::default().labels("app=web"))
+                .await?
+                .items
+                .iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .filter(|p| {
+                    p.status
+                        .as_ref()
+                        .and_then(|s| s.conditions.as_ref())
+                        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+                })
+                .count();
+            min_ready = min_ready.min(ready);
+        }
+        assert!(min_ready >= 3, "ready pods fell to {min_ready} during the rollout");
+        let d = deploys.get("web").await?.status.unwrap();
+        assert_eq!((d.updated_replicas, d.ready_replicas), (Some(4), Some(4)), "{d:?}");
+        let images: Vec<String> = pods
+            .list(&ListParams::default().labels("app=web"))
+            .await?
+            .items
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .map(|p| p.spec.unwrap().containers[0].image.clone().unwrap())
+            .collect();
+        assert_eq!(images, ["nginx:2"; 4]);
+        Ok(())
+    });
+    sim.run().unwrap();
+}

@@ -22,6 +22,8 @@ use serde_json::json;
 pub enum Target {
     /// API server: list, watch-event delivery, patch, and an idle simulated hour.
     Apiserver,
+    /// The cluster's actors: an idle simulated hour of a 1,000-node world.
+    Cluster,
 }
 
 /// Runs the benchmark and prints medians.
@@ -34,6 +36,11 @@ pub fn bench(what: Target, samples: usize) -> anyhow::Result<ExitCode> {
             report("merge patch (requests/s)", samples, || patch_rate(500));
             report("watch events delivered (events/s)", samples, || watch_rate(2000));
             report("idle simulated hour, 1 watcher (wall ms)", samples, idle_hour_ms);
+        }
+        Target::Cluster => {
+            let samples = samples.max(1);
+            report("idle simulated hour, 1000 nodes + actors (wall ms)", samples, || idle_cluster_hour_ms(1000, 0));
+            report("idle simulated hour, 1000 nodes, 10000 pods (wall ms)", samples, || idle_cluster_hour_ms(1000, 10));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -141,6 +148,58 @@ fn idle_hour_ms() -> f64 {
         let api: Api<Pod> = Api::all(sim_kube_client("apiserver", apiserver::API_PORT));
         let w = watcher(api, watcher::Config::default()).for_each(|_| async {});
         let _ = tokio::time::timeout(Duration::from_secs(3600), w).await;
+        Ok(())
+    });
+    timed(|| sim.run().unwrap()) * 1000.0
+}
+
+/// One quiet simulated hour of a cluster of `nodes` Ready nodes with `pods_per_node`
+/// running pods each, with every actor running.
+fn idle_cluster_hour_ms(nodes: usize, pods_per_node: usize) -> f64 {
+    let mut cfg = WorldConfig::new(1);
+    cfg.duration = Duration::from_secs(7200);
+    let mut sim = build_sim(&cfg);
+    let server = apiserver::sim_server(1, Trace::hash_only());
+    {
+        let mut s = server.store.lock().unwrap();
+        let nodes_t = s.registry().get("", "nodes").unwrap();
+        let pods_t = s.registry().get("", "pods").unwrap();
+        for i in 0..nodes {
+            let name = format!("node-{i}");
+            let zone = ["us-east-1a", "us-east-1b", "us-east-1c"][i % 3];
+            let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+                "kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone}},
+                "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+                           "capacity": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+                           "conditions": [{"type": "Ready", "status": "True"}]}});
+            let created = s.create(&nodes_t, "", node.clone(), WriteOptions::default()).unwrap();
+            let mut with_status = (*created).clone();
+            with_status["status"] = node["status"].clone();
+            s.update(&nodes_t, "", &name, with_status, apiserver::store::Part::Status, WriteOptions::default())
+                .unwrap();
+            for j in 0..pods_per_node {
+                let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("p-{i}-{j}")},
+                    "spec": {"nodeName": name, "containers": [{"name": "app", "image": "x",
+                        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]},
+                    "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}});
+                let created = s.create(&pods_t, "default", pod.clone(), WriteOptions::default()).unwrap();
+                let mut with_status = (*created).clone();
+                with_status["status"] = pod["status"].clone();
+                s.update(
+                    &pods_t,
+                    "default",
+                    &format!("p-{i}-{j}"),
+                    with_status,
+                    apiserver::store::Part::Status,
+                    WriteOptions::default(),
+                )
+                .unwrap();
+            }
+        }
+    }
+    dovetail_sim::actors::add_cluster_host(&mut sim, &server, 1, None);
+    sim.client("clock", async {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
         Ok(())
     });
     timed(|| sim.run().unwrap()) * 1000.0

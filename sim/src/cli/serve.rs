@@ -1,6 +1,7 @@
 //! `dovetail serve`: the simulated API server on 127.0.0.1, for kubectl.
 //!
-//! Time here is real time from the simulated epoch (the world is interactive). The
+//! Time here is real time from the simulated epoch (the world is interactive), and the
+//! cluster's actors (scheduler, kubelets, workload controllers) run beside the server. The
 //! server speaks plain HTTP on loopback only; the kubeconfig it writes points there.
 
 use std::path::Path;
@@ -21,6 +22,9 @@ pub fn serve(port: u16, kubeconfig: &Path) -> anyhow::Result<ExitCode> {
         let clock = Clock::RealTime { start: tokio::time::Instant::now() };
         let store = Store::new(clock, derive_rng(0, "apiserver"), Trace::hash_only(), StoreConfig::default());
         let server = ApiServer::new(store, ApiFaults::none(derive_rng(0, "apiserver-faults")), ServerConfig::default());
+        // The cluster's actors run beside the server, so a pod created with kubectl is
+        // scheduled (or marked Unschedulable) and run, as in a real cluster.
+        tokio::spawn(dovetail_sim::actors::runtime::run(server.clone(), dovetail_sim::actors::cluster_actors(0, None)));
         std::fs::write(kubeconfig, kubeconfig_yaml(&format!("http://{addr}")))
             .with_context(|| format!("writing {}", kubeconfig.display()))?;
         // A closed stdout (a test harness that read what it needed) must not stop the server.

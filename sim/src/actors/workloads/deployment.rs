@@ -115,26 +115,42 @@ fn reconcile_one(store: &mut Store, d: &Value) {
                 let up = (spec_replicas(&new) + max_total - current_total).min(replicas);
                 scale(store, &new, up);
             }
-            // Scale down old ReplicaSets while availability stays above the floor.
+            // Scale down old ReplicaSets, as reconcileOldReplicaSets does: never below
+            // `replicas - maxUnavailable` available pods, counting a ReplicaSet's pods only
+            // up to its (possibly just lowered) spec, so pods already doomed by a scale-down
+            // the ReplicaSet controller has not acted on yet are not spent twice.
             let min_available = replicas - unavailable;
-            let available: i64 = ready_of(store, &new) + old.iter().map(|r| ready_of(store, r)).sum::<i64>();
-            let mut budget = (available - min_available).max(0);
-            // Unready old pods cost no availability: remove them first.
-            for r in &old {
-                let unhealthy = (spec_replicas(r) - ready_of(store, r)).max(0);
-                if unhealthy > 0 {
-                    scale(store, r, spec_replicas(r) - unhealthy);
-                }
-            }
-            for r in &old {
-                let current = store
+            let current = |store: &Store, r: &Value| -> i64 {
+                store
                     .get(&rst, &ns, r["metadata"]["name"].as_str().unwrap_or(""))
                     .map(|c| spec_replicas(&c))
-                    .unwrap_or(0);
-                let down = current.min(budget);
-                if down > 0 {
-                    scale(store, r, current - down);
-                    budget -= down;
+                    .unwrap_or(0)
+            };
+            let available_of = |store: &Store, r: &Value| ready_of(store, r).min(current(store, r));
+            let new_spec = current(store, &new);
+            let all_pods: i64 = new_spec + old.iter().map(|r| current(store, r)).sum::<i64>();
+            let new_unavailable = new_spec - available_of(store, &new);
+            let mut max_scaled_down = all_pods - min_available - new_unavailable;
+            if max_scaled_down > 0 {
+                // Unhealthy old pods cost no availability: clean them up first.
+                for r in &old {
+                    let spec = current(store, r);
+                    let unhealthy = (spec - available_of(store, r)).max(0).min(max_scaled_down);
+                    if unhealthy > 0 {
+                        scale(store, r, spec - unhealthy);
+                        max_scaled_down -= unhealthy;
+                    }
+                }
+                let available: i64 =
+                    available_of(store, &new) + old.iter().map(|r| available_of(store, r)).sum::<i64>();
+                let mut budget = (available - min_available).max(0);
+                for r in &old {
+                    let spec = current(store, r);
+                    let down = spec.min(budget);
+                    if down > 0 {
+                        scale(store, r, spec - down);
+                        budget -= down;
+                    }
                 }
             }
         }
