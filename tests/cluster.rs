@@ -61,6 +61,25 @@ async fn running_by_zone(app: &str) -> anyhow::Result<BTreeMap<String, usize>> {
     Ok(out)
 }
 
+/// Pods of `app` that are Ready and not terminating.
+async fn ready_pods(app: &str) -> anyhow::Result<usize> {
+    let pods: Api<Pod> = Api::default_namespaced(client());
+    let ready = pods
+        .list(&ListParams::default().labels(&format!("app={app}")))
+        .await?
+        .items
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| {
+            p.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        })
+        .count();
+    Ok(ready)
+}
+
 #[test]
 fn zone_spread_deployment_lands_evenly_and_runs() {
     let (mut sim, _server, _) = cluster_world(11);
@@ -144,19 +163,7 @@ fn eviction_under_a_pdb_removes_one_pod_at_a_time_while_replacements_schedule() 
                 }
             }
             // Never more than one pod of four unavailable.
-            let ready = pods
-                .list(&ListParams::default().labels("app=web"))
-                .await?
-                .items
-                .iter()
-                .filter(|p| p.metadata.deletion_timestamp.is_none())
-                .filter(|p| {
-                    p.status
-                        .as_ref()
-                        .and_then(|s| s.conditions.as_ref())
-                        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-                })
-                .count();
+            let ready = ready_pods("web").await?;
             assert!(ready >= 3, "only {ready} ready after evicting {name}");
         }
         assert_eq!(evicted, 4);
@@ -314,19 +321,7 @@ fn daemonsets_cover_every_node_and_deployments_roll_within_their_budget() {
         let mut min_ready = usize::MAX;
         for _ in 0..60 {
             tokio::time::sleep(Duration::from_millis(500)).await;
-            let ready = pods
-                .list(&ListParams::default().labels("app=web"))
-                .await?
-                .items
-                .iter()
-                .filter(|p| p.metadata.deletion_timestamp.is_none())
-                .filter(|p| {
-                    p.status
-                        .as_ref()
-                        .and_then(|s| s.conditions.as_ref())
-                        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-                })
-                .count();
+            let ready = ready_pods("web").await?;
             min_ready = min_ready.min(ready);
         }
         assert!(min_ready >= 3, "ready pods fell to {min_ready} during the rollout");
