@@ -6,3 +6,5 @@
 //! types (NodePool, NodeClaim, EC2NodeClass) every other module works on.
 
 pub mod apis;
+pub mod cloudprovider;
+pub mod scheduling;

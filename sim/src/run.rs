@@ -83,8 +83,10 @@ pub fn run(loaded: &Loaded, seed: u64) -> anyhow::Result<Outcome> {
             for obj in &install {
                 apply(&client, obj).await.map_err(|e| anyhow::anyhow!("installing {}: {e}", describe(obj)))?;
             }
+            // turmoil starts every host's (simulated) tokio clock at the run's start.
+            let origin = tokio::time::Instant::now() - turmoil::sim_elapsed().unwrap_or_default();
             for (at, step) in plan {
-                tokio::time::sleep_until(tokio::time::Instant::from_std(start_instant()) + at).await;
+                tokio::time::sleep_until(origin + at).await;
                 let result = perform(&client, &server, &step).await;
                 actions.fetch_add(1, Ordering::Relaxed);
                 let expected = step.expect_code;
@@ -169,13 +171,6 @@ fn plan(steps: &[Step], seed: u64) -> Vec<(Duration, Step)> {
     // Stable: equal times keep file order.
     out.sort_by_key(|(at, _)| *at);
     out
-}
-
-/// The simulation's start on tokio's (simulated) clock: turmoil starts every host's
-/// clock at the same instant, so "now minus elapsed" is the common origin.
-fn start_instant() -> std::time::Instant {
-    let elapsed = turmoil::sim_elapsed().unwrap_or_default();
-    tokio::time::Instant::now().into_std() - elapsed
 }
 
 /// An API failure during a step.

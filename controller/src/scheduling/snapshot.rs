@@ -1,0 +1,125 @@
+//! The scheduler's input: a plain snapshot of the cluster, so a scheduling pass is a pure
+//! function that tests (and the disruption controller, re-running it without candidates) can
+//! build without an API server.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::instance_selection::{MAX_INSTANCE_TYPES_ON_CLAIM, MinValuesPolicy};
+use super::pod::{HostPort, SchedulablePod};
+use super::requirements::Requirements;
+use super::resources::Resources;
+use super::taints::Taint;
+use crate::apis::NodePool;
+use crate::cloudprovider::InstanceType;
+
+/// Whether preferences (preferred affinities, ScheduleAnyway spreads) are honoured
+/// (`--preference-policy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PreferencePolicy {
+    /// Treat preferences as requirements and relax them one at a time on failure (default).
+    #[default]
+    Respect,
+    /// Drop every preference before scheduling.
+    Ignore,
+}
+
+/// Knobs of a scheduling pass.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedulerOptions {
+    /// `--preference-policy`.
+    pub preference_policy: PreferencePolicy,
+    /// `--min-values-policy`.
+    pub min_values_policy: MinValuesPolicy,
+    /// Instance types kept per new NodeClaim (core `MaxInstanceTypes`, 600).
+    pub max_instance_types: usize,
+}
+
+impl Default for SchedulerOptions {
+    fn default() -> Self {
+        Self {
+            preference_policy: PreferencePolicy::Respect,
+            min_values_policy: MinValuesPolicy::Strict,
+            max_instance_types: MAX_INSTANCE_TYPES_ON_CLAIM,
+        }
+    }
+}
+
+/// A node that exists or is being launched (an in-flight NodeClaim), as cluster state sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExistingNode {
+    /// Node name (or the NodeClaim name while in flight); also its hostname domain.
+    pub name: String,
+    /// Node labels (for an in-flight claim: its single-valued requirement labels).
+    pub labels: BTreeMap<String, String>,
+    /// Taints.
+    pub taints: Vec<Taint>,
+    /// Startup taints of its NodeClaim, ignored while the node is not initialized.
+    pub startup_taints: Vec<Taint>,
+    /// Allocatable (for an uninitialized node, the NodeClaim's estimate).
+    pub allocatable: Resources,
+    /// Capacity, counted against its NodePool's limits.
+    pub capacity: Resources,
+    /// Requests of pods bound or nominated to it, plus DaemonSet pods not yet running.
+    pub requested: Resources,
+    /// Host ports in use.
+    pub host_ports: Vec<HostPort>,
+    /// Initialized nodes are tried before uninitialized ones.
+    pub initialized: bool,
+    /// Nodes being deleted take no pods (their pods are in `pods` to reschedule).
+    pub marked_for_deletion: bool,
+}
+
+impl ExistingNode {
+    /// The node's labels as requirements, with its hostname.
+    pub fn requirements(&self) -> Requirements {
+        let mut requirements = Requirements::from_labels(&self.labels);
+        if !requirements.has(crate::apis::labels::HOSTNAME_LABEL) {
+            requirements.add(
+                crate::apis::labels::HOSTNAME_LABEL,
+                super::requirements::Requirement::in_values([self.name.clone()]),
+            );
+        }
+        requirements
+    }
+
+    /// The NodePool that owns it, from the `karpenter.sh/nodepool` label.
+    pub fn node_pool(&self) -> Option<&str> {
+        self.labels.get(crate::apis::labels::NODE_POOL_LABEL).map(String::as_str)
+    }
+}
+
+/// A pod already running (or nominated) somewhere: it counts for topology.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BoundPod {
+    /// The node it is on.
+    pub node_name: String,
+    /// The pod.
+    pub pod: SchedulablePod,
+}
+
+/// A NodePool with the instance types its node class offers.
+#[derive(Clone, Debug)]
+pub struct NodePoolInput {
+    /// The NodePool (Ready, not deleting, not static: filtered by the caller).
+    pub node_pool: NodePool,
+    /// `cloudProvider.GetInstanceTypes(nodePool)`.
+    pub instance_types: Vec<Arc<InstanceType>>,
+}
+
+/// Everything a scheduling pass reads.
+#[derive(Clone, Debug, Default)]
+pub struct SchedulingInput {
+    /// Pods to place: pending provisionable pods plus pods of deleting nodes.
+    pub pods: Vec<SchedulablePod>,
+    /// Existing and in-flight nodes.
+    pub existing_nodes: Vec<ExistingNode>,
+    /// Pods already on nodes, for topology counts and inverse anti-affinity.
+    pub bound_pods: Vec<BoundPod>,
+    /// NodePools to provision from.
+    pub node_pools: Vec<NodePoolInput>,
+    /// DaemonSet pod templates, for per-NodePool overhead.
+    pub daemon_set_pods: Vec<SchedulablePod>,
+    /// Pass options.
+    pub options: SchedulerOptions,
+}

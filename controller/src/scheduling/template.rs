@@ -1,0 +1,124 @@
+//! A NodePool turned into what new NodeClaims start from (core `nodeclaimtemplate.go`): the
+//! requirements (pool requirements, template labels, the pool's own label), taints, DaemonSet
+//! overhead, and the instance types that could ever satisfy them, cheapest first.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::instance_selection::{MinValuesPolicy, cheapest_price, min_values_shortfall};
+use super::pod::SchedulablePod;
+use super::requirements::{Requirement, Requirements};
+use super::resources::Resources;
+use super::snapshot::NodePoolInput;
+use super::taints::{Taint, untolerated};
+use crate::apis::labels;
+use crate::apis::quantity::ResourceList;
+use crate::cloudprovider::InstanceType;
+
+/// The resource name of a NodePool's node-count limit.
+pub const LIMIT_NODES: &str = "nodes";
+
+/// A NodePool prepared for the pass.
+#[derive(Clone, Debug)]
+pub struct NodeClaimTemplate {
+    /// NodePool name.
+    pub node_pool: String,
+    /// `spec.weight` (absent = 0).
+    pub weight: i32,
+    /// Pool requirements ∩ template labels ∩ `karpenter.sh/nodepool In [name]`.
+    pub requirements: Requirements,
+    /// Taints pods must tolerate (startup taints are not: something else removes them).
+    pub taints: Vec<Taint>,
+    /// Feasible instance types, cheapest compatible offering first (ties by name).
+    pub instance_types: Vec<Arc<InstanceType>>,
+    /// Requests of the DaemonSet pods that would run on this pool's nodes.
+    pub daemon_overhead: Resources,
+    /// `spec.limits` in base units (CPU in milli-cores), `None` when unlimited.
+    pub limits: Option<BTreeMap<String, i64>>,
+}
+
+impl NodeClaimTemplate {
+    /// Prepares a NodePool. Fails (the pool is skipped for the pass, with this reason) when its
+    /// requirements leave no instance type, or not enough for a `minValues` under Strict.
+    pub fn new(
+        input: &NodePoolInput,
+        daemon_set_pods: &[SchedulablePod],
+        policy: MinValuesPolicy,
+    ) -> Result<Self, String> {
+        let pool = &input.node_pool;
+        let name = pool.metadata.name.clone().unwrap_or_default();
+        let spec = &pool.spec.template.spec;
+        let mut requirements = Requirements::from_node_selector(&spec.requirements);
+        requirements.add_all(&Requirements::from_labels(&pool.spec.template_labels()));
+        requirements.add(labels::NODE_POOL_LABEL, Requirement::in_values([name.clone()]));
+        let taints: Vec<Taint> = spec.taints().iter().map(Taint::from_k8s).collect();
+        // A DaemonSet pod counts when it tolerates the taints, is compatible with the pool, and
+        // some instance type of the pool could run it (an arm64-only DaemonSet adds nothing to
+        // an amd64 pool). In a pool mixing types it runs on and types it does not, it is
+        // counted for all of them: pessimistic, never under-sized.
+        let mut daemon_overhead = Resources::default();
+        for daemon in daemon_set_pods {
+            let daemon_requirements = daemon.shape.requirements();
+            if untolerated(&taints, &daemon.shape.tolerations).is_none()
+                && requirements.compatible(&daemon_requirements).is_ok()
+                && input.instance_types.iter().any(|it| it.requirements.intersects(&daemon_requirements).is_ok())
+            {
+                daemon_overhead.add(&daemon.shape.requests);
+            }
+        }
+        let mut priced: Vec<(f64, Arc<InstanceType>)> = input
+            .instance_types
+            .iter()
+            .filter(|it| {
+                it.requirements.intersects(&requirements).is_ok()
+                    && it.has_compatible_offering(&requirements)
+                    && daemon_overhead.fits_in(it.allocatable())
+            })
+            .map(|it| (cheapest_price(it, &requirements), Arc::clone(it)))
+            .collect();
+        priced.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.name.cmp(&b.1.name)));
+        let instance_types: Vec<Arc<InstanceType>> = priced.into_iter().map(|(_, it)| it).collect();
+        if instance_types.is_empty() {
+            return Err(format!("nodepool {name}: requirements filtered out all instance types"));
+        }
+        if let Some((key, wanted, found)) = min_values_shortfall(&requirements, instance_types.iter().map(Arc::as_ref))
+            && policy == MinValuesPolicy::Strict
+        {
+            return Err(format!(
+                "nodepool {name}: minValues requirement is not met for label {key}: wanted {wanted}, found {found}"
+            ));
+        }
+        let limits = pool.spec.limits.as_ref().map(parse_limits).transpose()?;
+        Ok(Self {
+            node_pool: name,
+            weight: pool.spec.weight(),
+            requirements,
+            taints,
+            instance_types,
+            daemon_overhead,
+            limits,
+        })
+    }
+}
+
+fn parse_limits(limits: &ResourceList) -> Result<BTreeMap<String, i64>, String> {
+    let mut parsed = BTreeMap::new();
+    for (name, quantity) in limits {
+        let mut scratch = Resources::default();
+        let key = if name == LIMIT_NODES { super::resources::RESOURCE_PODS } else { name.as_str() };
+        scratch.set_text(key, &quantity.as_text())?;
+        parsed.insert(name.clone(), scratch.get(key));
+    }
+    Ok(parsed)
+}
+
+/// The amount of `resource` (a limit name) one node of `capacity` uses: `nodes` counts 1.
+pub fn limit_usage(capacity: &Resources, resource: &str) -> i64 {
+    if resource == LIMIT_NODES { 1 } else { capacity.get(resource) }
+}
+
+/// Whether a node of `capacity` fits in the `remaining` limits (a limit is exceeded only when
+/// usage is strictly greater).
+pub fn within_limits(capacity: &Resources, remaining: &BTreeMap<String, i64>) -> bool {
+    remaining.iter().all(|(resource, left)| limit_usage(capacity, resource) <= *left)
+}
