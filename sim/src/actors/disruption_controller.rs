@@ -1,6 +1,7 @@
 //! The PodDisruptionBudget status controller: keeps `disruptionsAllowed` current as pods
 //! come and go, so the API server's eviction check answers as on a real cluster.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, UNIX_EPOCH};
 
 use k8s_openapi::api::core::v1::Pod;
@@ -32,15 +33,20 @@ impl Reconciler for DisruptionController {
         let pdbs: Vec<Value> = store.iter(&pdb_t.key(), None).map(|p| (**p).clone()).collect();
         let now = timestamp(store.clock().now());
         let mut next: Option<Duration> = None;
+        // Decode each namespace's pods once, however many budgets it has (status writes
+        // below change budgets, not pods).
+        let mut pods_by_ns: BTreeMap<String, Vec<Pod>> = BTreeMap::new();
         for obj in pdbs {
             let Ok(pdb) = serde_json::from_value::<PodDisruptionBudget>(obj.clone()) else { continue };
             let ns = pdb.metadata.namespace.clone().unwrap_or_default();
-            let pods: Vec<Pod> = store
-                .iter(&pods_t.key(), Some(&ns))
-                .filter_map(|p| serde_json::from_value((**p).clone()).ok())
-                .collect();
+            let pods = pods_by_ns.entry(ns.clone()).or_insert_with(|| {
+                store
+                    .iter(&pods_t.key(), Some(&ns))
+                    .filter_map(|p| serde_json::from_value((**p).clone()).ok())
+                    .collect()
+            });
             let scale_of = |owner: &OwnerReference, namespace: &str| scale_of(store, owner, namespace);
-            let outcome = compute_status(&pdb, &pods, &scale_of, now);
+            let outcome = compute_status(&pdb, pods, &scale_of, now);
             if let Some(at) = outcome.recheck_at {
                 let secs = u64::try_from(at.as_second()).unwrap_or(0);
                 let at = (UNIX_EPOCH + Duration::from_secs(secs)).duration_since(sim_epoch()).unwrap_or_default();

@@ -48,8 +48,6 @@ impl KubeScheduler {
         let nodes =
             store.watch(&nodes_t, None, all.clone(), WatchStart::Current).expect("watching from now never fails");
         let pods = store.watch(&pods_t, None, all, WatchStart::Current).expect("watching from now never fails");
-        let mut nodes_rx = nodes.rx;
-        let mut pods_rx = pods.rx;
         let now = store.elapsed();
         for m in nodes.initial {
             self.on_node(m, now);
@@ -58,8 +56,7 @@ impl KubeScheduler {
             self.on_pod(m, now);
         }
         // The initial events were delivered inline; the channels carry what follows.
-        let _ = (&mut nodes_rx, &mut pods_rx);
-        self.watches = Some((nodes_rx, pods_rx));
+        self.watches = Some((nodes.rx, pods.rx));
     }
 
     fn on_node(&mut self, msg: WatchMsg, now: Duration) {

@@ -3,7 +3,7 @@
 //! within their grace period and are then removed (the kubelet's final delete with
 //! grace 0). One actor plays every node's kubelet: nodes are state, not hosts.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use rand::Rng;
@@ -87,7 +87,7 @@ impl Reconciler for Kubelets {
             .filter(|p| p.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty()))
             .map(|p| (**p).clone())
             .collect();
-        let mut live = BTreeMap::new();
+        let mut live = BTreeSet::new();
         for pod in pods {
             let key = (
                 pod["metadata"]["namespace"].as_str().unwrap_or("").to_string(),
@@ -131,10 +131,10 @@ impl Reconciler for Kubelets {
                 self.timers.remove(&key);
                 act(store, &pod, want);
             } else {
-                live.insert(key, ());
+                live.insert(key);
             }
         }
-        self.timers.retain(|k, _| live.contains_key(k));
+        self.timers.retain(|k, _| live.contains(k));
         self.timers.values().map(|(d, _)| *d).min()
     }
 }

@@ -68,9 +68,8 @@ pub async fn run(server: ApiServer, mut actors: Vec<Box<dyn Reconciler>>) {
                 deadlines[i] = actor.reconcile(&mut store, now);
             }
         }
-        // Writes made above come back as events: drain them so an actor wakes for others'
-        // changes, not its own echo alone... but an actor reacting to another's writes in
-        // the same instant is intended (a ReplicaSet created by a Deployment gets pods).
+        // Writes made above come back as events and wake whoever watches them in the same
+        // instant (a ReplicaSet created by the Deployment controller gets its pods now).
         let mut woke = false;
         while let Ok(key) = rx.try_recv() {
             mark(&watched, &mut dirty, &key);

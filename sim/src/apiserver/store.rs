@@ -654,7 +654,7 @@ impl Store {
         let mut last = (*old.obj).clone();
         last["metadata"]["resourceVersion"] = json!(self.rv.to_string());
         let last = Arc::new(last);
-        self.unindex(&old.obj);
+        self.unindex(r, &old.obj);
         self.record("delete", r);
         self.publish(Event {
             rv: self.rv,
@@ -817,7 +817,7 @@ impl Store {
         obj["metadata"]["resourceVersion"] = json!(self.rv.to_string());
         let obj = Arc::new(obj);
         if let Some(p) = &prev {
-            self.unindex(p);
+            self.unindex(&r, p);
         }
         self.index(&r, &obj);
         self.objects
@@ -848,14 +848,14 @@ impl Store {
         }
     }
 
-    fn unindex(&mut self, obj: &Value) {
+    /// Drops `obj` (stored at `r`) from the uid and dependents indexes.
+    fn unindex(&mut self, r: &ObjRef, obj: &Value) {
         if let Some(uid) = obj["metadata"]["uid"].as_str() {
             self.uids.remove(uid);
         }
-        let Some(r) = obj_ref(&self.registry, obj) else { return };
         for owner in owner_uids(obj) {
             if let Some(set) = self.dependents.get_mut(&owner) {
-                set.remove(&r);
+                set.remove(r);
                 if set.is_empty() {
                     self.dependents.remove(&owner);
                 }
@@ -974,18 +974,6 @@ fn ns_key() -> ResourceKey {
 
 fn obj_rv(obj: &Value) -> u64 {
     obj["metadata"]["resourceVersion"].as_str().and_then(|s| s.parse().ok()).unwrap_or(0)
-}
-
-fn obj_ref(registry: &Registry, obj: &Value) -> Option<ObjRef> {
-    let api_version = obj["apiVersion"].as_str()?;
-    let kind = obj["kind"].as_str()?;
-    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
-    let rt = registry.iter().find(|t| t.group == group && t.kind == kind)?;
-    Some(ObjRef {
-        key: rt.key(),
-        namespace: obj["metadata"]["namespace"].as_str().unwrap_or("").to_string(),
-        name: obj["metadata"]["name"].as_str()?.to_string(),
-    })
 }
 
 fn owner_uids(obj: &Value) -> Vec<String> {
