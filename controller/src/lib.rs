@@ -7,4 +7,7 @@
 
 pub mod apis;
 pub mod cloudprovider;
+pub mod operator;
+pub mod runtime;
 pub mod scheduling;
+pub mod state;

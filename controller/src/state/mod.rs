@@ -1,0 +1,168 @@
+//! The controller's view of the cluster (core's `state.Cluster`): every object kind it reasons
+//! about, fed by kube-runtime watchers ([`watch`]) into ordered maps, plus what only the controller
+//! knows (pods nominated to nodes, claims it has marked for deletion).
+//!
+//! Maps are `BTreeMap`s keyed by `namespace/name` (or `name` for cluster-scoped kinds), so every
+//! iteration is in a stable order whatever order the API server sent events in. Readers take a
+//! cheap [`Snapshot`] (maps of `Arc`s) and never hold the lock across an await.
+
+pub mod watch;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::ResourceExt;
+
+use crate::apis::{EC2NodeClass, NodeClaim, NodePool};
+
+/// Object kinds the state tracks; the cluster is synced when every kind has listed once.
+pub const KINDS: [&str; 7] = ["Pod", "Node", "NodeClaim", "NodePool", "EC2NodeClass", "PodDisruptionBudget", "DaemonSet"];
+
+/// The key of an object in the state maps: `namespace/name`, or `name` when cluster-scoped.
+pub fn key_of<K: ResourceExt>(object: &K) -> String {
+    match object.namespace() {
+        Some(ns) => format!("{ns}/{}", object.name_any()),
+        None => object.name_any(),
+    }
+}
+
+/// Every object the controller watches, by key.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// Pods, by `namespace/name`.
+    pub pods: BTreeMap<String, Arc<Pod>>,
+    /// Nodes, by name.
+    pub nodes: BTreeMap<String, Arc<Node>>,
+    /// NodeClaims, by name.
+    pub node_claims: BTreeMap<String, Arc<NodeClaim>>,
+    /// NodePools, by name.
+    pub node_pools: BTreeMap<String, Arc<NodePool>>,
+    /// EC2NodeClasses, by name.
+    pub node_classes: BTreeMap<String, Arc<EC2NodeClass>>,
+    /// PodDisruptionBudgets, by `namespace/name`.
+    pub pdbs: BTreeMap<String, Arc<PodDisruptionBudget>>,
+    /// DaemonSets, by `namespace/name`.
+    pub daemon_sets: BTreeMap<String, Arc<DaemonSet>>,
+    /// Kinds that have completed their initial list.
+    pub synced: BTreeSet<&'static str>,
+    /// Bumped on every change.
+    pub generation: u64,
+}
+
+impl Snapshot {
+    /// Whether every kind has listed once (core `cluster.Synced`).
+    pub fn is_synced(&self) -> bool {
+        KINDS.iter().all(|kind| self.synced.contains(kind))
+    }
+
+    /// The NodeClaim whose `status.providerID` matches the node's `spec.providerID`.
+    pub fn node_claim_for_node(&self, node: &Node) -> Option<&Arc<NodeClaim>> {
+        let provider_id = node.spec.as_ref()?.provider_id.as_deref()?;
+        self.node_claims.values().find(|claim| claim.provider_id() == Some(provider_id))
+    }
+
+    /// The Node(s) whose providerID matches the claim's.
+    pub fn nodes_for_node_claim(&self, claim: &NodeClaim) -> Vec<&Arc<Node>> {
+        let Some(provider_id) = claim.provider_id() else { return Vec::new() };
+        self.nodes
+            .values()
+            .filter(|node| node.spec.as_ref().and_then(|s| s.provider_id.as_deref()) == Some(provider_id))
+            .collect()
+    }
+
+    /// Pods bound to `node_name`, in key order.
+    pub fn pods_on_node<'a>(&'a self, node_name: &'a str) -> impl Iterator<Item = &'a Arc<Pod>> + 'a {
+        self.pods.values().filter(move |pod| pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node_name))
+    }
+}
+
+/// What only the controller knows, kept beside the watched objects.
+#[derive(Clone, Debug, Default)]
+pub struct Memory {
+    /// Node or NodeClaim name → when pods were last nominated to it.
+    pub nominated: BTreeMap<String, jiff::Timestamp>,
+    /// NodeClaims the controller has decided to delete (disruption commands in flight).
+    pub marked_for_deletion: BTreeSet<String>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    snapshot: Snapshot,
+    memory: Memory,
+}
+
+/// The shared cluster state.
+#[derive(Debug)]
+pub struct Cluster {
+    inner: Mutex<Inner>,
+    changed: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for Cluster {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Cluster {
+    /// An empty, unsynced state.
+    pub fn new() -> Self {
+        Self { inner: Mutex::new(Inner::default()), changed: tokio::sync::watch::channel(0).0 }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().expect("cluster state lock")
+    }
+
+    /// A consistent copy of every watched object.
+    pub fn snapshot(&self) -> Snapshot {
+        self.lock().snapshot.clone()
+    }
+
+    /// A copy of the controller's own memory.
+    pub fn memory(&self) -> Memory {
+        self.lock().memory.clone()
+    }
+
+    /// Whether every kind has listed once.
+    pub fn is_synced(&self) -> bool {
+        self.lock().snapshot.is_synced()
+    }
+
+    /// A receiver that wakes whenever anything changes.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    /// Applies `f` to the snapshot and announces the change.
+    pub fn update(&self, f: impl FnOnce(&mut Snapshot)) {
+        let generation = {
+            let mut inner = self.lock();
+            f(&mut inner.snapshot);
+            inner.snapshot.generation += 1;
+            inner.snapshot.generation
+        };
+        self.changed.send_replace(generation);
+    }
+
+    /// Applies `f` to the controller's memory and announces the change.
+    pub fn remember(&self, f: impl FnOnce(&mut Memory)) {
+        let generation = {
+            let mut inner = self.lock();
+            f(&mut inner.memory);
+            inner.snapshot.generation += 1;
+            inner.snapshot.generation
+        };
+        self.changed.send_replace(generation);
+    }
+
+    /// Records that pods were nominated to a node or in-flight claim at `at`.
+    pub fn nominate(&self, name: &str, at: jiff::Timestamp) {
+        self.remember(|m| {
+            m.nominated.insert(name.to_string(), at);
+        });
+    }
+}
