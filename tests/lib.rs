@@ -69,3 +69,100 @@ pub fn cloud_world<'a>(seed: u64) -> (turmoil::Sim<'a>, ApiServer, dovetail_fake
     });
     (sim, server, cloud)
 }
+
+/// The Karpenter CRDs, as the upstream manifests (what a user installs with Helm).
+pub fn karpenter_crds() -> Vec<serde_json::Value> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/crds");
+    ["karpenter.sh_nodepools.yaml", "karpenter.sh_nodeclaims.yaml", "karpenter.k8s.aws_ec2nodeclasses.yaml"]
+        .iter()
+        .map(|file| {
+            let text = std::fs::read_to_string(format!("{dir}/{file}")).unwrap_or_else(|e| panic!("{file}: {e}"));
+            serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"))
+        })
+        .collect()
+}
+
+/// A NodePool and EC2NodeClass for the fake cloud (cluster `dovetail`): Karpenter's
+/// general-purpose example with the cluster name filled in, and `extra` requirements appended.
+pub fn general_purpose(capacity_types: &[&str], limits: Option<serde_json::Value>) -> Vec<serde_json::Value> {
+    let mut pool = serde_json::json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+        "metadata": {"name": "general-purpose"},
+        "spec": {
+            "template": {"spec": {
+                "requirements": [
+                    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+                    {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+                    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": capacity_types},
+                    {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["c", "m", "r"]},
+                    {"key": "karpenter.k8s.aws/instance-generation", "operator": "Gt", "values": ["2"]}
+                ],
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
+            }},
+            "disruption": {"consolidateAfter": "Never"}
+        }
+    });
+    if let Some(limits) = limits {
+        pool["spec"]["limits"] = limits;
+    }
+    let class = serde_json::json!({
+        "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass",
+        "metadata": {"name": "default"},
+        "spec": {
+            "role": "KarpenterNodeRole-dovetail",
+            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "dovetail"}}],
+            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "dovetail"}}],
+            "amiSelectorTerms": [{"alias": "al2023@latest"}]
+        }
+    });
+    vec![class, pool]
+}
+
+/// A world with the API server and cluster actors, the fake cloud (`aws`) and the production
+/// controller (`controller`). The caller installs CRDs and manifests through a client.
+pub fn karpenter_world<'a>(seed: u64) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::wire::SharedCloud) {
+    let (mut sim, server, cloud) = cloud_world(seed);
+    dovetail_fakecloud::wire::lock(&cloud).create_interruption_queue(dovetail_sim::controller_host::INTERRUPTION_QUEUE);
+    let settings = dovetail_sim::controller_host::default_settings("us-east-1");
+    dovetail_sim::controller_host::add_controller_host(&mut sim, seed, settings);
+    (sim, server, cloud)
+}
+
+/// Creates every object through the API (CRDs first, then a short wait so they register).
+pub async fn install(client: &kube::Client, objects: &[serde_json::Value]) -> anyhow::Result<()> {
+    use kube::api::{DynamicObject, PostParams};
+    use kube::discovery::ApiResource;
+    for obj in objects {
+        let api_version = obj["apiVersion"].as_str().unwrap_or_default();
+        let kind = obj["kind"].as_str().unwrap_or_default();
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let plural = match kind {
+            "CustomResourceDefinition" => "customresourcedefinitions".to_string(),
+            "EC2NodeClass" => "ec2nodeclasses".to_string(),
+            "NodePool" => "nodepools".to_string(),
+            "PodDisruptionBudget" => "poddisruptionbudgets".to_string(),
+            other => format!("{}s", other.to_lowercase()),
+        };
+        let resource = ApiResource {
+            group: group.into(),
+            version: version.into(),
+            api_version: api_version.into(),
+            kind: kind.into(),
+            plural,
+        };
+        let namespaced =
+            !matches!(kind, "CustomResourceDefinition" | "EC2NodeClass" | "NodePool" | "Node" | "Namespace");
+        let api: kube::Api<DynamicObject> = if namespaced {
+            kube::Api::namespaced_with(
+                client.clone(),
+                obj["metadata"]["namespace"].as_str().unwrap_or("default"),
+                &resource,
+            )
+        } else {
+            kube::Api::all_with(client.clone(), &resource)
+        };
+        let object: DynamicObject = serde_json::from_value(obj.clone())?;
+        api.create(&PostParams::default(), &object).await?;
+    }
+    Ok(())
+}

@@ -7,7 +7,11 @@
 
 pub mod apis;
 pub mod cloudprovider;
+pub mod garbage_collection;
+pub mod lifecycle;
+pub mod nodepool;
 pub mod operator;
+pub mod provisioning;
 pub mod runtime;
 pub mod scheduling;
 pub mod state;

@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use crate::runtime::{EventRecorder, SharedClock, SharedRng, Settings};
+use crate::runtime::{EventRecorder, Settings, SharedClock, SharedRng};
 use crate::state::{Cluster, watch};
 
 /// The clients the controller talks through.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Clients {
     /// The Kubernetes API server.
     pub kube: kube::Client,

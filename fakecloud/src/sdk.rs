@@ -203,3 +203,24 @@ pub fn ec2_client(opts: &SdkOptions) -> aws_sdk_ec2::Client {
 pub fn sqs_client(opts: &SdkOptions) -> aws_sdk_sqs::Client {
     aws_sdk_sqs::Client::from_conf(sqs_config(opts))
 }
+
+/// The SSM counterpart of [`ec2_config`] (Karpenter resolves AMI aliases through SSM).
+pub fn ssm_config(opts: &SdkOptions) -> aws_sdk_ssm::Config {
+    aws_sdk_ssm::Config::builder()
+        .behavior_version(aws_sdk_ssm::config::BehaviorVersion::latest())
+        .region(aws_sdk_ssm::config::Region::new(opts.region.clone()))
+        .endpoint_url(opts.endpoint_url.clone())
+        .credentials_provider(credentials())
+        .http_client(SimHttpClient::default())
+        .sleep_impl(SharedAsyncSleep::new(TokioSleep::new()))
+        .time_source(SimTimeSource)
+        .retry_config(opts.retry())
+        .retry_partition(aws_sdk_ssm::config::retry::RetryPartition::custom("dovetail-sim-ssm").build())
+        .timeout_config(opts.timeouts())
+        .build()
+}
+
+/// An SSM client for the simulator (see [`ssm_config`]).
+pub fn ssm_client(opts: &SdkOptions) -> aws_sdk_ssm::Client {
+    aws_sdk_ssm::Client::from_conf(ssm_config(opts))
+}

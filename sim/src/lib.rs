@@ -7,6 +7,7 @@
 
 pub mod actors;
 pub mod apiserver;
+pub mod controller_host;
 pub mod kube_client;
 pub mod run;
 pub mod scenario;

@@ -131,6 +131,36 @@ impl Resources {
         Ok(())
     }
 
+    /// Parses a Karpenter `ResourceList` (int-or-string quantities).
+    pub fn from_resource_list(list: &crate::apis::ResourceList) -> Result<Self, String> {
+        let mut resources = Self::default();
+        for (name, quantity) in list {
+            resources.set_text(name, &quantity.as_text())?;
+        }
+        Ok(resources)
+    }
+
+    /// The resources as a Karpenter `ResourceList`: CPU in milli-cores (`"1500m"`), memory and
+    /// storage in `Ki` when exact (`"3977Mi"` style is not needed), others as integers. Zero
+    /// entries of the four core resources are kept so a node shows `pods: 0` rather than nothing.
+    pub fn to_resource_list(&self) -> crate::apis::ResourceList {
+        use crate::apis::IntOrQuantity;
+        let mut list = crate::apis::ResourceList::new();
+        list.insert(RESOURCE_CPU.into(), IntOrQuantity::String(format_cpu(self.cpu_milli)));
+        list.insert(RESOURCE_MEMORY.into(), IntOrQuantity::String(format_bytes(self.memory_bytes)));
+        if self.ephemeral_storage_bytes != 0 {
+            list.insert(
+                RESOURCE_EPHEMERAL_STORAGE.into(),
+                IntOrQuantity::String(format_bytes(self.ephemeral_storage_bytes)),
+            );
+        }
+        list.insert(RESOURCE_PODS.into(), IntOrQuantity::String(self.pods.to_string()));
+        for (name, value) in &self.extended {
+            list.insert(name.clone(), IntOrQuantity::String(value.to_string()));
+        }
+        list
+    }
+
     /// Sets one resource (CPU in milli-cores, others in base units).
     pub fn set(&mut self, name: &str, value: i64) {
         match name {
@@ -237,6 +267,21 @@ impl Resources {
     }
 }
 
+/// CPU milli-cores as a quantity: whole cores as integers, else `NNNm`.
+pub fn format_cpu(milli: i64) -> String {
+    if milli % 1000 == 0 { (milli / 1000).to_string() } else { format!("{milli}m") }
+}
+
+/// Bytes as a quantity: the largest exact binary suffix (`Gi`, `Mi`, `Ki`), else plain bytes.
+pub fn format_bytes(bytes: i64) -> String {
+    for (suffix, unit) in [("Gi", GIB), ("Mi", MIB), ("Ki", 1024)] {
+        if bytes != 0 && bytes % unit == 0 {
+            return format!("{}{suffix}", bytes / unit);
+        }
+    }
+    bytes.to_string()
+}
+
 /// Bytes in a mebibyte.
 pub const MIB: i64 = 1 << 20;
 /// Bytes in a gibibyte.
@@ -259,6 +304,17 @@ mod tests {
         assert_eq!(parse_quantity_units("1.5Gi"), Some(3 * GIB / 2));
         assert_eq!(parse_quantity_units("10x"), None);
         assert_eq!(parse_quantity_units(""), None);
+    }
+
+    #[test]
+    fn resource_list_round_trips() {
+        let mut r =
+            Resources { pods: 29, ephemeral_storage_bytes: 17 * GIB, ..Resources::cpu_memory(1930, 7 * GIB + 5 * MIB) };
+        r.set("nvidia.com/gpu", 1);
+        let list = r.to_resource_list();
+        assert_eq!(list["cpu"].as_text(), "1930m");
+        assert_eq!(list["memory"].as_text(), "7173Mi");
+        assert_eq!(Resources::from_resource_list(&list).unwrap(), r);
     }
 
     #[test]

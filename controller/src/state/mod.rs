@@ -19,7 +19,8 @@ use kube::ResourceExt;
 use crate::apis::{EC2NodeClass, NodeClaim, NodePool};
 
 /// Object kinds the state tracks; the cluster is synced when every kind has listed once.
-pub const KINDS: [&str; 7] = ["Pod", "Node", "NodeClaim", "NodePool", "EC2NodeClass", "PodDisruptionBudget", "DaemonSet"];
+pub const KINDS: [&str; 7] =
+    ["Pod", "Node", "NodeClaim", "NodePool", "EC2NodeClass", "PodDisruptionBudget", "DaemonSet"];
 
 /// The key of an object in the state maps: `namespace/name`, or `name` when cluster-scoped.
 pub fn key_of<K: ResourceExt>(object: &K) -> String {

@@ -1,0 +1,135 @@
+//! Garbage collection (karpenter-behaviour.md §3.5): instances tagged for this cluster with no
+//! NodeClaim (leaks: a crash between CreateFleet and the status write, a claim deleted by hand
+//! with its finalizer stripped) are terminated once older than 30 s; Registered NodeClaims whose
+//! instance is gone and whose Node is missing or NotReady are deleted.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Node;
+use kube::api::DeleteParams;
+use kube::{Api, Client};
+
+use crate::apis::NodeClaim;
+use crate::apis::condition::StatusConditions;
+use crate::cloudprovider::CloudProvider;
+use crate::lifecycle::conditions::REGISTERED;
+use crate::provisioning::input::node_is_ready;
+use crate::runtime::SharedClock;
+use crate::runtime::clock::elapsed;
+use crate::state::{Cluster, Snapshot};
+
+/// Instances younger than this are never collected (their claim may not be written yet).
+pub const MIN_INSTANCE_AGE: Duration = Duration::from_secs(30);
+/// Leak GC runs this often for its first [`FAST_RUNS`] runs...
+pub const FAST_INTERVAL: Duration = Duration::from_secs(10);
+/// ...then this often.
+pub const SLOW_INTERVAL: Duration = Duration::from_secs(120);
+/// Runs at the fast interval after start.
+pub const FAST_RUNS: u32 = 20;
+
+/// The instances to terminate: cloud instances whose providerID no claim carries, older than 30 s.
+pub fn leaked(snapshot: &Snapshot, cloud_claims: &[NodeClaim], now: jiff::Timestamp) -> Vec<String> {
+    let known: BTreeSet<&str> = snapshot.node_claims.values().filter_map(|c| c.provider_id()).collect();
+    cloud_claims
+        .iter()
+        .filter(|c| c.metadata.deletion_timestamp.is_none())
+        .filter(|c| c.provider_id().is_some_and(|id| !known.contains(id)))
+        .filter(|c| c.metadata.creation_timestamp.as_ref().is_some_and(|t| elapsed(t.0, now) > MIN_INSTANCE_AGE))
+        .filter_map(|c| c.provider_id().map(str::to_owned))
+        .collect()
+}
+
+/// Registered claims whose instance is gone and whose node is missing or NotReady.
+pub fn orphaned_claims(snapshot: &Snapshot, cloud_claims: &[NodeClaim]) -> Vec<String> {
+    let alive: BTreeSet<&str> = cloud_claims.iter().filter_map(|c| c.provider_id()).collect();
+    snapshot
+        .node_claims
+        .values()
+        .filter(|c| c.metadata.deletion_timestamp.is_none() && c.is_condition_true(REGISTERED))
+        .filter(|c| c.provider_id().is_some_and(|id| !alive.contains(id)))
+        .filter(|c| snapshot.nodes_for_node_claim(c).iter().all(|n| !node_is_ready(n)))
+        .filter_map(|c| c.metadata.name.clone())
+        .collect()
+}
+
+/// Runs both collectors forever.
+pub async fn run(client: Client, cluster: Arc<Cluster>, cloud: Arc<dyn CloudProvider>, clock: SharedClock) {
+    let mut runs: u32 = 0;
+    let mut since_claim_gc = SLOW_INTERVAL;
+    loop {
+        let interval = if runs < FAST_RUNS { FAST_INTERVAL } else { SLOW_INTERVAL };
+        tokio::time::sleep(interval).await;
+        runs = runs.saturating_add(1);
+        since_claim_gc += interval;
+        let snapshot = cluster.snapshot();
+        if !snapshot.is_synced() {
+            continue;
+        }
+        let instances = match cloud.list().await {
+            Ok(instances) => instances,
+            Err(error) => {
+                tracing::warn!(%error, "listing instances for garbage collection");
+                continue;
+            }
+        };
+        // Re-read state after the (slow) list, so a claim created meanwhile is seen.
+        let snapshot = cluster.snapshot();
+        for provider_id in leaked(&snapshot, &instances, clock.now()) {
+            let Some(claim) = instances.iter().find(|c| c.provider_id() == Some(provider_id.as_str())) else {
+                continue;
+            };
+            match cloud.delete(claim).await {
+                Ok(()) | Err(crate::cloudprovider::CloudError::NotFound(_)) => {
+                    tracing::info!(provider_id = %provider_id, "garbage collected leaked instance");
+                }
+                Err(error) => tracing::warn!(provider_id = %provider_id, %error, "terminating leaked instance"),
+            }
+            let nodes: Api<Node> = Api::all(client.clone());
+            for node in snapshot.nodes.values() {
+                if node.spec.as_ref().and_then(|s| s.provider_id.as_deref()) == Some(provider_id.as_str()) {
+                    let _ =
+                        nodes.delete(node.metadata.name.as_deref().unwrap_or_default(), &DeleteParams::default()).await;
+                }
+            }
+        }
+        if since_claim_gc >= SLOW_INTERVAL {
+            since_claim_gc = Duration::ZERO;
+            let claims: Api<NodeClaim> = Api::all(client.clone());
+            for name in orphaned_claims(&snapshot, &instances) {
+                if claims.delete(&name, &DeleteParams::default()).await.is_ok() {
+                    tracing::info!(nodeclaim = %name, reason = "garbage_collected", "deleted nodeclaim");
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claim(name: &str, provider_id: &str, created: i64) -> NodeClaim {
+        let mut c: NodeClaim = serde_json::from_value(serde_json::json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": {"name": name},
+            "spec": {"requirements": [], "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"}},
+            "status": {"providerID": provider_id}
+        }))
+        .expect("claim");
+        c.metadata.creation_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::from_second(created).unwrap()));
+        c
+    }
+
+    #[test]
+    fn only_unclaimed_instances_older_than_thirty_seconds_leak() {
+        let mut snapshot = Snapshot::default();
+        snapshot.node_claims.insert("a".into(), Arc::new(claim("a", "aws:///z/i-1", 0)));
+        let cloud = vec![claim("", "aws:///z/i-1", 0), claim("", "aws:///z/i-2", 0), claim("", "aws:///z/i-3", 100)];
+        let now = jiff::Timestamp::from_second(120).unwrap();
+        assert_eq!(leaked(&snapshot, &cloud, now), vec!["aws:///z/i-2".to_string()]);
+        let later = jiff::Timestamp::from_second(131).unwrap();
+        assert_eq!(leaked(&snapshot, &cloud, later).len(), 2);
+    }
+}

@@ -1,0 +1,263 @@
+//! The NodeClaim lifecycle (karpenter-behaviour.md §3.3–3.6): [`launch`] → [`registration`] →
+//! [`initialization`], with [`liveness`] deleting claims that stall. One loop walks every claim
+//! in name order whenever the cluster changes or a deadline passes; launches run as their own
+//! tasks so a slow CreateFleet never holds up registration of other nodes.
+
+pub mod conditions;
+pub mod initialization;
+pub mod launch;
+pub mod liveness;
+pub mod registration;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::{Api, Client};
+use serde_json::json;
+use tokio::time::Instant;
+
+use crate::apis::NodeClaim;
+use crate::apis::condition::{ConditionStatus, StatusConditions};
+use crate::apis::labels;
+use crate::cloudprovider::CloudProvider;
+use crate::runtime::{Event, EventRecorder, EventType, SharedClock};
+use crate::state::{Cluster, Snapshot};
+use conditions::{INITIALIZED, LAUNCHED, REGISTERED, set_condition};
+use launch::{LAUNCH_BACKOFF, LaunchCache, LaunchOutcome, Launcher};
+
+/// Per-claim launch bookkeeping.
+#[derive(Debug, Default)]
+struct LaunchState {
+    in_flight: BTreeSet<String>,
+    /// uid → (next attempt, current backoff).
+    backoff: BTreeMap<String, (Instant, Duration)>,
+}
+
+/// The lifecycle controller.
+#[derive(Clone)]
+pub struct Lifecycle {
+    client: Client,
+    cluster: Arc<Cluster>,
+    clock: SharedClock,
+    events: EventRecorder,
+    launcher: Launcher,
+    state: Arc<Mutex<LaunchState>>,
+}
+
+impl Lifecycle {
+    /// A lifecycle controller.
+    pub fn new(
+        client: Client,
+        cluster: Arc<Cluster>,
+        cloud: Arc<dyn CloudProvider>,
+        clock: SharedClock,
+        events: EventRecorder,
+    ) -> Self {
+        let launcher = Launcher {
+            client: client.clone(),
+            cloud,
+            clock: clock.clone(),
+            events: events.clone(),
+            cache: Arc::new(LaunchCache::default()),
+        };
+        Self { client, cluster, clock, events, launcher, state: Arc::default() }
+    }
+
+    /// Runs forever.
+    pub async fn run(self) {
+        let mut changes = self.cluster.subscribe();
+        loop {
+            let wake = self.pass().await;
+            let wake = wake.unwrap_or_else(|| Instant::now() + Duration::from_secs(60));
+            tokio::select! {
+                biased;
+                changed = changes.changed() => if changed.is_err() { return },
+                () = tokio::time::sleep_until(wake) => {}
+            }
+        }
+    }
+
+    /// One walk over every claim; returns the earliest deadline to wake for.
+    pub async fn pass(&self) -> Option<Instant> {
+        let snapshot = self.cluster.snapshot();
+        if !snapshot.is_synced() {
+            return Some(Instant::now() + Duration::from_secs(1));
+        }
+        let now = self.clock.now();
+        let mut wake: Option<Instant> = None;
+        let mut wake_at = |at: Instant| wake = Some(wake.map_or(at, |w: Instant| w.min(at)));
+        for claim in snapshot.node_claims.values() {
+            if claim.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            match liveness::check(claim, now) {
+                liveness::Liveness::Expired(reason) => {
+                    self.delete_claim(claim, reason).await;
+                    continue;
+                }
+                liveness::Liveness::Alive(Some(after)) => wake_at(Instant::now() + after),
+                liveness::Liveness::Alive(None) => {}
+            }
+            if !claim.is_condition_true(LAUNCHED) {
+                if let Some(at) = self.start_launch(&snapshot, claim) {
+                    wake_at(at);
+                }
+                continue;
+            }
+            if !claim.is_condition_true(REGISTERED) {
+                self.register(&snapshot, claim).await;
+                continue;
+            }
+            if !claim.is_condition_true(INITIALIZED) {
+                self.initialize(&snapshot, claim).await;
+            }
+        }
+        wake
+    }
+
+    /// Starts a launch task unless one is running or backing off; returns the backoff deadline.
+    fn start_launch(&self, snapshot: &Snapshot, claim: &Arc<NodeClaim>) -> Option<Instant> {
+        let uid = claim.metadata.uid.clone().unwrap_or_default();
+        {
+            let mut state = self.state.lock().expect("launch state");
+            if state.in_flight.contains(&uid) {
+                return None;
+            }
+            if let Some((at, _)) = state.backoff.get(&uid)
+                && *at > Instant::now()
+            {
+                return Some(*at);
+            }
+            state.in_flight.insert(uid.clone());
+        }
+        let pool = claim.node_pool_name().and_then(|name| snapshot.node_pools.get(name)).cloned();
+        let class = snapshot.node_classes.get(&claim.spec.node_class_ref.name).cloned();
+        let this = self.clone();
+        let claim = claim.clone();
+        tokio::spawn(async move {
+            let outcome = this.launcher.launch(&claim, pool.as_deref(), class.as_deref()).await;
+            let mut state = this.state.lock().expect("launch state");
+            state.in_flight.remove(&uid);
+            match outcome {
+                LaunchOutcome::Retry(reason) => {
+                    let backoff =
+                        state.backoff.get(&uid).map_or(LAUNCH_BACKOFF.0, |(_, b)| (*b * 2).min(LAUNCH_BACKOFF.1));
+                    tracing::warn!(nodeclaim = claim.metadata.name.as_deref().unwrap_or_default(), %reason, ?backoff, "launch failed, retrying");
+                    state.backoff.insert(uid, (Instant::now() + backoff, backoff));
+                }
+                LaunchOutcome::Launched | LaunchOutcome::Deleted(_) => {
+                    state.backoff.remove(&uid);
+                }
+            }
+            drop(state);
+            // Wake the loop: the claim's own update arrives through the watch, but a retry
+            // deadline must be seen too.
+            this.cluster.remember(|_| {});
+        });
+        None
+    }
+
+    async fn register(&self, snapshot: &Snapshot, claim: &NodeClaim) {
+        let nodes = snapshot.nodes_for_node_claim(claim);
+        let node = match nodes.as_slice() {
+            [] => return,
+            [node] => node,
+            _ => {
+                let _ = set_condition(
+                    &self.client,
+                    &self.clock,
+                    claim,
+                    REGISTERED,
+                    ConditionStatus::False,
+                    "MultipleNodesFound",
+                    "multiple nodes share the claim's providerID",
+                    json!({}),
+                )
+                .await;
+                return;
+            }
+        };
+        let node_name = node.metadata.name.clone().unwrap_or_default();
+        let api: Api<Node> = Api::all(self.client.clone());
+        let patch = registration::registration_patch(claim, node);
+        if let Err(error) = api.patch(&node_name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            tracing::debug!(node = %node_name, %error, "registering node (will retry)");
+            return;
+        }
+        match set_condition(
+            &self.client,
+            &self.clock,
+            claim,
+            REGISTERED,
+            ConditionStatus::True,
+            "Registered",
+            "",
+            json!({"nodeName": node_name}),
+        )
+        .await
+        {
+            Ok(_) => {
+                tracing::info!(nodeclaim = claim.metadata.name.as_deref().unwrap_or_default(), node = %node_name, "registered nodeclaim")
+            }
+            Err(error) => tracing::debug!(%error, "recording registration (will retry)"),
+        }
+    }
+
+    async fn initialize(&self, snapshot: &Snapshot, claim: &NodeClaim) {
+        let Some(node) = snapshot.nodes_for_node_claim(claim).into_iter().next() else { return };
+        if let Some(reason) = initialization::not_initialized_reason(claim, node) {
+            if claim.condition(INITIALIZED).is_none_or(|c| c.message() != reason) {
+                let _ = set_condition(
+                    &self.client,
+                    &self.clock,
+                    claim,
+                    INITIALIZED,
+                    ConditionStatus::Unknown,
+                    "NotInitialized",
+                    &reason,
+                    json!({}),
+                )
+                .await;
+            }
+            return;
+        }
+        let node_name = node.metadata.name.clone().unwrap_or_default();
+        let api: Api<Node> = Api::all(self.client.clone());
+        let patch = json!({"metadata": {"labels": {labels::NODE_INITIALIZED_LABEL: "true"}}});
+        if api.patch(&node_name, &PatchParams::default(), &Patch::Merge(&patch)).await.is_err() {
+            return;
+        }
+        if set_condition(
+            &self.client,
+            &self.clock,
+            claim,
+            INITIALIZED,
+            ConditionStatus::True,
+            "Initialized",
+            "",
+            json!({}),
+        )
+        .await
+        .is_ok()
+        {
+            tracing::info!(nodeclaim = claim.metadata.name.as_deref().unwrap_or_default(), node = %node_name, "initialized nodeclaim");
+        }
+    }
+
+    async fn delete_claim(&self, claim: &NodeClaim, reason: &str) {
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        if api.delete(&name, &DeleteParams::default()).await.is_ok() {
+            tracing::info!(nodeclaim = %name, reason, "deleted nodeclaim");
+            self.events.publish(Event::about(
+                claim,
+                EventType::Warning,
+                "Liveness",
+                format!("NodeClaim deleted: {reason}"),
+            ));
+        }
+    }
+}

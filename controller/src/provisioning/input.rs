@@ -1,0 +1,218 @@
+//! Turns the cluster state into the scheduler's input (core provisioner.go `NewScheduler`):
+//! existing and in-flight nodes as targets, bound pods for topology, DaemonSet templates for
+//! overhead. Kept apart from the loop so the disruption controller can build the same input
+//! without its candidates.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+use super::pending::{is_daemon_set_pod, is_terminal};
+use crate::apis::condition::StatusConditions;
+use crate::apis::{NodeClaim, labels};
+use crate::scheduling::pod::pod_requests;
+use crate::scheduling::{BoundPod, ExistingNode, HostPort, Resources, SchedulablePod, Taint};
+use crate::state::{Memory, Snapshot};
+
+/// Whether a Node reports `Ready=True`.
+pub fn node_is_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|conditions| conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// Whether Karpenter has initialized the node (label `karpenter.sh/initialized=true`).
+pub fn node_is_initialized(node: &Node) -> bool {
+    node.metadata.labels.as_ref().and_then(|l| l.get(labels::NODE_INITIALIZED_LABEL)).is_some_and(|v| v == "true")
+}
+
+fn taints_of(node: &Node) -> Vec<Taint> {
+    node.spec.as_ref().and_then(|s| s.taints.as_ref()).into_iter().flatten().map(Taint::from_k8s).collect()
+}
+
+fn claim_taints(list: &[k8s_openapi::api::core::v1::Taint]) -> Vec<Taint> {
+    list.iter().map(Taint::from_k8s).collect()
+}
+
+fn quantities(list: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>) -> Resources {
+    list.and_then(|l| Resources::from_quantities(l).ok()).unwrap_or_default()
+}
+
+fn claim_resources(list: Option<&crate::apis::ResourceList>) -> Resources {
+    list.and_then(|l| Resources::from_resource_list(l).ok()).unwrap_or_default()
+}
+
+/// The host ports a pod's containers bind.
+pub fn host_ports(pod: &Pod) -> Vec<HostPort> {
+    let Some(spec) = &pod.spec else { return Vec::new() };
+    spec.containers
+        .iter()
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter_map(|p| {
+            let port = p.host_port.filter(|port| *port > 0)?;
+            Some(HostPort {
+                ip: p.host_ip.clone().unwrap_or_default(),
+                port,
+                protocol: p.protocol.clone().unwrap_or_else(|| "TCP".into()),
+            })
+        })
+        .collect()
+}
+
+/// Requests and host ports of the active pods bound to each node.
+fn usage_by_node(snapshot: &Snapshot) -> BTreeMap<String, (Resources, Vec<HostPort>)> {
+    let mut usage: BTreeMap<String, (Resources, Vec<HostPort>)> = BTreeMap::new();
+    for pod in snapshot.pods.values() {
+        let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else { continue };
+        if is_terminal(pod) {
+            continue;
+        }
+        let entry = usage.entry(node).or_default();
+        if let Some(spec) = &pod.spec
+            && let Ok(mut requests) = pod_requests(spec)
+        {
+            requests.pods = requests.pods.max(1);
+            entry.0.add(&requests);
+        }
+        entry.1.extend(host_ports(pod));
+    }
+    usage
+}
+
+/// Labels an in-flight claim's node will carry: its labels plus single-valued requirements.
+fn claim_labels(claim: &NodeClaim) -> BTreeMap<String, String> {
+    let mut labels = claim.metadata.labels.clone().unwrap_or_default();
+    let requirements = crate::scheduling::Requirements::from_node_selector(&claim.spec.requirements);
+    for (key, value) in requirements.single_valued_labels() {
+        labels.entry(key).or_insert(value);
+    }
+    labels
+}
+
+/// Every node the scheduler may place pods on, or counts against limits: NodeClaims (with their
+/// Node once registered) and Nodes without a claim. Deleting ones are marked.
+pub fn existing_nodes(snapshot: &Snapshot, memory: &Memory) -> Vec<ExistingNode> {
+    let usage = usage_by_node(snapshot);
+    let mut nodes = Vec::new();
+    let mut claimed: BTreeSet<&str> = BTreeSet::new();
+    for claim in snapshot.node_claims.values() {
+        let node = snapshot.nodes_for_node_claim(claim).into_iter().next();
+        if let Some(node) = node {
+            claimed.insert(node.metadata.name.as_deref().unwrap_or_default());
+        }
+        let claim_name = claim.metadata.name.clone().unwrap_or_default();
+        let status = claim.status.as_ref();
+        let estimate = status
+            .and_then(|s| s.allocatable.as_ref())
+            .map(|a| claim_resources(Some(a)))
+            .unwrap_or_else(|| claim_resources(claim.spec.resources.as_ref().and_then(|r| r.requests.as_ref())));
+        let capacity = status
+            .and_then(|s| s.capacity.as_ref())
+            .map(|c| claim_resources(Some(c)))
+            .unwrap_or_else(|| estimate.clone());
+        let deleting = claim.metadata.deletion_timestamp.is_some() || memory.marked_for_deletion.contains(&claim_name);
+        let existing = match node {
+            Some(node) => {
+                let name = node.metadata.name.clone().unwrap_or_default();
+                let initialized = node_is_initialized(node) && claim.is_condition_true("Initialized");
+                let mut allocatable = quantities(node.status.as_ref().and_then(|s| s.allocatable.as_ref()));
+                if !initialized {
+                    // Zero values are filled from the claim's estimate until the node reports.
+                    for resource in ["cpu", "memory", "ephemeral-storage", "pods"] {
+                        if allocatable.get(resource) == 0 {
+                            allocatable.set(resource, estimate.get(resource));
+                        }
+                    }
+                }
+                let (requested, ports) = usage.get(&name).cloned().unwrap_or_default();
+                ExistingNode {
+                    labels: node.metadata.labels.clone().unwrap_or_default(),
+                    taints: taints_of(node),
+                    startup_taints: claim_taints(claim.spec.startup_taints()),
+                    allocatable,
+                    capacity,
+                    requested,
+                    host_ports: ports,
+                    initialized,
+                    marked_for_deletion: deleting || node.metadata.deletion_timestamp.is_some(),
+                    name,
+                }
+            }
+            None => ExistingNode {
+                labels: claim_labels(claim),
+                taints: claim_taints(claim.spec.taints()),
+                startup_taints: claim_taints(claim.spec.startup_taints()),
+                allocatable: estimate,
+                capacity,
+                requested: Resources::default(),
+                host_ports: Vec::new(),
+                initialized: false,
+                marked_for_deletion: deleting,
+                name: claim_name,
+            },
+        };
+        nodes.push(existing);
+    }
+    for node in snapshot.nodes.values() {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        if claimed.contains(name.as_str()) || snapshot.node_claim_for_node(node).is_some() {
+            continue;
+        }
+        let (requested, ports) = usage.get(&name).cloned().unwrap_or_default();
+        nodes.push(ExistingNode {
+            labels: node.metadata.labels.clone().unwrap_or_default(),
+            taints: taints_of(node),
+            startup_taints: Vec::new(),
+            allocatable: quantities(node.status.as_ref().and_then(|s| s.allocatable.as_ref())),
+            capacity: quantities(node.status.as_ref().and_then(|s| s.capacity.as_ref())),
+            requested,
+            host_ports: ports,
+            initialized: node_is_ready(node),
+            marked_for_deletion: node.metadata.deletion_timestamp.is_some(),
+            name,
+        });
+    }
+    nodes
+}
+
+/// Active pods on nodes, for topology counts and inverse anti-affinity.
+pub fn bound_pods(snapshot: &Snapshot) -> Vec<BoundPod> {
+    snapshot
+        .pods
+        .values()
+        .filter(|pod| !is_terminal(pod))
+        .filter_map(|pod| {
+            let node_name = pod.spec.as_ref()?.node_name.clone()?;
+            Some(BoundPod { node_name, pod: SchedulablePod::from_pod(pod).ok()? })
+        })
+        .collect()
+}
+
+/// One pod per DaemonSet, from its template, for per-template overhead.
+pub fn daemon_set_pods(snapshot: &Snapshot) -> Vec<SchedulablePod> {
+    snapshot
+        .daemon_sets
+        .values()
+        .filter_map(|ds| {
+            let template = ds.spec.as_ref()?.template.clone();
+            let pod = Pod {
+                metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                    namespace: ds.metadata.namespace.clone(),
+                    name: ds.metadata.name.clone(),
+                    labels: template.metadata.as_ref().and_then(|m| m.labels.clone()),
+                    ..Default::default()
+                },
+                spec: template.spec,
+                status: None,
+            };
+            SchedulablePod::from_pod(&pod).ok()
+        })
+        .collect()
+}
+
+/// Whether a pod belongs to no DaemonSet and is active: the pods a deleting node must shed.
+pub fn pods_to_reschedule<'a>(snapshot: &'a Snapshot, node_name: &'a str) -> impl Iterator<Item = &'a Arc<Pod>> + 'a {
+    snapshot.pods_on_node(node_name).filter(|pod| super::pending::is_reschedulable(pod) && !is_daemon_set_pod(pod))
+}

@@ -1,0 +1,354 @@
+//! The provisioning loop (core provisioner.go): batch pending pods, run the scheduling
+//! simulation over the cluster state, create the NodeClaims it plans, and nominate the existing
+//! nodes it fills.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::PostParams;
+use kube::{Api, Client};
+use tokio::time::Instant;
+
+use super::batcher::{Batcher, REQUEUE};
+use super::input;
+use super::node_claim_template::to_node_claim;
+use super::pending::is_provisionable;
+use crate::apis::condition::StatusConditions;
+use crate::apis::{EC2NodeClass, NodeClaim, NodePool, labels};
+use crate::cloudprovider::CloudProvider;
+use crate::runtime::{Event, EventRecorder, EventType, Settings, SharedClock};
+use crate::scheduling::{
+    NodePoolInput, Resources, Results, SchedulablePod, SchedulerOptions, SchedulingInput, schedule,
+};
+use crate::state::{Cluster, Snapshot};
+
+/// Everything the provisioner needs.
+#[derive(Clone)]
+pub struct Provisioner {
+    /// API server.
+    pub client: Client,
+    /// Cluster state.
+    pub cluster: Arc<Cluster>,
+    /// Cloud.
+    pub cloud: Arc<dyn CloudProvider>,
+    /// Wall clock.
+    pub clock: SharedClock,
+    /// Events.
+    pub events: EventRecorder,
+    /// Settings (batch windows, policies).
+    pub settings: Settings,
+}
+
+/// What one provisioning pass did, for logs, metrics and tests.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PassSummary {
+    /// Pods considered.
+    pub pods: usize,
+    /// NodeClaims created (names).
+    pub created: Vec<String>,
+    /// Pods that fit nowhere.
+    pub unschedulable: usize,
+}
+
+/// Whether a pool can provision: not deleting, not static, valid, its node class Ready.
+pub fn usable_pool<'a>(snapshot: &'a Snapshot, pool: &NodePool) -> Result<&'a EC2NodeClass, String> {
+    if pool.metadata.deletion_timestamp.is_some() {
+        return Err("NodePool is being deleted".into());
+    }
+    if pool.spec.is_static() {
+        return Err("static NodePool".into());
+    }
+    pool.runtime_validate().map_err(|e| format!("NodePool is invalid: {e}"))?;
+    let reference = pool.node_class_ref();
+    let class = snapshot
+        .node_classes
+        .get(&reference.name)
+        .ok_or_else(|| format!("EC2NodeClass {:?} not found", reference.name))?;
+    if !class.is_ready() {
+        return Err(format!("EC2NodeClass {:?} is not ready", reference.name));
+    }
+    Ok(class)
+}
+
+/// Pools in Karpenter's order: weight descending, then name descending.
+pub fn ordered_pools(snapshot: &Snapshot) -> Vec<Arc<NodePool>> {
+    let mut pools: Vec<Arc<NodePool>> = snapshot.node_pools.values().cloned().collect();
+    pools.sort_by(|a, b| b.spec.weight().cmp(&a.spec.weight()).then_with(|| b.metadata.name.cmp(&a.metadata.name)));
+    pools
+}
+
+/// What a pool's nodes use now (capacity of every claim, plus `nodes`), for the limit check.
+pub fn pool_usage(snapshot: &Snapshot, pool_name: &str) -> Resources {
+    let mut usage = Resources::default();
+    let mut nodes = 0;
+    for claim in snapshot.node_claims.values() {
+        if claim.node_pool_name() != Some(pool_name) {
+            continue;
+        }
+        nodes += 1;
+        let capacity = claim
+            .status
+            .as_ref()
+            .and_then(|s| s.capacity.as_ref())
+            .or_else(|| claim.spec.resources.as_ref().and_then(|r| r.requests.as_ref()))
+            .and_then(|c| Resources::from_resource_list(c).ok())
+            .unwrap_or_default();
+        usage.add(&capacity);
+    }
+    usage.set("nodes", nodes);
+    usage
+}
+
+/// The first limit `usage` strictly exceeds, if any.
+pub fn exceeded_limit(pool: &NodePool, usage: &Resources) -> Option<String> {
+    let limits = Resources::from_resource_list(pool.spec.limits.as_ref()?).ok()?;
+    ["cpu", "memory", "ephemeral-storage", "pods", "nodes"]
+        .into_iter()
+        .map(str::to_owned)
+        .chain(limits.extended.keys().cloned())
+        .find(|name| {
+            let declared = pool.spec.limits.as_ref().is_some_and(|l| l.contains_key(name));
+            declared && usage.get(name) > limits.get(name)
+        })
+}
+
+impl Provisioner {
+    /// The trigger set: provisionable pods by UID, and nodes tainted disrupted.
+    fn triggers(snapshot: &Snapshot) -> BTreeSet<String> {
+        let pods = snapshot.pods.values().filter(|p| is_provisionable(p)).filter_map(|p| p.metadata.uid.clone());
+        let nodes = snapshot.nodes.values().filter(|n| has_disrupted_taint(n)).filter_map(|n| n.metadata.name.clone());
+        pods.chain(nodes.map(|n| format!("node/{n}"))).collect()
+    }
+
+    /// Runs the loop forever.
+    pub async fn run(self) {
+        let mut changes = self.cluster.subscribe();
+        let mut batcher = Batcher::new(self.settings.batch_idle_duration, self.settings.batch_max_duration);
+        let mut next_requeue = Instant::now() + REQUEUE;
+        loop {
+            let now = Instant::now();
+            if now >= next_requeue {
+                batcher.requeue();
+                next_requeue = now + REQUEUE;
+            }
+            let snapshot = self.cluster.snapshot();
+            batcher.offer(&Self::triggers(&snapshot), now);
+            if batcher.take_due(now) {
+                if snapshot.is_synced() {
+                    let summary = self.provision().await;
+                    tracing::debug!(?summary, "provisioning pass");
+                } else {
+                    batcher.requeue();
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                continue;
+            }
+            let wake = batcher.deadline().map_or(next_requeue, |d| d.min(next_requeue));
+            tokio::select! {
+                biased;
+                changed = changes.changed() => if changed.is_err() { return },
+                () = tokio::time::sleep_until(wake) => {}
+            }
+        }
+    }
+
+    /// Builds the scheduling input from state: nodes are read before pods, so a pod that bound
+    /// meanwhile is seen as pending (under-provision rather than over-provision, core does too).
+    pub async fn build_input(&self, snapshot: &Snapshot) -> (SchedulingInput, BTreeMap<String, Arc<NodePool>>) {
+        let memory = self.cluster.memory();
+        let existing = input::existing_nodes(snapshot, &memory);
+        let deleting: BTreeSet<&str> =
+            existing.iter().filter(|n| n.marked_for_deletion).map(|n| n.name.as_str()).collect();
+        let mut pods = Vec::new();
+        for pod in snapshot.pods.values() {
+            let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+            let wanted = match node {
+                Some(node) if deleting.contains(node) => super::pending::is_reschedulable(pod),
+                Some(_) => false,
+                None => is_provisionable(pod),
+            };
+            if !wanted {
+                continue;
+            }
+            match SchedulablePod::from_pod(pod) {
+                Ok(p) => pods.push(p),
+                Err(error) => self.events.publish(Event::about(
+                    pod.as_ref(),
+                    EventType::Warning,
+                    "FailedScheduling",
+                    format!("Failed to schedule pod, {error}"),
+                )),
+            }
+        }
+        let mut pools = BTreeMap::new();
+        let mut node_pools = Vec::new();
+        for pool in ordered_pools(snapshot) {
+            let name = pool.metadata.name.clone().unwrap_or_default();
+            let class = match usable_pool(snapshot, &pool) {
+                Ok(class) => class,
+                Err(reason) => {
+                    tracing::debug!(nodepool = %name, %reason, "skipping NodePool");
+                    continue;
+                }
+            };
+            match self.cloud.instance_types(&pool, class).await {
+                Ok(types) => node_pools.push(NodePoolInput { node_pool: (*pool).clone(), instance_types: types }),
+                Err(error) => tracing::warn!(nodepool = %name, %error, "listing instance types"),
+            }
+            pools.insert(name, pool);
+        }
+        let input = SchedulingInput {
+            pods,
+            existing_nodes: existing,
+            bound_pods: input::bound_pods(snapshot),
+            node_pools,
+            daemon_set_pods: input::daemon_set_pods(snapshot),
+            options: SchedulerOptions {
+                preference_policy: self.settings.preference_policy,
+                min_values_policy: self.settings.min_values_policy,
+                ..SchedulerOptions::default()
+            },
+        };
+        (input, pools)
+    }
+
+    /// One provisioning pass.
+    pub async fn provision(&self) -> PassSummary {
+        let snapshot = self.cluster.snapshot();
+        let (input, pools) = self.build_input(&snapshot).await;
+        if input.pods.is_empty() {
+            return PassSummary::default();
+        }
+        let results = schedule(&input);
+        let created = self.apply(&snapshot, &pools, &results).await;
+        PassSummary { pods: input.pods.len(), created, unschedulable: results.pod_errors.len() }
+    }
+
+    /// Creates the planned claims and records nominations and events.
+    async fn apply(
+        &self,
+        snapshot: &Snapshot,
+        pools: &BTreeMap<String, Arc<NodePool>>,
+        results: &Results,
+    ) -> Vec<String> {
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let now = self.clock.now();
+        let mut created = Vec::new();
+        let mut usage: BTreeMap<String, Resources> = BTreeMap::new();
+        for planned in &results.new_node_claims {
+            let Some(pool) = pools.get(&planned.node_pool) else { continue };
+            let used =
+                usage.entry(planned.node_pool.clone()).or_insert_with(|| pool_usage(snapshot, &planned.node_pool));
+            if let Some(limit) = exceeded_limit(pool, used) {
+                self.events.publish(Event::about(
+                    pool.as_ref(),
+                    EventType::Warning,
+                    "FailedScheduling",
+                    format!(
+                        "all available instance types exceed limits for nodepool: {:?} ({limit})",
+                        planned.node_pool
+                    ),
+                ));
+                continue;
+            }
+            let claim = to_node_claim(pool, planned);
+            match api.create(&PostParams::default(), &claim).await {
+                Ok(claim) => {
+                    let name = claim.metadata.name.clone().unwrap_or_default();
+                    let largest = planned
+                        .instance_type_options
+                        .iter()
+                        .map(|it| it.capacity.clone())
+                        .reduce(|mut a, b| {
+                            a.max_with(&b);
+                            a
+                        })
+                        .unwrap_or_default();
+                    used.add(&largest);
+                    used.set("nodes", used.get("nodes") + 1);
+                    tracing::info!(
+                        nodeclaim = %name,
+                        nodepool = %planned.node_pool,
+                        pods = planned.pods.len(),
+                        instance_types = planned.instance_type_options.len(),
+                        "created nodeclaim"
+                    );
+                    self.cluster.nominate(&name, now);
+                    self.nominate_pods(snapshot, &planned.pods, &format!("nodeclaim/{name}"));
+                    created.push(name);
+                }
+                Err(error) => tracing::warn!(nodepool = %planned.node_pool, %error, "creating nodeclaim"),
+            }
+        }
+        for (node, pods) in &results.existing_node_assignments {
+            self.cluster.nominate(node, now);
+            let target =
+                if snapshot.nodes.contains_key(node) { format!("node/{node}") } else { format!("nodeclaim/{node}") };
+            self.nominate_pods(snapshot, pods, &target);
+        }
+        for (pod_key, error) in &results.pod_errors {
+            if let Some(pod) = snapshot.pods.get(pod_key) {
+                self.events.publish(Event::about(
+                    pod.as_ref(),
+                    EventType::Warning,
+                    "FailedScheduling",
+                    format!("Failed to schedule pod, {error}"),
+                ));
+            }
+        }
+        created
+    }
+
+    fn nominate_pods(&self, snapshot: &Snapshot, pods: &[String], target: &str) {
+        for key in pods {
+            if let Some(pod) = snapshot.pods.get(key) {
+                self.events.publish(Event::about(
+                    pod.as_ref(),
+                    EventType::Normal,
+                    "Nominated",
+                    format!("Pod should schedule on: {target}"),
+                ));
+            }
+        }
+    }
+}
+
+/// Whether the node carries `karpenter.sh/disrupted:NoSchedule`.
+pub fn has_disrupted_taint(node: &k8s_openapi::api::core::v1::Node) -> bool {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|taints| taints.iter().any(|t| t.key == labels::DISRUPTED_TAINT_KEY))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_are_exceeded_only_strictly() {
+        let pool: NodePool = serde_saphyr::from_str(
+            r#"
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  limits: {cpu: 8, nodes: 2}
+  template:
+    spec:
+      requirements: []
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+"#,
+        )
+        .expect("nodepool");
+        let mut usage = Resources::cpu_memory(8000, 0);
+        usage.set("nodes", 2);
+        assert_eq!(exceeded_limit(&pool, &usage), None);
+        usage.cpu_milli = 8001;
+        assert_eq!(exceeded_limit(&pool, &usage).as_deref(), Some("cpu"));
+        usage.cpu_milli = 0;
+        usage.set("nodes", 3);
+        assert_eq!(exceeded_limit(&pool, &usage).as_deref(), Some("nodes"));
+    }
+}

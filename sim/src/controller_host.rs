@@ -1,0 +1,71 @@
+//! The production controller as a turmoil host: the unmodified `dovetail_controller::operator`
+//! with clients that reach the simulated API server (`apiserver:6443`) and the fake cloud
+//! (`aws:80`), simulated time as its clock, and a random stream derived from the run's seed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use dovetail_controller::operator::{self, Clients, Environment};
+use dovetail_controller::runtime::{Clock, EventRecorder, Settings, SharedRng};
+use dovetail_fakecloud::sdk::{SdkOptions, ec2_client, sqs_client, ssm_client};
+
+use crate::apiserver::API_PORT;
+use crate::world::derive_seed;
+
+/// The turmoil host name of the controller.
+pub const CONTROLLER_HOST: &str = "controller";
+/// The fake cloud's endpoint as the controller dials it.
+pub const AWS_ENDPOINT: &str = "http://aws:80";
+/// The interruption queue the simulated EventBridge rules feed.
+pub const INTERRUPTION_QUEUE: &str = "dovetail-interruptions";
+
+/// Simulated wall clock: the world's epoch plus turmoil's elapsed time.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SimClock;
+
+impl Clock for SimClock {
+    fn now(&self) -> jiff::Timestamp {
+        let since = crate::world::clock::sim_epoch().duration_since(std::time::UNIX_EPOCH).unwrap_or_default()
+            + turmoil::sim_elapsed().unwrap_or_default();
+        jiff::Timestamp::from_duration(jiff::SignedDuration::try_from(since).unwrap_or_default()).unwrap_or_default()
+    }
+}
+
+/// Settings the simulated cluster's controller runs with unless a scenario overrides them.
+pub fn default_settings(region: &str) -> Settings {
+    Settings {
+        cluster_name: "dovetail".into(),
+        cluster_endpoint: format!("https://apiserver:{API_PORT}"),
+        cluster_ca_bundle: "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t".into(),
+        cluster_dns: Some("10.100.0.10".into()),
+        region: region.into(),
+        interruption_queue: INTERRUPTION_QUEUE.into(),
+        ..Settings::default()
+    }
+}
+
+/// Adds the controller host. It (re)builds every client each time it starts, so a bounce
+/// restarts it like a pod restart: fresh caches, state rebuilt from the API server.
+pub fn add_controller_host(sim: &mut turmoil::Sim<'_>, seed: u64, settings: Settings) {
+    let settings = Arc::new(settings);
+    sim.host(CONTROLLER_HOST, move || {
+        let settings = settings.clone();
+        async move {
+            let region = settings.region.clone();
+            let clients = Clients {
+                kube: crate::kube_client::sim_kube_client("apiserver", API_PORT),
+                ec2: ec2_client(&SdkOptions::ec2(AWS_ENDPOINT, &region)),
+                sqs: sqs_client(&SdkOptions::sqs(AWS_ENDPOINT, &region)),
+                ssm: ssm_client(&SdkOptions::ec2(AWS_ENDPOINT, &region)),
+            };
+            let env = Environment {
+                clock: Arc::new(SimClock),
+                rng: SharedRng::from_seed(derive_seed(seed, "controller")),
+                events: EventRecorder::new(),
+            };
+            // Let the API server and cloud hosts bind first.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            operator::run(clients, (*settings).clone(), env).await.map_err(|e| e.to_string().into())
+        }
+    });
+}
