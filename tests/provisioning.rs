@@ -38,7 +38,7 @@ async fn phases(client: &kube::Client) -> anyhow::Result<(usize, usize)> {
 #[test]
 fn five_hundred_pending_pods_run_on_new_nodes() {
     let (mut sim, _server, cloud) = karpenter_world(7);
-    sim.client("test", async move {
+    let scenario = async move {
         let client = client();
         install(&client, &karpenter_crds()).await?;
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -62,8 +62,9 @@ fn five_hundred_pending_pods_run_on_new_nodes() {
             tokio::time::sleep(Duration::from_secs(10)).await;
             waited += Duration::from_secs(10);
         }
-        Ok(())
-    });
+        Ok::<_, anyhow::Error>(())
+    };
+    sim.client("test", async move { scenario.await.map_err(Into::into) });
     sim.run().expect("the simulation");
     let cloud = dovetail_fakecloud::wire::lock(&cloud);
     let running: Vec<_> = cloud.instances().filter(|i| i.state.name() == "running").collect();
