@@ -9,6 +9,7 @@ pub mod apis;
 pub mod cloudprovider;
 pub mod garbage_collection;
 pub mod lifecycle;
+pub mod nodeclass;
 pub mod nodepool;
 pub mod operator;
 pub mod provisioning;

@@ -3,9 +3,19 @@
 //! `controller` host with clients that reach the simulated API server and fake cloud.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use crate::cloudprovider::CloudProvider;
+use crate::cloudprovider::aws::AwsCloudProvider;
+use crate::lifecycle::Lifecycle;
+use crate::provisioning::provisioner::Provisioner;
 use crate::runtime::{EventRecorder, Settings, SharedClock, SharedRng};
 use crate::state::{Cluster, watch};
+
+/// Karpenter refreshes instance types, offerings and spot prices every 12 hours.
+pub const CATALOG_REFRESH: Duration = Duration::from_secs(12 * 3600);
+/// How often expired ICE entries are swept (so offerings become available again).
+pub const ICE_SWEEP: Duration = Duration::from_secs(10);
 
 /// The clients the controller talks through.
 #[derive(Clone)]
@@ -31,6 +41,24 @@ pub struct Environment {
     pub events: EventRecorder,
 }
 
+/// Keeps the catalog and spot prices fresh; retries a failed load every 30 s until it works.
+async fn refresh_catalog(cloud: Arc<AwsCloudProvider>, clock: SharedClock) {
+    loop {
+        let types = cloud.refresh_instance_types().await;
+        let spot = cloud.refresh_spot_prices(&clock).await;
+        match (&types, &spot) {
+            (Ok(types), Ok(prices)) => {
+                tracing::info!(instance_types = types, spot_prices = prices, "refreshed instance types and prices");
+                tokio::time::sleep(CATALOG_REFRESH).await;
+            }
+            _ => {
+                tracing::warn!(?types, ?spot, "refreshing instance types and prices; keeping the previous data");
+                tokio::time::sleep(Duration::from_secs(30)).await;
+            }
+        }
+    }
+}
+
 /// Runs every controller until the process stops.
 ///
 /// # Errors
@@ -38,7 +66,45 @@ pub struct Environment {
 pub async fn run(clients: Clients, settings: Settings, env: Environment) -> anyhow::Result<()> {
     let cluster = Arc::new(Cluster::new());
     watch::spawn_watchers(&clients.kube, &cluster);
-    let _ = (settings, env);
-    std::future::pending::<()>().await;
+    let settings = Arc::new(settings);
+    let aws = Arc::new(AwsCloudProvider::new(
+        clients.ec2.clone(),
+        clients.ssm.clone(),
+        settings.clone(),
+        env.clock.clone(),
+    ));
+    let cloud: Arc<dyn CloudProvider> = aws.clone();
+
+    tokio::spawn(refresh_catalog(aws.clone(), env.clock.clone()));
+    {
+        let cloud = cloud.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(ICE_SWEEP).await;
+                cloud.unavailable_offerings().sweep();
+            }
+        });
+    }
+    tokio::spawn(crate::nodeclass::run(clients.kube.clone(), cluster.clone(), aws.clone(), env.clock.clone()));
+    tokio::spawn(crate::nodepool::run(clients.kube.clone(), cluster.clone(), env.clock.clone()));
+    tokio::spawn(
+        Lifecycle::new(clients.kube.clone(), cluster.clone(), cloud.clone(), env.clock.clone(), env.events.clone())
+            .run(),
+    );
+    tokio::spawn(crate::garbage_collection::run(
+        clients.kube.clone(),
+        cluster.clone(),
+        cloud.clone(),
+        env.clock.clone(),
+    ));
+    let provisioner = Provisioner {
+        client: clients.kube.clone(),
+        cluster: cluster.clone(),
+        cloud: cloud.clone(),
+        clock: env.clock.clone(),
+        events: env.events.clone(),
+        settings: (*settings).clone(),
+    };
+    provisioner.run().await;
     Ok(())
 }

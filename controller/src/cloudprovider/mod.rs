@@ -3,6 +3,7 @@
 //! deleting instances, and the unavailable-offerings (ICE) cache ([`unavailable`]). The AWS
 //! implementation on `aws-sdk-ec2` lives in [`aws`].
 
+pub mod aws;
 pub mod error;
 pub mod fake;
 pub mod types;

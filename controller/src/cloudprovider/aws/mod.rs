@@ -1,0 +1,520 @@
+//! The AWS cloud provider (aws:pkg/cloudprovider): instance types and prices from EC2, launches
+//! through CreateFleet with launch templates, and Describe/Terminate for the NodeClaim
+//! lifecycle and garbage collection. Everything goes through the injected `aws-sdk-ec2` and
+//! `aws-sdk-ssm` clients, so the same code talks to AWS, to moto, or to our fake cloud.
+
+pub mod discovery;
+pub mod errors;
+pub mod instance_types;
+pub mod instances;
+pub mod launch_template;
+pub mod pricing;
+pub mod user_data;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+
+use crate::apis::ec2nodeclass::{AMIFamily, EC2NodeClassStatus};
+use crate::apis::labels;
+use crate::apis::{EC2NodeClass, NodeClaim, NodePool};
+use crate::cloudprovider::{CloudError, CloudProvider, InstanceType, UnavailableOfferings};
+use crate::runtime::{Settings, SharedClock};
+use crate::scheduling::requirements::Requirements;
+
+use self::instance_types::InstanceTypeProvider;
+use self::instances::{FleetOverride, FleetRequest};
+use self::launch_template::{LaunchTemplateInput, LaunchTemplateProvider};
+use self::pricing::PricingProvider;
+
+/// At most this many instance types go into one CreateFleet call (cheapest first).
+pub const MAX_FLEET_INSTANCE_TYPES: usize = 60;
+
+/// Labels that mean the pods asked for exotic hardware, so GPU/accelerator/metal types stay in.
+const EXOTIC_LABELS: [&str; 5] = [
+    labels::INSTANCE_GPU_COUNT_LABEL,
+    labels::INSTANCE_GPU_NAME_LABEL,
+    labels::INSTANCE_GPU_MANUFACTURER_LABEL,
+    labels::INSTANCE_ACCELERATOR_COUNT_LABEL,
+    labels::INSTANCE_ACCELERATOR_NAME_LABEL,
+];
+
+/// The AWS implementation of [`CloudProvider`].
+pub struct AwsCloudProvider {
+    ec2: aws_sdk_ec2::Client,
+    ssm: aws_sdk_ssm::Client,
+    settings: Arc<Settings>,
+    unavailable: UnavailableOfferings,
+    pricing: PricingProvider,
+    instance_types: InstanceTypeProvider,
+    launch_templates: LaunchTemplateProvider,
+    /// Free addresses per subnet, from discovery minus launches since.
+    subnet_ips: Mutex<BTreeMap<String, i64>>,
+    /// Serialises the first catalog load.
+    loading: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for AwsCloudProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AwsCloudProvider").field("region", &self.settings.region).finish_non_exhaustive()
+    }
+}
+
+impl AwsCloudProvider {
+    /// A provider over the given clients.
+    pub fn new(
+        ec2: aws_sdk_ec2::Client,
+        ssm: aws_sdk_ssm::Client,
+        settings: Arc<Settings>,
+        clock: SharedClock,
+    ) -> Self {
+        Self {
+            ec2,
+            ssm,
+            settings,
+            unavailable: UnavailableOfferings::new(clock.clone()),
+            pricing: PricingProvider::new(),
+            instance_types: InstanceTypeProvider::default(),
+            launch_templates: LaunchTemplateProvider::new(clock),
+            subnet_ips: Mutex::default(),
+            loading: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The price book (for reports and the spot refresh loop).
+    pub fn pricing(&self) -> &PricingProvider {
+        &self.pricing
+    }
+
+    /// Reloads DescribeInstanceTypes/Offerings; keeps the previous data on failure.
+    ///
+    /// # Errors
+    /// The EC2 error.
+    pub async fn refresh_instance_types(&self) -> Result<usize, CloudError> {
+        let catalog = instance_types::describe_catalog(&self.ec2).await?;
+        let count = catalog.types.len();
+        self.instance_types.set_catalog(catalog);
+        Ok(count)
+    }
+
+    /// Reloads spot prices; keeps the previous prices on failure.
+    ///
+    /// # Errors
+    /// The EC2 error.
+    pub async fn refresh_spot_prices(&self, clock: &SharedClock) -> Result<usize, CloudError> {
+        self.pricing.refresh_spot(&self.ec2, clock).await
+    }
+
+    async fn ensure_catalog(&self) -> Result<(), CloudError> {
+        if self.instance_types.is_loaded() {
+            return Ok(());
+        }
+        let _guard = self.loading.lock().await;
+        if !self.instance_types.is_loaded() {
+            self.refresh_instance_types().await?;
+        }
+        Ok(())
+    }
+
+    /// Resolves the class's selectors into the status fields (subnets, security groups, AMIs,
+    /// instance profile); conditions are the caller's. `k8s_version` is `major.minor`.
+    ///
+    /// # Errors
+    /// The AWS error of a lookup; the caller reports it on the matching condition.
+    pub async fn resolve_node_class(
+        &self,
+        class: &EC2NodeClass,
+        k8s_version: &str,
+    ) -> Result<ResolvedNodeClass, CloudError> {
+        let subnets = discovery::subnets(&self.ec2, &class.spec.subnet_selector_terms).await?;
+        {
+            let mut ips = self.subnet_ips.lock().expect("subnet ips");
+            for subnet in &subnets {
+                ips.insert(subnet.subnet.id.clone(), subnet.available_ips);
+            }
+        }
+        let security_groups =
+            discovery::security_groups(&self.ec2, &class.spec.security_group_selector_terms).await?;
+        let amis = discovery::amis(&self.ec2, &self.ssm, &class.spec, k8s_version).await?;
+        // Without IAM calls the profile is the one EC2 creates alongside a role of the same name.
+        let instance_profile = class.spec.instance_profile.clone().or_else(|| class.spec.role.clone());
+        Ok(ResolvedNodeClass {
+            status: EC2NodeClassStatus {
+                subnets: Some(subnets.into_iter().map(|s| s.subnet).collect()),
+                security_groups: Some(security_groups),
+                capacity_reservations: None,
+                amis: Some(amis),
+                instance_profile,
+                conditions: None,
+            },
+        })
+    }
+
+    /// The subnet in `zone` with the most free addresses.
+    fn subnet_for_zone(&self, status: &EC2NodeClassStatus, zone: &str) -> Option<String> {
+        let ips = self.subnet_ips.lock().expect("subnet ips");
+        status
+            .subnets
+            .iter()
+            .flatten()
+            .filter(|s| s.zone == zone)
+            .max_by(|a, b| {
+                let free = |id: &str| ips.get(id).copied().unwrap_or(0);
+                free(&a.id).cmp(&free(&b.id)).then_with(|| b.id.cmp(&a.id))
+            })
+            .map(|s| s.id.clone())
+    }
+
+    async fn create_claim(
+        &self,
+        claim: &NodeClaim,
+        class: &EC2NodeClass,
+        types: &[Arc<InstanceType>],
+        retried: bool,
+    ) -> Result<NodeClaim, CloudError> {
+        let status = class.status.clone().unwrap_or_default();
+        if status.subnets.as_ref().is_none_or(Vec::is_empty) {
+            return Err(CloudError::NodeClassNotReady("EC2NodeClass has no resolved subnets".into()));
+        }
+        let requirements = Requirements::from_node_selector(&claim.spec.requirements);
+        let plan = LaunchPlan::new(claim, &requirements, types, &self.instance_types)?;
+        let family = class.spec.ami_family().unwrap_or(AMIFamily::AL2023);
+        let bootstrap = user_data::Bootstrap {
+            cluster_name: self.settings.cluster_name.clone(),
+            cluster_endpoint: self.settings.cluster_endpoint.clone(),
+            ca_bundle: self.settings.cluster_ca_bundle.clone(),
+            cluster_dns: class
+                .spec
+                .kubelet
+                .as_ref()
+                .and_then(|k| k.cluster_dns.as_ref())
+                .and_then(|dns| dns.first().cloned())
+                .or_else(|| self.settings.cluster_dns.clone()),
+            labels: claim.metadata.labels.clone().unwrap_or_default(),
+            taints: claim
+                .spec
+                .taints
+                .iter()
+                .flatten()
+                .chain(claim.spec.startup_taints.iter().flatten())
+                .map(|t| match &t.value {
+                    Some(value) => format!("{}={value}:{}", t.key, t.effect),
+                    None => format!("{}:{}", t.key, t.effect),
+                })
+                .collect(),
+            max_pods: class.spec.kubelet.as_ref().and_then(|k| k.max_pods),
+            custom: class.spec.user_data.clone(),
+        };
+        let user_data = bootstrap.render(family);
+        let mut template_tags = BTreeMap::from([
+            ("karpenter.k8s.aws/cluster".to_owned(), self.settings.cluster_name.clone()),
+            (labels::EC2_NODE_CLASS_LABEL.to_owned(), class.metadata.name.clone().unwrap_or_default()),
+        ]);
+        template_tags.extend(class.spec.tags.clone().unwrap_or_default());
+        let metadata = class.spec.metadata_options();
+        let block_devices = class.spec.block_device_mappings.clone().unwrap_or_default();
+        let security_group_ids: Vec<String> =
+            status.security_groups.iter().flatten().map(|g| g.id.clone()).collect();
+        let instance_profile = status.instance_profile.clone().unwrap_or_default();
+        let mut overrides = Vec::new();
+        let mut templates: BTreeMap<String, String> = BTreeMap::new();
+        for (instance_type, offerings) in &plan.types {
+            let Some(ami) = status.amis.iter().flatten().find(|ami| {
+                let terms: Vec<crate::apis::NodeSelectorRequirementWithMinValues> = ami
+                    .requirements
+                    .iter()
+                    .filter_map(|r| serde_json::to_value(r).ok().and_then(|v| serde_json::from_value(v).ok()))
+                    .collect();
+                Requirements::from_node_selector(&terms).compatible(&instance_type.requirements).is_ok()
+            }) else {
+                continue;
+            };
+            let template = match templates.get(&ami.id) {
+                Some(name) => name.clone(),
+                None => {
+                    let input = LaunchTemplateInput {
+                        image_id: ami.id.clone(),
+                        user_data: user_data.clone(),
+                        security_group_ids: security_group_ids.clone(),
+                        instance_profile: instance_profile.clone(),
+                        metadata_key: serde_json::to_string(&metadata).unwrap_or_default(),
+                        metadata: metadata.clone(),
+                        block_devices_key: serde_json::to_string(&block_devices).unwrap_or_default(),
+                        block_devices: block_devices.clone(),
+                        monitoring: class.spec.detailed_monitoring.unwrap_or(false),
+                        tags: template_tags.clone(),
+                    };
+                    let name = self.launch_templates.ensure(&self.ec2, &input).await?;
+                    templates.insert(ami.id.clone(), name.clone());
+                    name
+                }
+            };
+            for offering in offerings {
+                let Some(subnet_id) = self.subnet_for_zone(&status, &offering.zone) else { continue };
+                overrides.push(FleetOverride {
+                    instance_type: instance_type.name.clone(),
+                    zone: offering.zone.clone(),
+                    subnet_id,
+                    launch_template: template.clone(),
+                    image_id: ami.id.clone(),
+                    price: offering.price,
+                });
+            }
+        }
+        if overrides.is_empty() {
+            return Err(CloudError::InsufficientCapacity(
+                "no instance type has an AMI and a subnet for an available offering".into(),
+            ));
+        }
+        let pool = claim.metadata.labels.as_ref().and_then(|l| l.get(labels::NODE_POOL_LABEL)).cloned();
+        let claim_name = claim.metadata.name.clone().unwrap_or_default();
+        let mut tags = BTreeMap::from([
+            (format!("kubernetes.io/cluster/{}", self.settings.cluster_name), "owned".to_owned()),
+            (instances::CLUSTER_NAME_TAG.to_owned(), self.settings.cluster_name.clone()),
+            (labels::NODE_POOL_LABEL.to_owned(), pool.unwrap_or_default()),
+            (labels::EC2_NODE_CLASS_LABEL.to_owned(), class.metadata.name.clone().unwrap_or_default()),
+            (instances::NODE_CLAIM_TAG.to_owned(), claim_name.clone()),
+        ]);
+        tags.extend(class.spec.tags.clone().unwrap_or_default());
+        let request =
+            FleetRequest { capacity_type: plan.capacity_type.clone(), overrides, tags, context: class.spec.context.clone() };
+        let result = instances::create_fleet(&self.ec2, &request).await;
+        let template_missing = match &result {
+            Err(CloudError::NotFound(message)) => message.contains("LaunchTemplate"),
+            Ok(result) => {
+                result.instance.is_none()
+                    && result.errors.iter().any(|(code, _)| errors::LAUNCH_TEMPLATE_NOT_FOUND_CODES.contains(&code.as_str()))
+            }
+            Err(_) => false,
+        };
+        if template_missing && !retried {
+            // A template deleted behind our back: forget what we knew, recreate, retry once.
+            tracing::info!(templates = ?templates.values().collect::<Vec<_>>(), "launch template missing; recreating");
+            self.launch_templates.invalidate_all();
+            return Box::pin(self.create_claim(claim, class, types, true)).await;
+        }
+        let result = result?;
+        for offering in &result.unavailable {
+            self.unavailable.mark_unavailable(
+                &offering.code,
+                &offering.capacity_type,
+                &offering.instance_type,
+                &offering.zone,
+            );
+        }
+        let Some((instance_id, instance_type, zone, image_id)) = result.instance.clone() else {
+            return Err(result.failure());
+        };
+        if let Some(subnet) = request.overrides.iter().find(|o| o.zone == zone).map(|o| o.subnet_id.clone())
+            && let Some(free) = self.subnet_ips.lock().expect("subnet ips").get_mut(&subnet)
+        {
+            *free -= 1;
+        }
+        let chosen = plan
+            .types
+            .iter()
+            .map(|(t, _)| t)
+            .find(|t| t.name == instance_type)
+            .ok_or_else(|| CloudError::other("FleetLaunchFailed", format!("fleet launched unrequested {instance_type}")))?;
+        Ok(launched_claim(claim, chosen, &self.settings.region, &zone, &plan.capacity_type, &instance_id, &image_id))
+    }
+}
+
+/// The instance types (cheapest first, at most 60) and their offerings a launch may use.
+#[derive(Debug)]
+pub struct LaunchPlan {
+    /// `spot` or `on-demand`.
+    pub capacity_type: String,
+    /// Types with the offerings of `capacity_type` usable for this claim.
+    pub types: Vec<(Arc<InstanceType>, Vec<crate::cloudprovider::Offering>)>,
+}
+
+impl LaunchPlan {
+    /// Applies §2.5: compatible and available, the exotic filter, capacity type reserved >
+    /// spot > on-demand, spot offerings above the cheapest on-demand dropped, truncation to 60.
+    ///
+    /// # Errors
+    /// `InsufficientCapacity` when a filter leaves nothing.
+    pub fn new(
+        claim: &NodeClaim,
+        requirements: &Requirements,
+        types: &[Arc<InstanceType>],
+        catalog: &InstanceTypeProvider,
+    ) -> Result<Self, CloudError> {
+        let mut candidates: Vec<&Arc<InstanceType>> = types
+            .iter()
+            .filter(|t| requirements.compatible(&t.requirements).is_ok() && t.has_compatible_offering(requirements))
+            .collect();
+        if candidates.is_empty() {
+            return Err(CloudError::InsufficientCapacity("no compatible instance type has an available offering".into()));
+        }
+        let wants_exotic = EXOTIC_LABELS.iter().any(|key| requirements.has(key))
+            || claim
+                .spec
+                .resources
+                .as_ref()
+                .and_then(|r| r.requests.as_ref())
+                .is_some_and(|requests| requests.keys().any(|k| k.contains('/')));
+        if !wants_exotic {
+            let plain: Vec<_> = candidates.iter().copied().filter(|t| !catalog.is_exotic(&t.name)).collect();
+            if !plain.is_empty() {
+                candidates = plain;
+            }
+        }
+        let usable = |t: &InstanceType, capacity_type: &str| -> Vec<crate::cloudprovider::Offering> {
+            t.offerings
+                .iter()
+                .filter(|o| o.available && o.capacity_type == capacity_type && o.is_compatible(requirements))
+                .cloned()
+                .collect()
+        };
+        let offered = |capacity_type: &str| candidates.iter().any(|t| !usable(t, capacity_type).is_empty());
+        let capacity_type = if requirements.allows(labels::CAPACITY_TYPE_LABEL, labels::CAPACITY_TYPE_SPOT)
+            && offered(labels::CAPACITY_TYPE_SPOT)
+        {
+            labels::CAPACITY_TYPE_SPOT
+        } else if requirements.allows(labels::CAPACITY_TYPE_LABEL, labels::CAPACITY_TYPE_ON_DEMAND)
+            && offered(labels::CAPACITY_TYPE_ON_DEMAND)
+        {
+            labels::CAPACITY_TYPE_ON_DEMAND
+        } else {
+            return Err(CloudError::InsufficientCapacity("no allowed capacity type has an available offering".into()));
+        };
+        let cheapest_on_demand = candidates
+            .iter()
+            .flat_map(|t| usable(t, labels::CAPACITY_TYPE_ON_DEMAND))
+            .map(|o| o.price)
+            .min_by(f64::total_cmp);
+        let mut planned: Vec<(f64, Arc<InstanceType>, Vec<crate::cloudprovider::Offering>)> = candidates
+            .iter()
+            .filter_map(|t| {
+                let mut offerings = usable(t, capacity_type);
+                if capacity_type == labels::CAPACITY_TYPE_SPOT
+                    && let Some(limit) = cheapest_on_demand
+                {
+                    offerings.retain(|o| o.price <= limit);
+                }
+                offerings.sort_by(|a, b| a.price.total_cmp(&b.price).then_with(|| a.zone.cmp(&b.zone)));
+                let cheapest = offerings.first()?.price;
+                Some((cheapest, (*t).clone(), offerings))
+            })
+            .collect();
+        if planned.is_empty() {
+            return Err(CloudError::InsufficientCapacity(
+                "every spot offering costs more than the cheapest on-demand offering".into(),
+            ));
+        }
+        planned.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.name.cmp(&b.1.name)));
+        planned.truncate(MAX_FLEET_INSTANCE_TYPES);
+        Ok(Self {
+            capacity_type: capacity_type.to_owned(),
+            types: planned.into_iter().map(|(_, t, o)| (t, o)).collect(),
+        })
+    }
+}
+
+/// The NodeClaim as launched: the type's single-valued labels plus zone, region and capacity
+/// type, providerID, image, and capacity/allocatable from the type's estimate.
+pub fn launched_claim(
+    claim: &NodeClaim,
+    instance_type: &InstanceType,
+    region: &str,
+    zone: &str,
+    capacity_type: &str,
+    instance_id: &str,
+    image_id: &str,
+) -> NodeClaim {
+    let mut launched = claim.clone();
+    let mut node_labels = instance_type.requirements.single_valued_labels();
+    node_labels.insert(labels::TOPOLOGY_ZONE_LABEL.to_owned(), zone.to_owned());
+    node_labels.insert(labels::TOPOLOGY_REGION_LABEL.to_owned(), region.to_owned());
+    node_labels.insert(labels::CAPACITY_TYPE_LABEL.to_owned(), capacity_type.to_owned());
+    node_labels.insert(labels::INSTANCE_TYPE_LABEL.to_owned(), instance_type.name.clone());
+    let mut all = claim.metadata.labels.clone().unwrap_or_default();
+    all.extend(node_labels);
+    launched.metadata.labels = Some(all);
+    let mut status = launched.status.clone().unwrap_or_default();
+    status.provider_id = Some(instances::provider_id(zone, instance_id));
+    status.image_id = Some(image_id.to_owned());
+    status.capacity = Some(instance_type.capacity.to_resource_list());
+    status.allocatable = Some(instance_type.allocatable().to_resource_list());
+    launched.status = Some(status);
+    launched
+}
+
+/// A class's resolved status fields.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResolvedNodeClass {
+    /// Subnets, security groups, AMIs and instance profile (no conditions).
+    pub status: EC2NodeClassStatus,
+}
+
+impl CloudProvider for AwsCloudProvider {
+    fn create<'a>(
+        &'a self,
+        claim: &'a NodeClaim,
+        node_class: &'a EC2NodeClass,
+        instance_types: &'a [Arc<InstanceType>],
+    ) -> BoxFuture<'a, Result<NodeClaim, CloudError>> {
+        Box::pin(self.create_claim(claim, node_class, instance_types, false))
+    }
+
+    fn get<'a>(&'a self, provider_id: &'a str) -> BoxFuture<'a, Result<NodeClaim, CloudError>> {
+        Box::pin(async move {
+            let id = instances::parse_provider_id(provider_id)?;
+            let found = instances::describe(&self.ec2, std::slice::from_ref(&id)).await?;
+            found
+                .first()
+                .map(instances::instance_to_node_claim)
+                .ok_or_else(|| CloudError::NotFound(format!("instance {id} not found")))
+        })
+    }
+
+    fn list(&self) -> BoxFuture<'_, Result<Vec<NodeClaim>, CloudError>> {
+        Box::pin(async move {
+            let found = instances::list(&self.ec2, &self.settings.cluster_name).await?;
+            Ok(found.iter().map(instances::instance_to_node_claim).collect())
+        })
+    }
+
+    fn delete<'a>(&'a self, claim: &'a NodeClaim) -> BoxFuture<'a, Result<(), CloudError>> {
+        Box::pin(async move {
+            let provider_id = claim.status.as_ref().and_then(|s| s.provider_id.as_deref()).ok_or_else(|| {
+                CloudError::NotFound(format!(
+                    "NodeClaim {} has no providerID",
+                    claim.metadata.name.as_deref().unwrap_or_default()
+                ))
+            })?;
+            let id = instances::parse_provider_id(provider_id)?;
+            let found = instances::describe(&self.ec2, std::slice::from_ref(&id)).await?;
+            let Some(instance) = found.first() else {
+                return Err(CloudError::NotFound(format!("instance {id} not found")));
+            };
+            let shutting_down = instance
+                .state()
+                .and_then(|s| s.name())
+                .is_some_and(|s| *s == aws_sdk_ec2::types::InstanceStateName::ShuttingDown);
+            if !shutting_down {
+                instances::terminate(&self.ec2, &id).await?;
+                tracing::info!(instance = %id, "terminating instance");
+            }
+            Ok(())
+        })
+    }
+
+    fn instance_types<'a>(
+        &'a self,
+        _node_pool: &'a NodePool,
+        node_class: &'a EC2NodeClass,
+    ) -> BoxFuture<'a, Result<Vec<Arc<InstanceType>>, CloudError>> {
+        Box::pin(async move {
+            self.ensure_catalog().await?;
+            self.instance_types.resolve(node_class, &self.settings, &self.pricing, &self.unavailable)
+        })
+    }
+
+    fn unavailable_offerings(&self) -> &UnavailableOfferings {
+        &self.unavailable
+    }
+}
