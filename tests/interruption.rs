@@ -82,7 +82,7 @@ fn a_spot_interruption_warning_deletes_the_node_claim_and_ice_caches_the_offerin
     let test_provider = provider.clone();
     let test_stats = stats.clone();
     let test_zone = zone.clone();
-    sim.client("test", async move {
+    let scenario = async move {
         let client = client();
         install(&client, &karpenter_crds()).await?;
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -128,11 +128,15 @@ fn a_spot_interruption_warning_deletes_the_node_claim_and_ice_caches_the_offerin
             if counts.deleted >= 3 && visible == 0 && in_flight == 0 {
                 break;
             }
-            anyhow::ensure!(waited < 60, "messages left on the queue: {visible} visible, {in_flight} in flight; {counts:?}");
+            anyhow::ensure!(
+                waited < 60,
+                "messages left on the queue: {visible} visible, {in_flight} in flight; {counts:?}"
+            );
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        Ok(())
-    });
+        Ok::<_, anyhow::Error>(())
+    };
+    sim.client("test", async move { scenario.await.map_err(Into::into) });
     sim.run().expect("the simulation");
 
     let counts = stats.lock().expect("stats slot").clone().expect("controller started").counts();

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use dovetail_controller::apis::{EC2NodeClass, NodeClaim, NodePool};
 use dovetail_controller::cloudprovider::{CloudError, CloudProvider, InstanceType, UnavailableOfferings};
-use dovetail_controller::runtime::{Clock, SharedClock};
+use dovetail_controller::runtime::SharedClock;
 use futures::future::BoxFuture;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -54,11 +54,6 @@ impl MemoryCloud {
             .insert(provider_id.to_string(), Instance { claim, terminating_since: None });
     }
 
-    /// Whether the instance still exists (running or shutting down).
-    pub fn exists(&self, provider_id: &str) -> bool {
-        self.live(provider_id).is_some()
-    }
-
     /// Every providerID `delete` was called with, in order.
     pub fn deletes(&self) -> Vec<String> {
         self.deletes.lock().expect("deletes").clone()
@@ -67,9 +62,10 @@ impl MemoryCloud {
     fn live(&self, provider_id: &str) -> Option<NodeClaim> {
         let now = self.clock.now();
         let mut instances = self.instances.lock().expect("instances");
-        let gone = instances.get(provider_id).and_then(|i| i.terminating_since).is_some_and(|since| {
-            dovetail_controller::runtime::clock::elapsed(since.0, now) >= self.shutdown
-        });
+        let gone = instances
+            .get(provider_id)
+            .and_then(|i| i.terminating_since.as_ref())
+            .is_some_and(|since| dovetail_controller::runtime::clock::elapsed(since.0, now) >= self.shutdown);
         if gone {
             instances.remove(provider_id);
         }

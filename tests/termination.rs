@@ -79,20 +79,22 @@ async fn registered_claim(name: &str, node: &str, tgp: &str) -> anyhow::Result<(
     }))?;
     api.create(&PostParams::default(), &claim).await?;
     let now = SimClock.now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
-    let status = json!({"status": {
-        "providerID": provider_id(node), "nodeName": node,
-        "conditions": ["Launched", "Registered", "Initialized"].iter().map(|t| json!({
-            "type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": now})).collect::<Vec<_>>()
-    }});
+    let conditions: Vec<serde_json::Value> = ["Launched", "Registered", "Initialized"]
+        .iter()
+        .map(|t| json!({"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": now}))
+        .collect();
+    let status = json!({"status": {"providerID": provider_id(node), "nodeName": node, "conditions": conditions}});
     api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await?;
     Ok(())
 }
 
 fn is_ready(pod: &Pod) -> bool {
     pod.metadata.deletion_timestamp.is_none()
-        && pod.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|c| {
-            c.iter().any(|c| c.type_ == "Ready" && c.status == "True")
-        })
+        && pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 fn node_of(pod: &Pod) -> &str {
@@ -124,7 +126,7 @@ fn deleting_a_node_claim_drains_one_pod_at_a_time_within_the_pdb_and_forces_do_n
     let observed = Arc::new(Mutex::new(Observed { web_ready_min: usize::MAX, ..Observed::default() }));
     let seen = observed.clone();
     let test_cloud = cloud.clone();
-    sim.client("test", async move {
+    let scenario = async move {
         let client = client();
         install(&client, &karpenter_crds()).await?;
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -194,12 +196,14 @@ fn deleting_a_node_claim_drains_one_pod_at_a_time_within_the_pdb_and_forces_do_n
                     .is_some_and(|a| a.contains_key("karpenter.sh/nodeclaim-termination-timestamp"));
                 let conditions = claim.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
                 o.saw_drained |= conditions.iter().any(|c| c.type_ == "Drained" && c.is_true());
-                o.saw_instance_terminating |= conditions.iter().any(|c| c.type_ == "InstanceTerminating" && c.is_true());
+                o.saw_instance_terminating |=
+                    conditions.iter().any(|c| c.type_ == "InstanceTerminating" && c.is_true());
             }
             if let Some(node) = &node {
-                o.saw_taint |= node.spec.as_ref().and_then(|s| s.taints.as_ref()).is_some_and(|t| {
-                    t.iter().any(|t| t.key == "karpenter.sh/disrupted" && t.effect == "NoSchedule")
-                });
+                o.saw_taint |=
+                    node.spec.as_ref().and_then(|s| s.taints.as_ref()).is_some_and(|t| {
+                        t.iter().any(|t| t.key == "karpenter.sh/disrupted" && t.effect == "NoSchedule")
+                    });
             }
             if claim.is_none() && node.is_none() {
                 o.finished = true;
@@ -209,8 +213,9 @@ fn deleting_a_node_claim_drains_one_pod_at_a_time_within_the_pdb_and_forces_do_n
             drop(o);
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
-        Ok(())
-    });
+        Ok::<_, anyhow::Error>(())
+    };
+    sim.client("test", async move { scenario.await.map_err(Into::into) });
     sim.run().expect("the simulation");
 
     let o = observed.lock().expect("observed");
@@ -224,9 +229,11 @@ fn deleting_a_node_claim_drains_one_pod_at_a_time_within_the_pdb_and_forces_do_n
     let keeper = o.keeper_deleted_at.clone().expect("keeper was force-deleted");
     let web_gone = o.web_left_node_by.clone().expect("web pods left node-a");
     assert!(web_gone.0 < keeper.0, "web drained ({:?}) before the keeper was forced ({:?})", web_gone, keeper);
-    let forced_after = keeper.0.duration_since(deleted.0).as_secs();
+    // A pod's deletionTimestamp is when its grace runs out: the delete happened `grace` earlier.
+    let grace = o.keeper_grace.expect("keeper deleted with a grace period");
+    assert!((25..=30).contains(&grace), "keeper grace {grace}");
+    let forced_after = keeper.0.duration_since(deleted.0).as_secs() - grace;
     assert!((270..=275).contains(&forced_after), "keeper forced {forced_after}s after deletion");
-    assert!(o.keeper_grace.is_some_and(|g| (25..=30).contains(&g)), "keeper grace {:?}", o.keeper_grace);
     // The instance was terminated through the cloud provider.
     assert!(!cloud.deletes().is_empty());
     let events = events.drain();
@@ -242,7 +249,7 @@ fn a_not_ready_node_whose_instance_is_gone_is_released_without_draining() {
     let cloud = MemoryCloud::new(Arc::new(SimClock), Duration::from_secs(10));
     let events = EventRecorder::new();
     add_termination_host(&mut sim, cloud.clone(), events.clone());
-    sim.client("test", async move {
+    let scenario = async move {
         let client = client();
         install(&client, &karpenter_crds()).await?;
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -269,8 +276,9 @@ fn a_not_ready_node_whose_instance_is_gone_is_released_without_draining() {
             anyhow::ensure!(waited < 120, "node-a or claim-a still present");
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        Ok(())
-    });
+        Ok::<_, anyhow::Error>(())
+    };
+    sim.client("test", async move { scenario.await.map_err(Into::into) });
     sim.run().expect("the simulation");
     assert!(events.drain().iter().all(|e| e.reason != "Evicted" && e.reason != "Disrupted"));
 }
