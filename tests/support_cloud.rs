@@ -2,6 +2,9 @@
 //! AWS provider exists: instances keyed by providerID, terminated on `delete` after a fixed
 //! shutdown delay of simulated time, and a real ICE cache.
 
+// Each test crate that includes this module uses a different subset of it.
+#![allow(dead_code)]
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -119,7 +119,13 @@ struct Observed {
 
 #[test]
 fn deleting_a_node_claim_drains_one_pod_at_a_time_within_the_pdb_and_forces_do_not_disrupt_at_tgp() {
-    let (mut sim, _server, _trace) = cluster_world(11);
+    for seed in [11, 13, 17] {
+        drain_behind_pdb_with_a_do_not_disrupt_pod(seed);
+    }
+}
+
+fn drain_behind_pdb_with_a_do_not_disrupt_pod(seed: u64) {
+    let (mut sim, _server, _trace) = cluster_world(seed);
     let cloud = MemoryCloud::new(Arc::new(SimClock), Duration::from_secs(10));
     let events = EventRecorder::new();
     add_termination_host(&mut sim, cloud.clone(), events.clone());
@@ -170,47 +176,54 @@ fn deleting_a_node_claim_drains_one_pod_at_a_time_within_the_pdb_and_forces_do_n
             let node = nodes.get_opt("node-a").await?;
             let list = pods.list(&ListParams::default()).await?;
             let now = Time(SimClock.now());
-            let mut o = seen.lock().expect("observed");
-            let web: Vec<&Pod> =
-                list.items.iter().filter(|p| p.metadata.labels.as_ref().and_then(|l| l.get("app")).is_some()).collect();
-            o.web_ready_min = o.web_ready_min.min(web.iter().filter(|p| is_ready(p)).count());
-            let terminating_on_a =
-                web.iter().filter(|p| node_of(p) == "node-a" && p.metadata.deletion_timestamp.is_some()).count();
-            o.web_terminating_on_node_max = o.web_terminating_on_node_max.max(terminating_on_a);
-            if o.web_left_node_by.is_none() && !web.iter().any(|p| node_of(p) == "node-a") {
-                o.web_left_node_by = Some(now);
-            }
-            if let Some(keeper) = list.items.iter().find(|p| p.metadata.name.as_deref() == Some("keeper"))
-                && let Some(at) = &keeper.metadata.deletion_timestamp
-                && o.keeper_deleted_at.is_none()
-            {
-                o.keeper_deleted_at = Some(at.clone());
-                o.keeper_grace = keeper.metadata.deletion_grace_period_seconds;
-            }
-            if let Some(claim) = &claim {
-                o.claim_deleted_at = claim.metadata.deletion_timestamp.clone();
-                o.saw_deadline_annotation |= claim
-                    .metadata
-                    .annotations
-                    .as_ref()
-                    .is_some_and(|a| a.contains_key("karpenter.sh/nodeclaim-termination-timestamp"));
-                let conditions = claim.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
-                o.saw_drained |= conditions.iter().any(|c| c.type_ == "Drained" && c.is_true());
-                o.saw_instance_terminating |=
-                    conditions.iter().any(|c| c.type_ == "InstanceTerminating" && c.is_true());
-            }
-            if let Some(node) = &node {
-                o.saw_taint |=
-                    node.spec.as_ref().and_then(|s| s.taints.as_ref()).is_some_and(|t| {
+            let finished = {
+                let mut o = seen.lock().expect("observed");
+                let web: Vec<&Pod> = list
+                    .items
+                    .iter()
+                    .filter(|p| p.metadata.labels.as_ref().and_then(|l| l.get("app")).is_some())
+                    .collect();
+                o.web_ready_min = o.web_ready_min.min(web.iter().filter(|p| is_ready(p)).count());
+                let terminating_on_a =
+                    web.iter().filter(|p| node_of(p) == "node-a" && p.metadata.deletion_timestamp.is_some()).count();
+                o.web_terminating_on_node_max = o.web_terminating_on_node_max.max(terminating_on_a);
+                if o.web_left_node_by.is_none() && !web.iter().any(|p| node_of(p) == "node-a") {
+                    o.web_left_node_by = Some(now);
+                }
+                if let Some(keeper) = list.items.iter().find(|p| p.metadata.name.as_deref() == Some("keeper"))
+                    && let Some(at) = &keeper.metadata.deletion_timestamp
+                    && o.keeper_deleted_at.is_none()
+                {
+                    o.keeper_deleted_at = Some(at.clone());
+                    o.keeper_grace = keeper.metadata.deletion_grace_period_seconds;
+                }
+                if let Some(claim) = &claim {
+                    o.claim_deleted_at = claim.metadata.deletion_timestamp.clone();
+                    o.saw_deadline_annotation |= claim
+                        .metadata
+                        .annotations
+                        .as_ref()
+                        .is_some_and(|a| a.contains_key("karpenter.sh/nodeclaim-termination-timestamp"));
+                    let conditions = claim.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
+                    o.saw_drained |= conditions.iter().any(|c| c.type_ == "Drained" && c.is_true());
+                    o.saw_instance_terminating |=
+                        conditions.iter().any(|c| c.type_ == "InstanceTerminating" && c.is_true());
+                }
+                if let Some(node) = &node {
+                    o.saw_taint |= node.spec.as_ref().and_then(|s| s.taints.as_ref()).is_some_and(|t| {
                         t.iter().any(|t| t.key == "karpenter.sh/disrupted" && t.effect == "NoSchedule")
                     });
-            }
-            if claim.is_none() && node.is_none() {
-                o.finished = true;
+                }
+                o.finished = claim.is_none() && node.is_none();
+                anyhow::ensure!(
+                    o.finished || waited < 4 * 900,
+                    "node-a or claim-a still present after 15 minutes: {o:?}"
+                );
+                o.finished
+            };
+            if finished {
                 break;
             }
-            anyhow::ensure!(waited < 4 * 900, "node-a or claim-a still present after 15 minutes: {o:?}");
-            drop(o);
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
         Ok::<_, anyhow::Error>(())
