@@ -233,9 +233,11 @@ fn drain_behind_pdb_with_a_do_not_disrupt_pod(seed: u64) {
 
     let o = observed.lock().expect("observed");
     assert!(o.finished);
-    // The PDB (3 replicas, maxUnavailable 1) held at every sample, and pods left one at a time.
+    // The PDB (3 replicas, maxUnavailable 1) held at every sample: at most one web pod was ever
+    // disrupted without a ready replacement. (An evicted pod may still be shutting down when the
+    // next eviction is allowed, once its replacement is Ready, so terminating pods can overlap.)
     assert!(o.web_ready_min >= 2, "web had only {} ready pods at some point", o.web_ready_min);
-    assert_eq!(o.web_terminating_on_node_max, 1, "web pods were evicted one at a time");
+    assert!(o.web_terminating_on_node_max >= 1, "web pods were evicted");
     assert!(o.saw_deadline_annotation && o.saw_taint && o.saw_drained && o.saw_instance_terminating, "{o:?}");
     // The do-not-disrupt pod stayed until deletion + TGP (5 min) − its grace (30 s).
     let deleted = o.claim_deleted_at.clone().expect("claim deletion time");
@@ -253,7 +255,11 @@ fn drain_behind_pdb_with_a_do_not_disrupt_pod(seed: u64) {
     let count = |reason: &str| events.iter().filter(|e| e.reason == reason).count();
     assert!(count("Evicted") >= 3, "{} Evicted events", count("Evicted"));
     assert_eq!(count("Disrupted"), 1, "the keeper's forced delete");
-    assert!(count("FailedDraining") >= 1);
+    // The budget refused evictions (429) while a replacement was starting.
+    assert!(
+        events.iter().any(|e| e.reason == "FailedDraining" && e.message.contains("violates a PDB")),
+        "no eviction was refused by the PDB"
+    );
 }
 
 #[test]
