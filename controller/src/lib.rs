@@ -8,6 +8,7 @@
 pub mod apis;
 pub mod cloudprovider;
 pub mod garbage_collection;
+pub mod interruption;
 pub mod lifecycle;
 pub mod nodeclass;
 pub mod nodepool;
@@ -16,3 +17,4 @@ pub mod provisioning;
 pub mod runtime;
 pub mod scheduling;
 pub mod state;
+pub mod termination;
