@@ -125,8 +125,12 @@ impl LeaderElection {
         loop {
             tokio::select! {
                 biased;
-                _ = stop.wait_for(|stop| *stop) => {
-                    self.release().await;
+                changed = stop.changed() => {
+                    // A send is `release()`; a dropped sender is a dropped `Leadership`,
+                    // which leaves the Lease to expire.
+                    if changed.is_ok() {
+                        self.release().await;
+                    }
                     return;
                 }
                 () = tokio::time::sleep(self.config.retry_period) => {}
@@ -159,6 +163,7 @@ impl LeaderElection {
     async fn try_acquire_or_renew(&mut self) -> Result<bool, kube::Error> {
         let now = MicroTime(self.clock.now());
         let me = self.config.identity.clone();
+        let duration_seconds = lease_seconds(self.config.lease_duration);
         let desired = |previous: Option<&LeaseSpec>| {
             let (acquire_time, transitions) = match previous {
                 Some(p) if p.holder_identity.as_deref() == Some(me.as_str()) => {
@@ -169,7 +174,7 @@ impl LeaderElection {
             };
             LeaseSpec {
                 holder_identity: Some(me.clone()),
-                lease_duration_seconds: Some(lease_seconds(self.config.lease_duration)),
+                lease_duration_seconds: Some(duration_seconds),
                 acquire_time,
                 renew_time: Some(now.clone()),
                 lease_transitions: Some(transitions),

@@ -516,7 +516,7 @@ mod tests {
         );
         assert!(text.contains("karpenter_cloudprovider_errors_total{controller=\"nodeclaim.lifecycle\",method=\"Create\",provider=\"aws\",error=\"InsufficientInstanceCapacity\"} 1"), "{text}");
         assert!(text.contains("karpenter_voluntary_disruption_decisions_total{decision=\"delete\",reason=\"empty\",consolidation_type=\"empty\"} 1"));
-        assert!(text.contains("# TYPE karpenter_nodeclaims_terminated counter"));
+        assert!(text.contains("# TYPE karpenter_nodeclaims_created counter"));
         assert!(text.contains("karpenter_build_info{version=\""));
         assert!(text.ends_with("# EOF\n"));
     }
