@@ -6,6 +6,7 @@
 //! types (NodePool, NodeClaim, EC2NodeClass) every other module works on.
 
 pub mod apis;
+pub mod aws_http;
 pub mod cloudprovider;
 pub mod garbage_collection;
 pub mod interruption;

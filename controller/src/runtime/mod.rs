@@ -3,11 +3,19 @@
 //! wires simulated time and a seeded stream. Nothing else in the crate reads time or entropy.
 
 pub mod clock;
+pub mod event_writer;
 pub mod events;
+pub mod flags;
+pub mod leader;
+pub mod metrics;
 pub mod random;
 pub mod settings;
 
 pub use clock::{Clock, SharedClock, SystemClock};
+pub use event_writer::EventWriter;
 pub use events::{Event, EventRecorder, EventType};
+pub use flags::{Flags, ProcessOptions};
+pub use leader::{LeaderElection, LeaderElectionConfig, Leadership};
+pub use metrics::Metrics;
 pub use random::SharedRng;
 pub use settings::{FeatureGates, Settings};
