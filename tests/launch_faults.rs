@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use dovetail_fakecloud::{CapacityType, PoolKey};
 use dovetail_fakecloud::wire::{SharedCloud, lock};
+use dovetail_fakecloud::{CapacityType, PoolKey};
 use dovetail_tests::{client, general_purpose, install, karpenter_crds, karpenter_world};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
@@ -47,12 +47,20 @@ fn cheapest_two_vcpu(cloud: &SharedCloud) -> String {
         .filter(|t| t.vcpu == 2 && t.arch == "amd64" && t.gpu_count == 0 && !t.bare_metal)
         .filter(|t| {
             let category: String = t.family.chars().take_while(char::is_ascii_alphabetic).collect();
-            let generation: u32 =
-                t.family.chars().skip_while(char::is_ascii_alphabetic).take_while(char::is_ascii_digit).collect::<String>().parse().unwrap_or(0);
+            let generation: u32 = t
+                .family
+                .chars()
+                .skip_while(char::is_ascii_alphabetic)
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+                .parse()
+                .unwrap_or(0);
             ["c", "m", "r"].contains(&category.as_str()) && generation > 2
         })
         .filter(|t| t.on_demand_price.is_some())
-        .min_by(|a, b| a.on_demand_price.partial_cmp(&b.on_demand_price).expect("prices").then_with(|| a.name.cmp(&b.name)))
+        .min_by(|a, b| {
+            a.on_demand_price.partial_cmp(&b.on_demand_price).expect("prices").then_with(|| a.name.cmp(&b.name))
+        })
         .map(|t| t.name.clone())
         .expect("a cheapest type")
 }
@@ -70,7 +78,8 @@ fn set_capacity(cloud: &SharedCloud, instance_type: &str, free: u32) {
 /// Instance types in launch order.
 fn launched_types(cloud: &SharedCloud) -> Vec<String> {
     let cloud = lock(cloud);
-    let mut instances: Vec<_> = cloud.instances().map(|i| (i.launch_time, i.id.clone(), i.instance_type.clone())).collect();
+    let mut instances: Vec<_> =
+        cloud.instances().map(|i| (i.launch_time, i.id.clone(), i.instance_type.clone())).collect();
     instances.sort();
     instances.into_iter().map(|(_, _, t)| t).collect()
 }
@@ -188,6 +197,109 @@ fn a_leaked_instance_is_terminated() {
             waited += Duration::from_secs(5);
         }
         anyhow::ensure!(waited >= Duration::from_secs(30), "GC must leave instances younger than 30 s alone");
+        Ok::<_, anyhow::Error>(())
+    };
+    sim.client("test", async move { scenario.await.map_err(Into::into) });
+    sim.run().expect("the simulation");
+}
+
+/// Pods of `app` that are Running, Ready and not terminating, with their node names.
+async fn ready_pods(client: &kube::Client, app: &str) -> anyhow::Result<Vec<(String, String)>> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let list = pods.list(&ListParams::default().labels(&format!("app={app}"))).await?;
+    Ok(list
+        .items
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| {
+            p.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        })
+        .map(|p| {
+            (
+                p.metadata.name.clone().unwrap_or_default(),
+                p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default(),
+            )
+        })
+        .collect())
+}
+
+#[test]
+fn a_spot_interruption_drains_within_the_pdb_before_the_instance_is_reclaimed() {
+    let (mut sim, _server, cloud) = karpenter_world(14);
+    let shared = cloud.clone();
+    let scenario = async move {
+        let client = client();
+        install(&client, &karpenter_crds()).await?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        install(&client, &general_purpose(&["spot"], None)).await?;
+        let web = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"replicas": 4, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}}
+        });
+        let pdb = json!({
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}}
+        });
+        install(&client, &[web, pdb]).await?;
+        let mut waited = Duration::ZERO;
+        let pods = loop {
+            let pods = ready_pods(&client, "web").await?;
+            if pods.len() == 4 {
+                break pods;
+            }
+            anyhow::ensure!(waited < Duration::from_secs(600), "only {} web pods ready", pods.len());
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            waited += Duration::from_secs(5);
+        };
+        // Interrupt the node running the first pod.
+        let node_name = pods[0].1.clone();
+        let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+        let node = nodes.get(&node_name).await?;
+        let provider_id = node.spec.and_then(|s| s.provider_id).unwrap_or_default();
+        let instance = provider_id.rsplit('/').next().unwrap_or_default().to_owned();
+        {
+            let mut cloud = lock(&shared);
+            let at = cloud.now() + Duration::from_secs(1);
+            cloud.schedule_spot_interruption(&instance, at, true);
+        }
+        let mut min_ready = 4;
+        let mut reclaimed_with = None;
+        let mut last = (usize::MAX, String::new());
+        for second in 0..240 {
+            let ready = ready_pods(&client, "web").await?;
+            min_ready = min_ready.min(ready.len());
+            let on_node = ready.iter().filter(|(_, node)| *node == node_name).count();
+            let state_now = lock(&shared).instance(&instance).map(|i| i.state.name().to_owned()).unwrap_or_default();
+            if (ready.len(), state_now.clone()) != last {
+                eprintln!(
+                    "t+{second}s: {} ready ({on_node} on the interrupted node), instance {state_now}",
+                    ready.len()
+                );
+                last = (ready.len(), state_now);
+            }
+            let state = lock(&shared).instance(&instance).map(|i| i.state.name().to_owned()).unwrap_or_default();
+            if reclaimed_with.is_none() && (state == "shutting-down" || state == "terminated") {
+                reclaimed_with = Some(ready.iter().filter(|(_, node)| *node != node_name).count());
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        anyhow::ensure!(min_ready >= 3, "the PDB allows one unavailable pod, but only {min_ready} were ready");
+        let elsewhere = reclaimed_with.ok_or_else(|| anyhow::anyhow!("the instance was never reclaimed"))?;
+        anyhow::ensure!(elsewhere >= 3, "only {elsewhere} pods ran elsewhere when the instance was reclaimed");
+        let claims: Api<dovetail_controller::apis::NodeClaim> = Api::all(client.clone());
+        let claims = claims.list(&ListParams::default()).await?;
+        anyhow::ensure!(
+            claims.items.iter().all(|c| c.status.as_ref().and_then(|s| s.provider_id.as_deref()) != Some(&provider_id)),
+            "the interrupted NodeClaim is gone"
+        );
         Ok::<_, anyhow::Error>(())
     };
     sim.client("test", async move { scenario.await.map_err(Into::into) });

@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use crate::cloudprovider::CloudProvider;
 use crate::cloudprovider::aws::AwsCloudProvider;
+use crate::interruption::{Interruption, InterruptionStats};
 use crate::lifecycle::Lifecycle;
 use crate::provisioning::provisioner::Provisioner;
-use crate::runtime::{EventRecorder, Settings, SharedClock, SharedRng};
+use crate::runtime::{EventRecorder, EventWriter, Metrics, Settings, SharedClock, SharedRng};
 use crate::state::{Cluster, watch};
+use crate::termination::Termination;
 
 /// Karpenter refreshes instance types, offerings and spot prices every 12 hours.
 pub const CATALOG_REFRESH: Duration = Duration::from_secs(12 * 3600);
@@ -37,8 +39,12 @@ pub struct Environment {
     pub clock: SharedClock,
     /// Random source.
     pub rng: SharedRng,
-    /// Event sink.
+    /// Event sink; [`run`] writes what is published here as Kubernetes Events.
     pub events: EventRecorder,
+    /// Prometheus metrics (the binary serves them on `/metrics`).
+    pub metrics: Metrics,
+    /// This replica's name, the `reportingInstance` of its Events.
+    pub instance: String,
 }
 
 /// Keeps the catalog and spot prices fresh; retries a failed load every 30 s until it works.
@@ -59,6 +65,38 @@ async fn refresh_catalog(cloud: Arc<AwsCloudProvider>, clock: SharedClock) {
     }
 }
 
+/// Mirrors cluster state and controller counters into the metrics every 10 s.
+async fn sync_metrics(cluster: Arc<Cluster>, metrics: Metrics, interruption: Arc<InterruptionStats>) {
+    let mut seen = crate::interruption::InterruptionCounts::default();
+    loop {
+        let snapshot = cluster.snapshot();
+        metrics.cluster_state(snapshot.is_synced(), snapshot.nodes.len());
+        for pool in snapshot.node_pools.values() {
+            let name = pool.metadata.name.as_deref().unwrap_or_default();
+            let usage = crate::provisioning::provisioner::pool_usage(&snapshot, name);
+            #[allow(clippy::cast_precision_loss)]
+            for (resource, value) in [
+                ("cpu", usage.cpu_milli as f64 / 1000.0),
+                ("memory", usage.memory_bytes as f64),
+                ("nodes", usage.get("nodes") as f64),
+            ] {
+                metrics.nodepool_usage(name, resource, value);
+            }
+        }
+        let counts = interruption.counts();
+        for (kind, count) in &counts.received {
+            for _ in seen.received.get(kind).copied().unwrap_or(0)..*count {
+                metrics.interruption_received(kind.as_str());
+            }
+        }
+        for _ in seen.deleted..counts.deleted {
+            metrics.interruption_deleted(Duration::ZERO);
+        }
+        seen = counts;
+        tokio::time::sleep(Duration::from_secs(10)).await;
+    }
+}
+
 /// Runs every controller until the process stops.
 ///
 /// # Errors
@@ -67,12 +105,8 @@ pub async fn run(clients: Clients, settings: Settings, env: Environment) -> anyh
     let cluster = Arc::new(Cluster::new());
     watch::spawn_watchers(&clients.kube, &cluster);
     let settings = Arc::new(settings);
-    let aws = Arc::new(AwsCloudProvider::new(
-        clients.ec2.clone(),
-        clients.ssm.clone(),
-        settings.clone(),
-        env.clock.clone(),
-    ));
+    let aws =
+        Arc::new(AwsCloudProvider::new(clients.ec2.clone(), clients.ssm.clone(), settings.clone(), env.clock.clone()));
     let cloud: Arc<dyn CloudProvider> = aws.clone();
 
     tokio::spawn(refresh_catalog(aws.clone(), env.clock.clone()));
@@ -105,6 +139,24 @@ pub async fn run(clients: Clients, settings: Settings, env: Environment) -> anyh
         events: env.events.clone(),
         settings: (*settings).clone(),
     };
+    tokio::spawn(
+        Termination::new(clients.kube.clone(), cluster.clone(), cloud.clone(), env.clock.clone(), env.events.clone())
+            .run(),
+    );
+    let interruption = Interruption::new(
+        clients.kube.clone(),
+        cluster.clone(),
+        cloud.clone(),
+        clients.sqs.clone(),
+        settings.interruption_queue.clone(),
+        env.clock.clone(),
+        env.events.clone(),
+    );
+    tokio::spawn(sync_metrics(cluster.clone(), env.metrics.clone(), interruption.stats()));
+    tokio::spawn(interruption.run());
+    tokio::spawn(
+        EventWriter::new(clients.kube.clone(), env.clock.clone(), env.instance.clone()).run(env.events.clone()),
+    );
     provisioner.run().await;
     Ok(())
 }

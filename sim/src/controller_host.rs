@@ -62,6 +62,8 @@ pub fn add_controller_host(sim: &mut turmoil::Sim<'_>, seed: u64, settings: Sett
                 clock: Arc::new(SimClock),
                 rng: SharedRng::from_seed(derive_seed(seed, "controller")),
                 events: EventRecorder::new(),
+                metrics: dovetail_controller::runtime::Metrics::new(),
+                instance: CONTROLLER_HOST.to_owned(),
             };
             // Let the API server and cloud hosts bind first.
             tokio::time::sleep(Duration::from_millis(100)).await;

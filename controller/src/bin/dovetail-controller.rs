@@ -21,7 +21,7 @@ use dovetail_controller::operator::{self, Clients, Environment};
 use dovetail_controller::runtime::flags::{LogLevel, ProcessOptions};
 use dovetail_controller::runtime::leader::{LeaderElection, LeaderElectionConfig, Leadership};
 use dovetail_controller::runtime::metrics::{self, Metrics};
-use dovetail_controller::runtime::{EventRecorder, EventWriter, Flags, Settings, SharedClock, SharedRng, SystemClock};
+use dovetail_controller::runtime::{EventRecorder, Flags, Settings, SharedClock, SharedRng, SystemClock};
 use http_body_util::Full;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -130,8 +130,13 @@ async fn run(settings: Settings, process: ProcessOptions) -> anyhow::Result<()> 
     }
 
     let events = EventRecorder::new();
-    tokio::spawn(EventWriter::new(kube, clock.clone(), identity).run(events.clone()));
-    let env = Environment { clock, rng: SharedRng::from_seed(os_seed()?), events };
+    let env = Environment {
+        clock,
+        rng: SharedRng::from_seed(os_seed()?),
+        events,
+        metrics: metrics.clone(),
+        instance: identity,
+    };
     let lost = async {
         match leadership.as_mut() {
             Some(held) => held.lost().await,

@@ -15,8 +15,8 @@ use serde_json::json;
 
 use crate::apis::condition::{ConditionStatus, StatusConditions};
 use crate::apis::ec2nodeclass::{
-    CONDITION_AMIS_READY, CONDITION_INSTANCE_PROFILE_READY, CONDITION_SECURITY_GROUPS_READY,
-    CONDITION_SUBNETS_READY, CONDITION_VALIDATION_SUCCEEDED,
+    CONDITION_AMIS_READY, CONDITION_INSTANCE_PROFILE_READY, CONDITION_SECURITY_GROUPS_READY, CONDITION_SUBNETS_READY,
+    CONDITION_VALIDATION_SUCCEEDED,
 };
 use crate::apis::labels;
 use crate::apis::{EC2NodeClass, EC2NodeClassStatus};
@@ -143,7 +143,8 @@ pub async fn run(client: Client, cluster: Arc<Cluster>, cloud: Arc<AwsCloudProvi
                 if !due {
                     continue;
                 }
-                let resolved = cloud.resolve_node_class(class, version).await.map(|r| r.status).map_err(|e| e.to_string());
+                let resolved =
+                    cloud.resolve_node_class(class, version).await.map(|r| r.status).map_err(|e| e.to_string());
                 if let Err(error) = &resolved {
                     tracing::warn!(ec2nodeclass = %name, %error, "resolving EC2NodeClass");
                 }

@@ -1,6 +1,6 @@
 //! Kubernetes events the controller emits (on pods, nodes, NodeClaims, NodePools), as Karpenter
 //! does. Controllers call [`EventRecorder::publish`], which never blocks or fails; a writer task
-//! ([`EventRecorder::run_writer`]) turns them into `core/v1` Events. kube-runtime's `Recorder` is
+//! ([`EventWriter::run`]) turns them into `core/v1` Events. kube-runtime's `Recorder` is
 //! not used because it reads the wall clock and dedupes in a HashMap.
 
 use std::sync::{Arc, Mutex};

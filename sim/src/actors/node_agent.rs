@@ -26,6 +26,9 @@ use crate::apiserver::store::{DeleteOptions, Part, Store, WriteOptions};
 use crate::world::SimRng;
 use crate::world::clock::timestamp;
 
+/// How often the agents look for newly launched instances.
+const INSTANCE_POLL: Duration = Duration::from_secs(1);
+
 /// Seeded delays of a node's life, and which startup taints the agent clears.
 #[derive(Clone, Debug)]
 pub struct NodeTiming {
@@ -273,7 +276,10 @@ impl Reconciler for NodeAgents {
                 retire(store, &t.node);
             }
         }
-        next.filter(|d| *d > now).or(Some(now + Duration::from_secs(10)))
+        // Instances appear in the cloud without any Kubernetes event (a CreateFleet), and a
+        // booting VM does not wait for anyone to look: poll the cloud every second at least.
+        let poll = now + INSTANCE_POLL;
+        Some(next.filter(|d| *d > now).map_or(poll, |d| d.min(poll)))
     }
 }
 

@@ -92,7 +92,10 @@ pub async fn security_groups(
             ec2.describe_security_groups().set_filters(Some(filters)).send().await.map_err(|e| classify(&e))?;
         for group in output.security_groups() {
             let Some(id) = group.group_id() else { continue };
-            found.insert(id.to_owned(), SecurityGroup { id: id.to_owned(), name: group.group_name().map(str::to_owned) });
+            found.insert(
+                id.to_owned(),
+                SecurityGroup { id: id.to_owned(), name: group.group_name().map(str::to_owned) },
+            );
         }
     }
     Ok(found.into_values().collect())
@@ -156,7 +159,9 @@ pub fn alias_parameters(family: &str, version: &str, k8s_version: &str) -> Resul
                     format!("amazon-eks{suffix}-node-{k8s_version}-{version}")
                 };
                 parameters.push(AliasParameter {
-                    path: format!("/aws/service/eks/optimized-ami/{k8s_version}/amazon-linux-2{suffix}/{leaf}/image_id"),
+                    path: format!(
+                        "/aws/service/eks/optimized-ami/{k8s_version}/amazon-linux-2{suffix}/{leaf}/image_id"
+                    ),
                     requirements: vec![
                         requirement(labels::ARCH_LABEL, "In", &[label]),
                         requirement(labels::INSTANCE_GPU_COUNT_LABEL, gpu, &[]),
@@ -165,7 +170,8 @@ pub fn alias_parameters(family: &str, version: &str, k8s_version: &str) -> Resul
             }
         }
         "bottlerocket" => {
-            let leaf = if version == "latest" { "latest".to_owned() } else { version.trim_start_matches('v').to_owned() };
+            let leaf =
+                if version == "latest" { "latest".to_owned() } else { version.trim_start_matches('v').to_owned() };
             for (arch, label) in arches {
                 parameters.push(AliasParameter {
                     path: format!("/aws/service/bottlerocket/aws-k8s-{k8s_version}/{arch}/{leaf}/image_id"),
@@ -205,9 +211,7 @@ pub async fn amis(
             let output = match ssm.get_parameter().name(&parameter.path).send().await {
                 Ok(output) => output,
                 // A variant that does not exist in this region (GPU AMIs) just serves no types.
-                Err(error)
-                    if aws_sdk_ssm::error::ProvideErrorMetadata::code(&error) == Some("ParameterNotFound") =>
-                {
+                Err(error) if aws_sdk_ssm::error::ProvideErrorMetadata::code(&error) == Some("ParameterNotFound") => {
                     continue;
                 }
                 Err(error) => {
@@ -216,12 +220,7 @@ pub async fn amis(
                 }
             };
             let Some(id) = output.parameter().and_then(|p| p.value()) else { continue };
-            amis.push(AMI {
-                id: id.to_owned(),
-                deprecated: None,
-                name: None,
-                requirements: parameter.requirements,
-            });
+            amis.push(AMI { id: id.to_owned(), deprecated: None, name: None, requirements: parameter.requirements });
         }
         return Ok(amis);
     }

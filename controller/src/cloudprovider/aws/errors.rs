@@ -81,7 +81,8 @@ mod tests {
 
     #[test]
     fn ice_class_codes_match_karpenter() {
-        for code in ["InsufficientInstanceCapacity", "MaxSpotInstanceCountExceeded", "InsufficientFreeAddressesInSubnet"]
+        for code in
+            ["InsufficientInstanceCapacity", "MaxSpotInstanceCountExceeded", "InsufficientFreeAddressesInSubnet"]
         {
             assert!(is_unfulfillable_capacity(code), "{code}");
         }

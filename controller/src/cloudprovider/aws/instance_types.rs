@@ -69,7 +69,8 @@ pub fn raw_instance_type(info: &InstanceTypeInfo) -> Option<RawInstanceType> {
         };
         if count > 0 {
             extended.insert(resource.to_owned(), count);
-            extra_labels.insert(labels::INSTANCE_GPU_NAME_LABEL.to_owned(), gpu.name().unwrap_or_default().to_lowercase());
+            extra_labels
+                .insert(labels::INSTANCE_GPU_NAME_LABEL.to_owned(), gpu.name().unwrap_or_default().to_lowercase());
             extra_labels.insert(labels::INSTANCE_GPU_MANUFACTURER_LABEL.to_owned(), manufacturer.to_lowercase());
             if let Some(memory) = gpu.memory_info().and_then(|m| m.size_in_mib()) {
                 extra_labels.insert(labels::INSTANCE_GPU_MEMORY_LABEL.to_owned(), memory.to_string());
@@ -97,16 +98,13 @@ pub fn raw_instance_type(info: &InstanceTypeInfo) -> Option<RawInstanceType> {
     {
         extra_labels.insert(labels::INSTANCE_EBS_BANDWIDTH_LABEL.to_owned(), ebs.to_string());
     }
-    if let Some(gbps) =
-        network.and_then(|n| n.network_cards().first()).and_then(|c| c.baseline_bandwidth_in_gbps())
-    {
+    if let Some(gbps) = network.and_then(|n| n.network_cards().first()).and_then(|c| c.baseline_bandwidth_in_gbps()) {
         #[allow(clippy::cast_possible_truncation)]
         let mbps = (gbps * 1000.0).round() as i64;
         extra_labels.insert(labels::INSTANCE_NETWORK_BANDWIDTH_LABEL.to_owned(), mbps.to_string());
     }
     if let Some(encryption) = network.and_then(|n| n.encryption_in_transit_supported()) {
-        extra_labels
-            .insert(labels::INSTANCE_ENCRYPTION_IN_TRANSIT_SUPPORTED_LABEL.to_owned(), encryption.to_string());
+        extra_labels.insert(labels::INSTANCE_ENCRYPTION_IN_TRANSIT_SUPPORTED_LABEL.to_owned(), encryption.to_string());
     }
     let exotic = !extended.is_empty() || info.bare_metal() == Some(true);
     let spot = info.supported_usage_classes().contains(&UsageClassType::Spot);
@@ -134,7 +132,9 @@ pub async fn describe_catalog(ec2: &aws_sdk_ec2::Client) -> Result<Catalog, Clou
     let pages = ec2
         .describe_instance_types()
         .filters(Filter::builder().name("supported-virtualization-type").values("hvm").build())
-        .filters(Filter::builder().name("processor-info.supported-architecture").values("x86_64").values("arm64").build())
+        .filters(
+            Filter::builder().name("processor-info.supported-architecture").values("x86_64").values("arm64").build(),
+        )
         .max_results(100)
         .into_paginator()
         .send()
@@ -179,11 +179,14 @@ struct CacheKey {
     ice_seq: u64,
 }
 
+/// One class's resolved list and the inputs it was built from.
+type Resolved = (CacheKey, Vec<Arc<InstanceType>>);
+
 /// Raw data plus per-NodeClass resolved lists.
 #[derive(Debug, Default)]
 pub struct InstanceTypeProvider {
     catalog: RwLock<(u64, Arc<Catalog>)>,
-    resolved: Mutex<BTreeMap<String, (CacheKey, Vec<Arc<InstanceType>>)>>,
+    resolved: Mutex<BTreeMap<String, Resolved>>,
 }
 
 impl InstanceTypeProvider {
@@ -318,7 +321,12 @@ mod tests {
 
     use super::*;
 
-    fn info(name: &str, vcpu: i32, mib: i64, arch: ArchitectureType) -> aws_sdk_ec2::types::builders::InstanceTypeInfoBuilder {
+    fn info(
+        name: &str,
+        vcpu: i32,
+        mib: i64,
+        arch: ArchitectureType,
+    ) -> aws_sdk_ec2::types::builders::InstanceTypeInfoBuilder {
         InstanceTypeInfo::builder()
             .instance_type(name.into())
             .v_cpu_info(VCpuInfo::builder().default_v_cpus(vcpu).build())

@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 
 use aws_sdk_ec2::types::{
-    CreateFleetError, DefaultTargetCapacityType, FleetLaunchTemplateConfigRequest,
-    FleetLaunchTemplateOverridesRequest, FleetLaunchTemplateSpecificationRequest, FleetOnDemandAllocationStrategy,
-    FleetType, Instance, InstanceStateName, OnDemandOptionsRequest, ResourceType, SpotAllocationStrategy,
-    SpotOptionsRequest, Tag, TagSpecification, TargetCapacitySpecificationRequest,
+    CreateFleetError, DefaultTargetCapacityType, FleetLaunchTemplateConfigRequest, FleetLaunchTemplateOverridesRequest,
+    FleetLaunchTemplateSpecificationRequest, FleetOnDemandAllocationStrategy, FleetType, Instance, InstanceStateName,
+    OnDemandOptionsRequest, ResourceType, SpotAllocationStrategy, SpotOptionsRequest, Tag, TagSpecification,
+    TargetCapacitySpecificationRequest,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
@@ -183,9 +183,7 @@ pub async fn create_fleet(ec2: &aws_sdk_ec2::Client, request: &FleetRequest) -> 
         let image = overrides
             .and_then(|o| o.image_id())
             .map(str::to_owned)
-            .or_else(|| {
-                request.overrides.iter().find(|o| o.instance_type == instance_type).map(|o| o.image_id.clone())
-            })
+            .or_else(|| request.overrides.iter().find(|o| o.instance_type == instance_type).map(|o| o.image_id.clone()))
             .unwrap_or_default();
         result.instance = Some((id, instance_type, zone, image));
     }
@@ -259,8 +257,7 @@ pub fn instance_to_node_claim(instance: &Instance) -> NodeClaim {
     }
     let launch = instance.launch_time().and_then(|t| jiff::Timestamp::from_second(t.secs()).ok());
     let state = instance.state().and_then(|s| s.name());
-    let terminating =
-        matches!(state, Some(InstanceStateName::ShuttingDown | InstanceStateName::Terminated));
+    let terminating = matches!(state, Some(InstanceStateName::ShuttingDown | InstanceStateName::Terminated));
     NodeClaim {
         metadata: ObjectMeta {
             name: tags.get(NODE_CLAIM_TAG).cloned(),
@@ -295,12 +292,7 @@ pub fn instance_to_node_claim(instance: &Instance) -> NodeClaim {
 /// # Errors
 /// The EC2 error, except not-found which reads as an empty result.
 pub async fn describe(ec2: &aws_sdk_ec2::Client, ids: &[String]) -> Result<Vec<Instance>, CloudError> {
-    let result = ec2
-        .describe_instances()
-        .set_instance_ids(Some(ids.to_vec()))
-        .filters(live_states())
-        .send()
-        .await;
+    let result = ec2.describe_instances().set_instance_ids(Some(ids.to_vec())).filters(live_states()).send().await;
     match result {
         Ok(output) => Ok(output.reservations().iter().flat_map(|r| r.instances().iter().cloned()).collect()),
         Err(error) => match classify(&error) {
@@ -330,7 +322,9 @@ pub async fn list(ec2: &aws_sdk_ec2::Client, cluster_name: &str) -> Result<Vec<I
         .describe_instances()
         .filters(aws_sdk_ec2::types::Filter::builder().name("tag-key").values(labels::NODE_POOL_LABEL).build())
         .filters(aws_sdk_ec2::types::Filter::builder().name("tag-key").values(labels::EC2_NODE_CLASS_LABEL).build())
-        .filters(aws_sdk_ec2::types::Filter::builder().name(format!("tag:{CLUSTER_NAME_TAG}")).values(cluster_name).build())
+        .filters(
+            aws_sdk_ec2::types::Filter::builder().name(format!("tag:{CLUSTER_NAME_TAG}")).values(cluster_name).build(),
+        )
         .filters(live_states())
         .max_results(1000)
         .into_paginator()

@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use aws_sdk_ec2::error::ProvideErrorMetadata;
 use aws_sdk_ec2::types::{
-    LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateEbsBlockDeviceRequest,
+    LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateEbsBlockDeviceRequest, LaunchTemplateHttpTokensState,
     LaunchTemplateIamInstanceProfileSpecificationRequest, LaunchTemplateInstanceMetadataEndpointState,
     LaunchTemplateInstanceMetadataOptionsRequest, LaunchTemplateInstanceMetadataProtocolIpv6,
-    LaunchTemplateHttpTokensState, RequestLaunchTemplateData, ResourceType, Tag, TagSpecification, VolumeType,
+    RequestLaunchTemplateData, ResourceType, Tag, TagSpecification, VolumeType,
 };
 use sha2::{Digest, Sha256};
 
@@ -67,10 +67,12 @@ fn template_data(input: &LaunchTemplateInput) -> RequestLaunchTemplateData {
     let metadata = &input.metadata;
     let mut options = LaunchTemplateInstanceMetadataOptionsRequest::builder();
     if let Some(endpoint) = &metadata.http_endpoint {
-        options = options.http_endpoint(LaunchTemplateInstanceMetadataEndpointState::from(enum_text(endpoint).as_str()));
+        options =
+            options.http_endpoint(LaunchTemplateInstanceMetadataEndpointState::from(enum_text(endpoint).as_str()));
     }
     if let Some(ipv6) = &metadata.http_protocol_ipv6 {
-        options = options.http_protocol_ipv6(LaunchTemplateInstanceMetadataProtocolIpv6::from(enum_text(ipv6).as_str()));
+        options =
+            options.http_protocol_ipv6(LaunchTemplateInstanceMetadataProtocolIpv6::from(enum_text(ipv6).as_str()));
     }
     if let Some(hops) = metadata.http_put_response_hop_limit {
         options = options.http_put_response_hop_limit(i32::try_from(hops).unwrap_or(1));
@@ -94,7 +96,8 @@ fn template_data(input: &LaunchTemplateInput) -> RequestLaunchTemplateData {
         }
         if let Some(ebs) = &mapping.ebs {
             let mut block = LaunchTemplateEbsBlockDeviceRequest::builder();
-            if let Some(size) = ebs.volume_size.as_ref().and_then(|q| crate::scheduling::resources::parse_quantity_units(&q.0))
+            if let Some(size) =
+                ebs.volume_size.as_ref().and_then(|q| crate::scheduling::resources::parse_quantity_units(&q.0))
             {
                 // EC2 wants GiB.
                 block = block.volume_size(i32::try_from((size + (1 << 30) - 1) / (1 << 30)).unwrap_or(i32::MAX));
@@ -152,14 +155,16 @@ impl LaunchTemplateProvider {
             Err(error) => return Err(classify(&error)),
         };
         if !exists {
-            let tags: Vec<Tag> =
-                input.tags.iter().map(|(k, v)| Tag::builder().key(k).value(v).build()).collect();
+            let tags: Vec<Tag> = input.tags.iter().map(|(k, v)| Tag::builder().key(k).value(v).build()).collect();
             let result = ec2
                 .create_launch_template()
                 .launch_template_name(&name)
                 .launch_template_data(template_data(input))
                 .tag_specifications(
-                    TagSpecification::builder().resource_type(ResourceType::LaunchTemplate).set_tags(Some(tags)).build(),
+                    TagSpecification::builder()
+                        .resource_type(ResourceType::LaunchTemplate)
+                        .set_tags(Some(tags))
+                        .build(),
                 )
                 .send()
                 .await;

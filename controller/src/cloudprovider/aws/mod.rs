@@ -134,8 +134,7 @@ impl AwsCloudProvider {
                 ips.insert(subnet.subnet.id.clone(), subnet.available_ips);
             }
         }
-        let security_groups =
-            discovery::security_groups(&self.ec2, &class.spec.security_group_selector_terms).await?;
+        let security_groups = discovery::security_groups(&self.ec2, &class.spec.security_group_selector_terms).await?;
         let amis = discovery::amis(&self.ec2, &self.ssm, &class.spec, k8s_version).await?;
         // Without IAM calls the profile is the one EC2 creates alongside a role of the same name.
         let instance_profile = class.spec.instance_profile.clone().or_else(|| class.spec.role.clone());
@@ -214,8 +213,7 @@ impl AwsCloudProvider {
         template_tags.extend(class.spec.tags.clone().unwrap_or_default());
         let metadata = class.spec.metadata_options();
         let block_devices = class.spec.block_device_mappings.clone().unwrap_or_default();
-        let security_group_ids: Vec<String> =
-            status.security_groups.iter().flatten().map(|g| g.id.clone()).collect();
+        let security_group_ids: Vec<String> = status.security_groups.iter().flatten().map(|g| g.id.clone()).collect();
         let instance_profile = status.instance_profile.clone().unwrap_or_default();
         let mut overrides = Vec::new();
         let mut templates: BTreeMap<String, String> = BTreeMap::new();
@@ -277,14 +275,21 @@ impl AwsCloudProvider {
             (instances::NODE_CLAIM_TAG.to_owned(), claim_name.clone()),
         ]);
         tags.extend(class.spec.tags.clone().unwrap_or_default());
-        let request =
-            FleetRequest { capacity_type: plan.capacity_type.clone(), overrides, tags, context: class.spec.context.clone() };
+        let request = FleetRequest {
+            capacity_type: plan.capacity_type.clone(),
+            overrides,
+            tags,
+            context: class.spec.context.clone(),
+        };
         let result = instances::create_fleet(&self.ec2, &request).await;
         let template_missing = match &result {
             Err(CloudError::NotFound(message)) => message.contains("LaunchTemplate"),
             Ok(result) => {
                 result.instance.is_none()
-                    && result.errors.iter().any(|(code, _)| errors::LAUNCH_TEMPLATE_NOT_FOUND_CODES.contains(&code.as_str()))
+                    && result
+                        .errors
+                        .iter()
+                        .any(|(code, _)| errors::LAUNCH_TEMPLATE_NOT_FOUND_CODES.contains(&code.as_str()))
             }
             Err(_) => false,
         };
@@ -311,12 +316,9 @@ impl AwsCloudProvider {
         {
             *free -= 1;
         }
-        let chosen = plan
-            .types
-            .iter()
-            .map(|(t, _)| t)
-            .find(|t| t.name == instance_type)
-            .ok_or_else(|| CloudError::other("FleetLaunchFailed", format!("fleet launched unrequested {instance_type}")))?;
+        let chosen = plan.types.iter().map(|(t, _)| t).find(|t| t.name == instance_type).ok_or_else(|| {
+            CloudError::other("FleetLaunchFailed", format!("fleet launched unrequested {instance_type}"))
+        })?;
         Ok(launched_claim(claim, chosen, &self.settings.region, &zone, &plan.capacity_type, &instance_id, &image_id))
     }
 }
@@ -347,7 +349,9 @@ impl LaunchPlan {
             .filter(|t| requirements.compatible(&t.requirements).is_ok() && t.has_compatible_offering(requirements))
             .collect();
         if candidates.is_empty() {
-            return Err(CloudError::InsufficientCapacity("no compatible instance type has an available offering".into()));
+            return Err(CloudError::InsufficientCapacity(
+                "no compatible instance type has an available offering".into(),
+            ));
         }
         let wants_exotic = EXOTIC_LABELS.iter().any(|key| requirements.has(key))
             || claim

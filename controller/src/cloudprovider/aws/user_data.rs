@@ -47,10 +47,7 @@ impl Bootstrap {
     /// The taints in kubelet `--register-with-taints` form, the unregistered taint first.
     fn taint_flag(&self) -> String {
         let unregistered = format!("{}:{}", labels::UNREGISTERED_TAINT_KEY, labels::UNREGISTERED_TAINT_EFFECT);
-        std::iter::once(unregistered)
-            .chain(self.taints.iter().cloned())
-            .collect::<Vec<_>>()
-            .join(",")
+        std::iter::once(unregistered).chain(self.taints.iter().cloned()).collect::<Vec<_>>().join(",")
     }
 
     /// The user data for `family`, base64-encoded as EC2 wants it.
@@ -109,21 +106,19 @@ impl Bootstrap {
     }
 
     fn bootstrap_sh(&self) -> String {
-        let mut args = format!(
-            "--node-labels={} --register-with-taints={}",
-            self.label_flag(),
-            self.taint_flag()
-        );
+        let mut args = format!("--node-labels={} --register-with-taints={}", self.label_flag(), self.taint_flag());
         if let Some(max_pods) = self.max_pods {
             let _ = write!(args, " --max-pods={max_pods}");
         }
-        let mut script = String::from("#!/bin/bash -xe\nexec > >(tee /var/log/user-data.log|logger -t user-data -s 2>/dev/console) 2>&1\n");
+        let mut script = String::from(
+            "#!/bin/bash -xe\nexec > >(tee /var/log/user-data.log|logger -t user-data -s 2>/dev/console) 2>&1\n",
+        );
         if let Some(custom) = &self.custom {
             let _ = writeln!(script, "{}", custom.trim_end());
         }
-        let _ = write!(
+        let _ = writeln!(
             script,
-            "/etc/eks/bootstrap.sh '{}' --apiserver-endpoint '{}' --b64-cluster-ca '{}'{} --use-max-pods false --kubelet-extra-args '{args}'\n",
+            "/etc/eks/bootstrap.sh '{}' --apiserver-endpoint '{}' --b64-cluster-ca '{}'{} --use-max-pods false --kubelet-extra-args '{args}'",
             self.cluster_name,
             self.cluster_endpoint,
             self.ca_bundle,
