@@ -56,6 +56,7 @@ fn five_hundred_pending_pods_run_on_new_nodes() {
         loop {
             let (running, total) = phases(&client).await?;
             if total == 500 && running == 500 {
+                eprintln!("all 500 pods running after {waited:?} of simulated time");
                 break;
             }
             anyhow::ensure!(waited < Duration::from_secs(900), "only {running}/{total} pods running after {waited:?}");
@@ -74,4 +75,49 @@ fn five_hundred_pending_pods_run_on_new_nodes() {
         let family = instance.instance_type.split('.').next().unwrap_or_default();
         assert!(family.starts_with(['c', 'm', 'r']), "{} is outside the NodePool's categories", instance.instance_type);
     }
+    // Cost against a lower bound no packing can beat: the LP relaxation over the allowed
+    // types covering the requested CPU and memory (ignoring kubelet overhead and bin-packing).
+    let allowed: Vec<(f64, f64, f64)> = cloud
+        .catalog()
+        .types()
+        .filter(|t| t.arch == "amd64" && t.family.starts_with(['c', 'm', 'r']) && t.gpu_count == 0)
+        .filter(|t| t.family.chars().nth(1).and_then(|c| c.to_digit(10)).is_some_and(|g| g > 2))
+        .filter_map(|t| Some((f64::from(t.vcpu), t.memory_mib as f64 / 1024.0, t.on_demand_price?)))
+        .collect();
+    let bound = lp_lower_bound(&allowed, 375.0, 1050.0);
+    let cost: f64 =
+        running.iter().filter_map(|i| cloud.catalog().get(&i.instance_type).and_then(|t| t.on_demand_price)).sum();
+    let mut types: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for instance in &running {
+        *types.entry(instance.instance_type.as_str()).or_default() += 1;
+    }
+    eprintln!(
+        "{} instances {types:?}: ${cost:.3}/h against an LP lower bound of ${bound:.3}/h (ratio {:.2})",
+        running.len(),
+        cost / bound
+    );
+    assert!(cost <= 1.5 * bound, "${cost:.3}/h is more than 1.5 × the lower bound ${bound:.3}/h");
+}
+
+/// The cheapest fractional mix of at most two types covering `cpu` vCPUs and `mem` GiB (an LP
+/// with two constraints has an optimal vertex using at most two variables).
+fn lp_lower_bound(types: &[(f64, f64, f64)], cpu: f64, mem: f64) -> f64 {
+    let mut best = f64::MAX;
+    for &(c, m, p) in types {
+        best = best.min((cpu / c).max(mem / m) * p);
+    }
+    for (i, &(c1, m1, p1)) in types.iter().enumerate() {
+        for &(c2, m2, p2) in &types[i + 1..] {
+            let det = c1 * m2 - c2 * m1;
+            if det.abs() < 1e-9 {
+                continue;
+            }
+            let x = (cpu * m2 - c2 * mem) / det;
+            let y = (c1 * mem - cpu * m1) / det;
+            if x >= 0.0 && y >= 0.0 {
+                best = best.min(x * p1 + y * p2);
+            }
+        }
+    }
+    best
 }
