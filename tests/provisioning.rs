@@ -121,3 +121,29 @@ fn lp_lower_bound(types: &[(f64, f64, f64)], cpu: f64, mem: f64) -> f64 {
     }
     best
 }
+
+/// One small provisioning run; returns the fake cloud's digest (every instance, launch
+/// template, API call and bill, in order).
+fn provisioning_digest(seed: u64) -> (String, usize) {
+    let (mut sim, _server, cloud) = karpenter_world(seed);
+    let scenario = async move {
+        let client = client();
+        install(&client, &karpenter_crds()).await?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        install(&client, &general_purpose(&["spot", "on-demand"], None)).await?;
+        install(&client, &[deployment("a", 30, "500m", "1Gi"), deployment("b", 10, "2", "4Gi")]).await?;
+        tokio::time::sleep(Duration::from_secs(240)).await;
+        Ok::<_, anyhow::Error>(())
+    };
+    sim.client("test", async move { scenario.await.map_err(Into::into) });
+    sim.run().expect("the simulation");
+    let cloud = dovetail_fakecloud::wire::lock(&cloud);
+    (cloud.digest(), cloud.instances().count())
+}
+
+#[test]
+fn the_controller_in_the_simulator_is_deterministic() {
+    let first = provisioning_digest(21);
+    assert!(first.1 > 0, "the run launched instances");
+    assert_eq!(first, provisioning_digest(21), "same seed, same cloud history");
+}
