@@ -68,8 +68,54 @@ async fn refresh_catalog(cloud: Arc<AwsCloudProvider>, clock: SharedClock) {
 /// Mirrors cluster state and controller counters into the metrics every 10 s.
 async fn sync_metrics(cluster: Arc<Cluster>, metrics: Metrics, interruption: Arc<InterruptionStats>) {
     let mut seen = crate::interruption::InterruptionCounts::default();
+    let mut claims: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+    let mut nodes: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+    let mut first = true;
     loop {
         let snapshot = cluster.snapshot();
+        if snapshot.is_synced() {
+            // Created/terminated counters from what appeared and disappeared since the last look
+            // (the first synced look is the baseline, not a burst of creations).
+            let pool_of = |labels: Option<&std::collections::BTreeMap<String, String>>| {
+                labels.and_then(|l| l.get(crate::apis::labels::NODE_POOL_LABEL)).cloned().unwrap_or_default()
+            };
+            let now_claims: std::collections::BTreeMap<String, String> = snapshot
+                .node_claims
+                .iter()
+                .map(|(name, c)| (name.clone(), pool_of(c.metadata.labels.as_ref())))
+                .collect();
+            let now_nodes: std::collections::BTreeMap<String, String> = snapshot
+                .nodes
+                .iter()
+                .filter(|(_, n)| snapshot.node_claim_for_node(n).is_some())
+                .map(|(name, n)| (name.clone(), pool_of(n.metadata.labels.as_ref())))
+                .collect();
+            if !first {
+                for (name, pool) in &now_claims {
+                    if !claims.contains_key(name) {
+                        metrics.nodeclaim_created("provisioning", pool);
+                    }
+                }
+                for (name, pool) in &claims {
+                    if !now_claims.contains_key(name) {
+                        metrics.nodeclaim_terminated(pool);
+                    }
+                }
+                for (name, pool) in &now_nodes {
+                    if !nodes.contains_key(name) {
+                        metrics.node_created(pool);
+                    }
+                }
+                for (name, pool) in &nodes {
+                    if !now_nodes.contains_key(name) {
+                        metrics.node_terminated(pool);
+                    }
+                }
+            }
+            first = false;
+            claims = now_claims;
+            nodes = now_nodes;
+        }
         metrics.cluster_state(snapshot.is_synced(), snapshot.nodes.len());
         for pool in snapshot.node_pools.values() {
             let name = pool.metadata.name.as_deref().unwrap_or_default();

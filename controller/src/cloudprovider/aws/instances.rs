@@ -66,7 +66,18 @@ pub struct UnavailableOffering {
     pub zone: String,
 }
 
-/// What the fleet returned.
+/// What one (possibly batched) fleet call returned: every instance, shared errors.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FleetOutput {
+    /// Launched instances: (id, type, zone, image).
+    pub instances: Vec<(String, String, String, String)>,
+    /// Offerings to mark unavailable.
+    pub unavailable: Vec<UnavailableOffering>,
+    /// Every error, as (code, message).
+    pub errors: Vec<(String, String)>,
+}
+
+/// What one caller of the fleet got.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FleetResult {
     /// The instance launched, if any: (id, type, zone, image).
@@ -96,11 +107,15 @@ fn tag_list(tags: &BTreeMap<String, String>) -> Vec<Tag> {
     tags.iter().map(|(k, v)| Tag::builder().key(k).value(v).build()).collect()
 }
 
-/// Sends the fleet request.
+/// Sends the fleet request for `count` instances.
 ///
 /// # Errors
 /// A request-level EC2 error (throttling, validation, a missing launch template).
-pub async fn create_fleet(ec2: &aws_sdk_ec2::Client, request: &FleetRequest) -> Result<FleetResult, CloudError> {
+pub async fn create_fleet(
+    ec2: &aws_sdk_ec2::Client,
+    request: &FleetRequest,
+    count: usize,
+) -> Result<FleetOutput, CloudError> {
     let mut by_template: BTreeMap<&str, Vec<&FleetOverride>> = BTreeMap::new();
     for o in &request.overrides {
         by_template.entry(o.launch_template.as_str()).or_default().push(o);
@@ -134,7 +149,7 @@ pub async fn create_fleet(ec2: &aws_sdk_ec2::Client, request: &FleetRequest) -> 
         .collect();
     let spot = request.capacity_type == labels::CAPACITY_TYPE_SPOT;
     let target = TargetCapacitySpecificationRequest::builder()
-        .total_target_capacity(1)
+        .total_target_capacity(i32::try_from(count).unwrap_or(i32::MAX))
         .default_target_capacity_type(if spot {
             DefaultTargetCapacityType::Spot
         } else {
@@ -163,12 +178,11 @@ pub async fn create_fleet(ec2: &aws_sdk_ec2::Client, request: &FleetRequest) -> 
         );
     }
     let output = call.send().await.map_err(|e| classify(&e))?;
-    let mut result = FleetResult { instance: None, unavailable: Vec::new(), errors: Vec::new() };
+    let mut result = FleetOutput::default();
     for error in output.errors() {
         record_error(request, error, &mut result);
     }
-    if let Some(launched) = output.instances().iter().find(|i| !i.instance_ids().is_empty()) {
-        let id = launched.instance_ids()[0].clone();
+    for launched in output.instances() {
         let overrides = launched.launch_template_and_overrides().and_then(|l| l.overrides());
         let instance_type = launched
             .instance_type()
@@ -185,12 +199,14 @@ pub async fn create_fleet(ec2: &aws_sdk_ec2::Client, request: &FleetRequest) -> 
             .map(str::to_owned)
             .or_else(|| request.overrides.iter().find(|o| o.instance_type == instance_type).map(|o| o.image_id.clone()))
             .unwrap_or_default();
-        result.instance = Some((id, instance_type, zone, image));
+        for id in launched.instance_ids() {
+            result.instances.push((id.clone(), instance_type.clone(), zone.clone(), image.clone()));
+        }
     }
     Ok(result)
 }
 
-fn record_error(request: &FleetRequest, error: &CreateFleetError, result: &mut FleetResult) {
+fn record_error(request: &FleetRequest, error: &CreateFleetError, result: &mut FleetOutput) {
     let code = error.error_code().unwrap_or("UnknownError").to_owned();
     let message = error.error_message().unwrap_or_default().to_owned();
     if is_unfulfillable_capacity(&code)

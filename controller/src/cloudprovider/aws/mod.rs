@@ -5,6 +5,7 @@
 
 pub mod discovery;
 pub mod errors;
+pub mod fleet_batcher;
 pub mod instance_types;
 pub mod instances;
 pub mod launch_template;
@@ -49,6 +50,7 @@ pub struct AwsCloudProvider {
     pricing: PricingProvider,
     instance_types: InstanceTypeProvider,
     launch_templates: LaunchTemplateProvider,
+    fleets: fleet_batcher::FleetBatcher,
     /// Free addresses per subnet, from discovery minus launches since.
     subnet_ips: Mutex<BTreeMap<String, i64>>,
     /// Serialises the first catalog load.
@@ -70,6 +72,7 @@ impl AwsCloudProvider {
         clock: SharedClock,
     ) -> Self {
         Self {
+            fleets: fleet_batcher::FleetBatcher::new(ec2.clone()),
             ec2,
             ssm,
             settings,
@@ -266,13 +269,11 @@ impl AwsCloudProvider {
             ));
         }
         let pool = claim.metadata.labels.as_ref().and_then(|l| l.get(labels::NODE_POOL_LABEL)).cloned();
-        let claim_name = claim.metadata.name.clone().unwrap_or_default();
         let mut tags = BTreeMap::from([
             (format!("kubernetes.io/cluster/{}", self.settings.cluster_name), "owned".to_owned()),
             (instances::CLUSTER_NAME_TAG.to_owned(), self.settings.cluster_name.clone()),
             (labels::NODE_POOL_LABEL.to_owned(), pool.unwrap_or_default()),
             (labels::EC2_NODE_CLASS_LABEL.to_owned(), class.metadata.name.clone().unwrap_or_default()),
-            (instances::NODE_CLAIM_TAG.to_owned(), claim_name.clone()),
         ]);
         tags.extend(class.spec.tags.clone().unwrap_or_default());
         let request = FleetRequest {
@@ -281,7 +282,7 @@ impl AwsCloudProvider {
             tags,
             context: class.spec.context.clone(),
         };
-        let result = instances::create_fleet(&self.ec2, &request).await;
+        let result = self.fleets.create(request.clone()).await;
         let template_missing = match &result {
             Err(CloudError::NotFound(message)) => message.contains("LaunchTemplate"),
             Ok(result) => {
