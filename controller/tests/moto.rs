@@ -120,10 +120,10 @@ async fn the_aws_provider_launches_describes_and_terminates_through_moto() {
     }))
     .expect("a class");
     let resolved = provider.resolve_node_class(&class, "1.34").await.expect("discovery through moto");
-    assert_eq!(resolved.status.subnets.as_ref().map(Vec::len), Some(1), "{resolved:?}");
-    assert_eq!(resolved.status.security_groups.as_ref().map(Vec::len), Some(1), "{resolved:?}");
-    assert_eq!(resolved.status.amis.as_ref().map(|a| a[0].id.clone()), Some(image.clone()));
-    class.status = Some(resolved.status);
+    assert_eq!(resolved.subnets.as_ref().map(Vec::len), Some(1), "{resolved:?}");
+    assert_eq!(resolved.security_groups.as_ref().map(Vec::len), Some(1), "{resolved:?}");
+    assert_eq!(resolved.amis.as_ref().map(|a| a[0].id.clone()), Some(image.clone()));
+    class.status = Some(resolved);
 
     let pool: NodePool = serde_json::from_value(json!({
         "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},

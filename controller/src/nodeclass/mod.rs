@@ -143,8 +143,7 @@ pub async fn run(client: Client, cluster: Arc<Cluster>, cloud: Arc<AwsCloudProvi
                 if !due {
                     continue;
                 }
-                let resolved =
-                    cloud.resolve_node_class(class, version).await.map(|r| r.status).map_err(|e| e.to_string());
+                let resolved = cloud.resolve_node_class(class, version).await.map_err(|e| e.to_string());
                 if let Err(error) = &resolved {
                     tracing::warn!(ec2nodeclass = %name, %error, "resolving EC2NodeClass");
                 }

@@ -8,7 +8,7 @@ use aws_sdk_ec2::types::Filter;
 use k8s_openapi::api::core::v1::NodeSelectorRequirement;
 
 use crate::apis::ec2nodeclass::{
-    AMI, AMISelectorTerm, EC2NodeClassSpec, SecurityGroup, SecurityGroupSelectorTerm, Subnet, SubnetSelectorTerm,
+    AMI, EC2NodeClassSpec, SecurityGroup, SecurityGroupSelectorTerm, Subnet, SubnetSelectorTerm,
 };
 use crate::apis::labels;
 use crate::cloudprovider::CloudError;
@@ -270,11 +270,6 @@ pub async fn amis(
             requirements: vec![requirement(labels::ARCH_LABEL, "In", &[arch])],
         })
         .collect())
-}
-
-/// Whether any term is an alias (helper for callers that need the family).
-pub fn alias_family(terms: &[AMISelectorTerm]) -> Option<&str> {
-    terms.iter().find_map(AMISelectorTerm::alias_parts).map(|(family, _)| family)
 }
 
 #[cfg(test)]

@@ -203,11 +203,6 @@ impl InstanceTypeProvider {
         !self.catalog.read().expect("catalog").1.types.is_empty()
     }
 
-    /// The raw data.
-    pub fn catalog(&self) -> Arc<Catalog> {
-        self.catalog.read().expect("catalog").1.clone()
-    }
-
     /// The instance types `class` can launch: types with an AMI for their architecture, with
     /// offerings in the zones of the class's subnets, priced, and marked unavailable where the
     /// ICE cache says so.
@@ -244,20 +239,7 @@ impl InstanceTypeProvider {
             kubelet.ephemeral_storage_bytes = size;
         }
         let zones: BTreeSet<String> = status.subnets.iter().flatten().map(|s| s.zone.clone()).collect();
-        let ami_requirements: Vec<Requirements> = status
-            .amis
-            .iter()
-            .flatten()
-            .map(|ami| {
-                // Same JSON shape; the operator string becomes our enum.
-                let terms: Vec<crate::apis::NodeSelectorRequirementWithMinValues> = ami
-                    .requirements
-                    .iter()
-                    .filter_map(|r| serde_json::to_value(r).ok().and_then(|v| serde_json::from_value(v).ok()))
-                    .collect();
-                Requirements::from_node_selector(&terms)
-            })
-            .collect();
+        let ami_requirements: Vec<Requirements> = status.amis.iter().flatten().map(ami_requirements).collect();
         let mut types = Vec::new();
         for (name, raw) in &catalog.types {
             let facts_requirements = raw.facts.requirements();
@@ -299,6 +281,17 @@ impl InstanceTypeProvider {
     pub fn is_exotic(&self, name: &str) -> bool {
         self.catalog.read().expect("catalog").1.types.get(name).is_some_and(|t| t.exotic)
     }
+}
+
+/// The instance-type requirements an AMI serves, as scheduling requirements (the status
+/// stores them as core `NodeSelectorRequirement`s; same JSON shape, the operator becomes our enum).
+pub fn ami_requirements(ami: &crate::apis::ec2nodeclass::AMI) -> Requirements {
+    let terms: Vec<crate::apis::NodeSelectorRequirementWithMinValues> = ami
+        .requirements
+        .iter()
+        .filter_map(|r| serde_json::to_value(r).ok().and_then(|v| serde_json::from_value(v).ok()))
+        .collect();
+    Requirements::from_node_selector(&terms)
 }
 
 /// The root volume size from `blockDeviceMappings` (the one marked `rootVolume`, or the only one).

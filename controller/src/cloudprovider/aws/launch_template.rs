@@ -36,15 +36,9 @@ pub struct LaunchTemplateInput {
     /// Instance profile name.
     pub instance_profile: String,
     /// IMDS settings.
-    #[serde(skip)]
     pub metadata: MetadataOptions,
-    /// The metadata options as text, for the hash.
-    pub metadata_key: String,
     /// Block devices.
-    #[serde(skip)]
     pub block_devices: Vec<BlockDeviceMapping>,
-    /// The block devices as text, for the hash.
-    pub block_devices_key: String,
     /// Detailed monitoring.
     pub monitoring: bool,
     /// Tags on the template itself (cluster, node class).
@@ -179,11 +173,6 @@ impl LaunchTemplateProvider {
         Ok(name)
     }
 
-    /// Forgets a template CreateFleet said is missing, so the next ensure recreates it.
-    pub fn invalidate(&self, name: &str) {
-        self.known.lock().expect("launch templates").remove(name);
-    }
-
     /// Forgets every template.
     pub fn invalidate_all(&self) {
         self.known.lock().expect("launch templates").clear();
@@ -201,9 +190,7 @@ mod tests {
             security_group_ids: vec!["sg-1".into()],
             instance_profile: "KarpenterNodeRole".into(),
             metadata: MetadataOptions::crd_default(),
-            metadata_key: "{}".into(),
             block_devices: Vec::new(),
-            block_devices_key: "[]".into(),
             monitoring: false,
             tags: BTreeMap::new(),
         }

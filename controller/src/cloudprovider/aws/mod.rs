@@ -85,11 +85,6 @@ impl AwsCloudProvider {
         }
     }
 
-    /// The price book (for reports and the spot refresh loop).
-    pub fn pricing(&self) -> &PricingProvider {
-        &self.pricing
-    }
-
     /// Reloads DescribeInstanceTypes/Offerings; keeps the previous data on failure.
     ///
     /// # Errors
@@ -129,7 +124,7 @@ impl AwsCloudProvider {
         &self,
         class: &EC2NodeClass,
         k8s_version: &str,
-    ) -> Result<ResolvedNodeClass, CloudError> {
+    ) -> Result<EC2NodeClassStatus, CloudError> {
         let subnets = discovery::subnets(&self.ec2, &class.spec.subnet_selector_terms).await?;
         {
             let mut ips = self.subnet_ips.lock().expect("subnet ips");
@@ -141,15 +136,13 @@ impl AwsCloudProvider {
         let amis = discovery::amis(&self.ec2, &self.ssm, &class.spec, k8s_version).await?;
         // Without IAM calls the profile is the one EC2 creates alongside a role of the same name.
         let instance_profile = class.spec.instance_profile.clone().or_else(|| class.spec.role.clone());
-        Ok(ResolvedNodeClass {
-            status: EC2NodeClassStatus {
-                subnets: Some(subnets.into_iter().map(|s| s.subnet).collect()),
-                security_groups: Some(security_groups),
-                capacity_reservations: None,
-                amis: Some(amis),
-                instance_profile,
-                conditions: None,
-            },
+        Ok(EC2NodeClassStatus {
+            subnets: Some(subnets.into_iter().map(|s| s.subnet).collect()),
+            security_groups: Some(security_groups),
+            capacity_reservations: None,
+            amis: Some(amis),
+            instance_profile,
+            conditions: None,
         })
     }
 
@@ -221,14 +214,12 @@ impl AwsCloudProvider {
         let mut overrides = Vec::new();
         let mut templates: BTreeMap<String, String> = BTreeMap::new();
         for (instance_type, offerings) in &plan.types {
-            let Some(ami) = status.amis.iter().flatten().find(|ami| {
-                let terms: Vec<crate::apis::NodeSelectorRequirementWithMinValues> = ami
-                    .requirements
-                    .iter()
-                    .filter_map(|r| serde_json::to_value(r).ok().and_then(|v| serde_json::from_value(v).ok()))
-                    .collect();
-                Requirements::from_node_selector(&terms).compatible(&instance_type.requirements).is_ok()
-            }) else {
+            let Some(ami) = status
+                .amis
+                .iter()
+                .flatten()
+                .find(|ami| instance_types::ami_requirements(ami).compatible(&instance_type.requirements).is_ok())
+            else {
                 continue;
             };
             let template = match templates.get(&ami.id) {
@@ -239,9 +230,7 @@ impl AwsCloudProvider {
                         user_data: user_data.clone(),
                         security_group_ids: security_group_ids.clone(),
                         instance_profile: instance_profile.clone(),
-                        metadata_key: serde_json::to_string(&metadata).unwrap_or_default(),
                         metadata: metadata.clone(),
-                        block_devices_key: serde_json::to_string(&block_devices).unwrap_or_default(),
                         block_devices: block_devices.clone(),
                         monitoring: class.spec.detailed_monitoring.unwrap_or(false),
                         tags: template_tags.clone(),
@@ -446,13 +435,6 @@ pub fn launched_claim(
     status.allocatable = Some(instance_type.allocatable().to_resource_list());
     launched.status = Some(status);
     launched
-}
-
-/// A class's resolved status fields.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ResolvedNodeClass {
-    /// Subnets, security groups, AMIs and instance profile (no conditions).
-    pub status: EC2NodeClassStatus,
 }
 
 impl CloudProvider for AwsCloudProvider {

@@ -83,11 +83,6 @@ impl PricingProvider {
         }
     }
 
-    /// Whether spot prices have been loaded at least once.
-    pub fn has_spot_prices(&self) -> bool {
-        self.prices.read().expect("prices").spot.is_some()
-    }
-
     /// Bumped on every change, so instance-type caches know to rebuild.
     pub fn seq(&self) -> u64 {
         self.prices.read().expect("prices").seq
