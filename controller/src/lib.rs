@@ -11,6 +11,7 @@ pub mod cloudprovider;
 pub mod garbage_collection;
 pub mod interruption;
 pub mod lifecycle;
+pub mod nodeclaim_disruption;
 pub mod nodeclass;
 pub mod nodepool;
 pub mod operator;

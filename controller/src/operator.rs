@@ -167,6 +167,7 @@ pub async fn run(clients: Clients, settings: Settings, env: Environment) -> anyh
     }
     tokio::spawn(crate::nodeclass::run(clients.kube.clone(), cluster.clone(), aws.clone(), env.clock.clone()));
     tokio::spawn(crate::nodepool::run(clients.kube.clone(), cluster.clone(), env.clock.clone()));
+    crate::nodeclaim_disruption::spawn(clients.kube.clone(), cluster.clone(), cloud.clone(), &env);
     tokio::spawn(
         Lifecycle::new(clients.kube.clone(), cluster.clone(), cloud.clone(), env.clock.clone(), env.events.clone())
             .run(),

@@ -20,6 +20,7 @@ pub mod condition;
 pub mod cron;
 pub mod duration;
 pub mod ec2nodeclass;
+pub mod hash;
 pub mod labels;
 pub mod manifest;
 pub mod nodeclaim;

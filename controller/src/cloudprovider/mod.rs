@@ -4,6 +4,7 @@
 //! implementation on `aws-sdk-ec2` lives in [`aws`].
 
 pub mod aws;
+pub mod drift;
 pub mod error;
 pub mod fake;
 pub mod types;
@@ -13,6 +14,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
+pub use drift::DriftReason;
 pub use error::CloudError;
 pub use types::{InstanceType, InstanceTypeFacts, KubeletOverrides, Offering, Overhead};
 pub use unavailable::UnavailableOfferings;
@@ -56,4 +58,17 @@ pub trait CloudProvider: Send + Sync + 'static {
 
     /// The shared ICE cache (interruption marks spot offerings unavailable through it).
     fn unavailable_offerings(&self) -> &UnavailableOfferings;
+
+    /// Whether the launched `claim` has drifted from what `node_class` would launch today, and
+    /// why (core `CloudProvider.IsDrifted`; on AWS: node class hash, AMI, security groups,
+    /// subnet). `None` when it has not. The default is a provider with no drift of its own.
+    fn is_drifted<'a>(
+        &'a self,
+        claim: &'a NodeClaim,
+        node_pool: &'a NodePool,
+        node_class: &'a EC2NodeClass,
+    ) -> BoxFuture<'a, Result<Option<DriftReason>, CloudError>> {
+        let _ = (claim, node_pool, node_class);
+        Box::pin(async { Ok(None) })
+    }
 }

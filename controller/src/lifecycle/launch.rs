@@ -171,8 +171,15 @@ impl Launcher {
         for (key, value) in launched.metadata.labels.iter().flatten() {
             new_labels.entry(key.clone()).or_insert_with(|| value.clone());
         }
-        let updated = if Some(&new_labels) != claim.metadata.labels.as_ref() {
-            let patch = json!({"metadata": {"labels": new_labels}});
+        // Annotations the provider adds (the node class hash) are merged the same way.
+        let mut new_annotations = claim.metadata.annotations.clone().unwrap_or_default();
+        for (key, value) in launched.metadata.annotations.iter().flatten() {
+            new_annotations.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+        let updated = if Some(&new_labels) != claim.metadata.labels.as_ref()
+            || Some(&new_annotations) != claim.metadata.annotations.as_ref()
+        {
+            let patch = json!({"metadata": {"labels": new_labels, "annotations": new_annotations}});
             api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?
         } else {
             claim.clone()

@@ -4,7 +4,6 @@
 //! and the termination finalizer.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use sha2::{Digest, Sha256};
 
 use crate::apis::nodeclaim::ResourceRequirements;
 use crate::apis::{NodeClaim, NodePool, labels};
@@ -12,32 +11,7 @@ use crate::scheduling::PlannedNodeClaim;
 
 /// `karpenter.sh/nodepool-hash`: a stable hash of the pool's template without its requirements
 /// (requirement drift is computed semantically), so a template change marks claims drifted.
-pub fn node_pool_hash(node_pool: &NodePool) -> String {
-    let mut template = serde_json::to_value(&node_pool.spec.template).unwrap_or_default();
-    if let Some(spec) = template.get_mut("spec").and_then(|s| s.as_object_mut()) {
-        spec.remove("requirements");
-    }
-    // serde_json with preserve_order keeps field order; re-serialising through a sorted map
-    // makes the hash independent of how the manifest ordered its keys.
-    let canonical = canonical_json(&template);
-    let digest = Sha256::digest(canonical.as_bytes());
-    hex::encode(&digest[..8])
-}
-
-fn canonical_json(value: &serde_json::Value) -> String {
-    match value {
-        serde_json::Value::Object(map) => {
-            let sorted: std::collections::BTreeMap<&String, String> =
-                map.iter().map(|(k, v)| (k, canonical_json(v))).collect();
-            let body: Vec<String> = sorted.iter().map(|(k, v)| format!("{k:?}:{v}")).collect();
-            format!("{{{}}}", body.join(","))
-        }
-        serde_json::Value::Array(items) => {
-            format!("[{}]", items.iter().map(canonical_json).collect::<Vec<_>>().join(","))
-        }
-        other => other.to_string(),
-    }
-}
+pub use crate::apis::hash::node_pool_hash;
 
 /// The NodeClaim object for a planned claim of `node_pool`.
 pub fn to_node_claim(node_pool: &NodePool, planned: &PlannedNodeClaim) -> NodeClaim {

@@ -97,6 +97,7 @@ struct Inner {
     nodeclaims_created: Counters,
     nodeclaims_terminated: Counters,
     nodeclaims_disrupted: Counters,
+    nodeclaims_drifted: Counters,
     nodes_created: Counters,
     nodes_terminated: Counters,
     pods_state: Gauges,
@@ -184,6 +185,11 @@ impl Metrics {
                 &mut r,
                 "karpenter_nodeclaims_disrupted",
                 "Number of nodeclaims disrupted in total by Karpenter. Labeled by reason the nodeclaim was disrupted and the owning nodepool.",
+            ),
+            nodeclaims_drifted: counter(
+                &mut r,
+                "karpenter_nodeclaims_drifted",
+                "Number of nodeclaims drifted reasons in total by Karpenter. Labeled by drift type of the nodeclaim and the owning nodepool.",
             ),
             nodes_created: counter(
                 &mut r,
@@ -296,6 +302,18 @@ impl Metrics {
         self.0
             .nodeclaims_disrupted
             .get_or_create(&vec![("reason", reason.into()), ("nodepool", nodepool.into())])
+            .inc();
+    }
+
+    /// A NodeClaim was newly marked `Drifted` (`drift_type`: `AMIDrift`, `NodePoolDrifted`, ...).
+    pub fn nodeclaim_drifted(&self, drift_type: &str, nodepool: &str, capacity_type: &str) {
+        self.0
+            .nodeclaims_drifted
+            .get_or_create(&vec![
+                ("type", drift_type.into()),
+                ("nodepool", nodepool.into()),
+                ("capacity_type", capacity_type.into()),
+            ])
             .inc();
     }
 

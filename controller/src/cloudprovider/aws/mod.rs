@@ -4,6 +4,7 @@
 //! `aws-sdk-ssm` clients, so the same code talks to AWS, to moto, or to our fake cloud.
 
 pub mod discovery;
+pub mod drift;
 pub mod errors;
 pub mod fleet_batcher;
 pub mod instance_types;
@@ -309,7 +310,40 @@ impl AwsCloudProvider {
         let chosen = plan.types.iter().map(|(t, _)| t).find(|t| t.name == instance_type).ok_or_else(|| {
             CloudError::other("FleetLaunchFailed", format!("fleet launched unrequested {instance_type}"))
         })?;
-        Ok(launched_claim(claim, chosen, &self.settings.region, &zone, &plan.capacity_type, &instance_id, &image_id))
+        let mut launched =
+            launched_claim(claim, chosen, &self.settings.region, &zone, &plan.capacity_type, &instance_id, &image_id);
+        // The class's static hash at launch, which NodeClassDrift compares against later.
+        let annotations = launched.metadata.annotations.get_or_insert_with(BTreeMap::new);
+        annotations.insert(labels::EC2_NODE_CLASS_HASH_ANNOTATION.to_owned(), crate::apis::hash::ec2_node_class_hash(class));
+        annotations
+            .insert(labels::EC2_NODE_CLASS_HASH_VERSION_ANNOTATION.to_owned(), labels::EC2_NODE_CLASS_HASH_VERSION.to_owned());
+        Ok(launched)
+    }
+
+    /// AWS drift of a launched claim: the static class hash first, then the instance (from
+    /// DescribeInstances) against the class's resolved AMIs, security groups and subnets.
+    async fn drift_of(
+        &self,
+        claim: &NodeClaim,
+        node_class: &EC2NodeClass,
+    ) -> Result<Option<crate::cloudprovider::DriftReason>, CloudError> {
+        if let Some(reason) = drift::static_drift(claim, node_class) {
+            return Ok(Some(reason));
+        }
+        let provider_id = claim
+            .provider_id()
+            .ok_or_else(|| CloudError::NotFound(format!("NodeClaim {:?} has no providerID", claim.metadata.name)))?;
+        let id = instances::parse_provider_id(provider_id)?;
+        let found = instances::describe(&self.ec2, std::slice::from_ref(&id)).await?;
+        let instance = found.first().ok_or_else(|| CloudError::NotFound(format!("instance {id} not found")))?;
+        let facts = drift::InstanceFacts::of(instance);
+        self.ensure_catalog().await?;
+        let types = self.instance_types.resolve(node_class, &self.settings, &self.pricing, &self.unavailable)?;
+        let type_name = instance.instance_type().map(|t| t.as_str().to_owned()).unwrap_or_default();
+        let instance_type = types.iter().find(|t| t.name == type_name).ok_or_else(|| {
+            CloudError::other("InstanceTypeNotFound", format!("finding node instance type {type_name:?}"))
+        })?;
+        drift::dynamic_drift(&facts, node_class, instance_type)
     }
 }
 
@@ -503,5 +537,14 @@ impl CloudProvider for AwsCloudProvider {
 
     fn unavailable_offerings(&self) -> &UnavailableOfferings {
         &self.unavailable
+    }
+
+    fn is_drifted<'a>(
+        &'a self,
+        claim: &'a NodeClaim,
+        _node_pool: &'a NodePool,
+        node_class: &'a EC2NodeClass,
+    ) -> BoxFuture<'a, Result<Option<crate::cloudprovider::DriftReason>, CloudError>> {
+        Box::pin(self.drift_of(claim, node_class))
     }
 }
