@@ -286,21 +286,23 @@ fn emptiness_deletes_consolidatable_empty_nodes_within_budget() {
 fn a_node_whose_pods_fit_elsewhere_is_deleted() {
     let mut c = cluster(8, "100%");
     c.add_node("a", "default", "c5.4xlarge", ZONE, OD);
-    c.add_node("b", "default", "c5.4xlarge", ZONE, OD);
+    c.add_node("b", "default", "m5.8xlarge", ZONE, OD);
     c.add_pod("pa", "x", Some("a"), 500, 256);
     for i in 0..3 {
-        c.add_pod(&format!("pb{i}"), "y", Some("b"), 1000, 256);
+        c.add_pod(&format!("pb{i}"), "y", Some("b"), 1200, 256);
     }
     let i = input(&c);
     let (candidates, _) = get_candidates(&i, DisruptionClass::Graceful);
     let a = candidates.iter().find(|c| c.name == "a").unwrap();
     let command = compute(&i, Method::SingleNode, std::slice::from_ref(a)).expect("consolidatable");
-    assert_eq!(command.decision(), Decision::Delete);
-    // b's three pods do not fit on a next to a's pod in a 4-vCPU node... they do not need to: b
-    // alone is replaced by something cheaper only if cheaper exists; c5.4xlarge is the
-    // cheapest type that takes 3 vCPU, so b is unconsolidatable.
+    assert_eq!(command.decision(), Decision::Delete, "a's pod fits on b");
+    // Only two of b's 1.2-vCPU pods fit beside a's pod; the third needs a new node, and a
+    // 2-vCPU node is much cheaper than b.
     let b = candidates.iter().find(|c| c.name == "b").unwrap();
-    assert!(compute(&i, Method::SingleNode, std::slice::from_ref(b)).is_err());
+    let command = compute(&i, Method::SingleNode, std::slice::from_ref(b)).expect("consolidatable");
+    assert_eq!(command.decision(), Decision::Replace);
+    assert_eq!(command.replacements[0].pods.len(), 1);
+    assert_eq!(command.replacements[0].instance_type_options[0].name, "m5.2xlarge");
 }
 
 #[test]
@@ -334,9 +336,9 @@ fn a_pod_that_fits_nowhere_else_keeps_its_node() {
     let mut c = cluster(8, "100%");
     c.add_node("n", "default", "m5.8xlarge", ZONE, OD);
     c.add_pod("huge", "x", Some("n"), 7000, 1024);
-    // A pool that cannot launch anything bigger than 2 vCPU.
-    c.pools[0].instance_types.truncate(2);
+    // A pool that cannot launch anything bigger than 2 vCPU (besides the node's own type).
     let big = c.instance_type("default", "m5.8xlarge");
+    c.pools[0].instance_types.truncate(2);
     c.pools[0].instance_types.push(big);
     let i = input(&c);
     let (candidates, _) = get_candidates(&i, DisruptionClass::Graceful);
@@ -468,16 +470,30 @@ fn multi_node_binary_search_finds_the_longest_consolidatable_prefix() {
     let mut budgets = allowed_disruptions(&i, DisruptionReason::Underutilized);
     let sorted = multi_node_candidates(&candidates, &mut budgets, &mut Report::default());
     let command = first_n_consolidation(&i, &sorted, &ManualClock::new(now())).expect("a command");
-    // All four go, replaced by one node cheaper than a c5.4xlarge (never the same type).
-    assert_eq!(command.candidates.len(), 4);
-    assert_eq!(command.decision(), Decision::Replace);
-    let options = &command.replacements[0].instance_type_options;
-    assert!(!options.is_empty() && options.iter().all(|it| it.name != "c5.4xlarge"));
-    // With a budget of 2, only two are considered: delete one onto... no, two c5.4xlarge with
-    // 0.5 vCPU each: one's pod fits on the other, so a 2-node prefix is a replace or delete.
+    // Replacing all four would need a c5.4xlarge, the type they already run (that is really
+    // deleting three), so the longest valid prefix is three nodes deleted onto the fourth.
+    assert_eq!(command.candidates.len(), 3);
+    assert_eq!(command.decision(), Decision::Delete);
+    // A budget of 2 caps the prefix at two.
     let mut budgets = [("default".to_string(), 2)].into();
     let sorted = multi_node_candidates(&candidates, &mut budgets, &mut Report::default());
     assert_eq!(sorted.len(), 2);
+    let command = first_n_consolidation(&i, &sorted, &ManualClock::new(now())).expect("a command");
+    assert_eq!(command.candidates.len(), 2);
+    // Larger nodes are replaced together by one cheaper node of another type.
+    let mut big = cluster(16, "100%");
+    for n in ["a", "b", "c"] {
+        big.add_node(n, "default", "m5.8xlarge", ZONE, OD);
+        big.add_pod(&format!("p-{n}"), "x", Some(n), 1000, 1024);
+    }
+    let i = input(&big);
+    let (candidates, _) = get_candidates(&i, DisruptionClass::Graceful);
+    let mut budgets = allowed_disruptions(&i, DisruptionReason::Underutilized);
+    let sorted = multi_node_candidates(&candidates, &mut budgets, &mut Report::default());
+    let command = first_n_consolidation(&i, &sorted, &ManualClock::new(now())).expect("a command");
+    assert_eq!(command.candidates.len(), 3);
+    assert_eq!(command.decision(), Decision::Replace);
+    assert!(command.replacements[0].instance_type_options.iter().all(|it| it.name != "m5.8xlarge"));
 }
 
 #[test]
