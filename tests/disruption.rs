@@ -117,9 +117,10 @@ impl Look {
             .iter()
             .filter(|n| {
                 n.metadata.deletion_timestamp.is_some()
-                    || n.spec.as_ref().and_then(|s| s.taints.as_ref()).is_some_and(|ts| {
-                        ts.iter().any(|t| t.key == "karpenter.sh/disrupted")
-                    })
+                    || n.spec
+                        .as_ref()
+                        .and_then(|s| s.taints.as_ref())
+                        .is_some_and(|ts| ts.iter().any(|t| t.key == "karpenter.sh/disrupted"))
             })
             .filter_map(|n| n.metadata.name.as_deref())
             .collect();
@@ -127,8 +128,7 @@ impl Look {
             .iter()
             .filter(|c| {
                 let node = c.status.as_ref().and_then(|s| s.node_name.as_deref());
-                let deleting =
-                    c.metadata.deletion_timestamp.is_some() && !c.is_condition_true("InstanceTerminating");
+                let deleting = c.metadata.deletion_timestamp.is_some() && !c.is_condition_true("InstanceTerminating");
                 deleting || node.is_some_and(|n| tainted.contains(n))
             })
             .filter_map(|c| c.metadata.name.clone())
@@ -403,7 +403,11 @@ fn churn(seed: u64) -> (usize, usize) {
         setup(&client, json!({"consolidateAfter": "30s"})).await?;
         install(
             &client,
-            &[deployment("a", 20, "700m", "1536Mi"), deployment("b", 9, "1500m", "3Gi"), deployment("c", 30, "250m", "512Mi")],
+            &[
+                deployment("a", 20, "700m", "1536Mi"),
+                deployment("b", 9, "1500m", "3Gi"),
+                deployment("c", 30, "250m", "512Mi"),
+            ],
         )
         .await?;
         wait_running(&client, "a", 20, Duration::from_secs(900)).await?;

@@ -114,14 +114,14 @@ impl ConsolidatableController {
             if claim.metadata.deletion_timestamp.is_some() {
                 continue;
             }
-            let node_name = claim.status.as_ref().and_then(|s| s.node_name.clone()).or_else(|| {
-                snapshot.nodes_for_node_claim(claim).first().map(|n| n.name_any())
-            });
+            let node_name = claim
+                .status
+                .as_ref()
+                .and_then(|s| s.node_name.clone())
+                .or_else(|| snapshot.nodes_for_node_claim(claim).first().map(|n| n.name_any()));
             let mut claim = claim.as_ref().clone();
             let pod_event = match (previous.as_ref(), node_name.as_deref()) {
-                (Some(before), Some(node)) => {
-                    before.get(node).unwrap_or(&empty) != current.get(node).unwrap_or(&empty)
-                }
+                (Some(before), Some(node)) => before.get(node).unwrap_or(&empty) != current.get(node).unwrap_or(&empty),
                 _ => false,
             };
             if pod_event {

@@ -121,16 +121,12 @@ pub fn filter_out_same_instance_type(replacement: &mut PlannedNodeClaim, candida
     let limit = candidates
         .iter()
         .filter(|c| {
-            c.instance_type
-                .as_ref()
-                .is_some_and(|t| replacement.instance_type_options.iter().any(|o| o.name == t.name))
+            c.instance_type.as_ref().is_some_and(|t| replacement.instance_type_options.iter().any(|o| o.name == t.name))
         })
         .filter_map(|c| c.price)
         .min_by(f64::total_cmp);
     if let Some(limit) = limit {
         let requirements = replacement.requirements.clone();
-        replacement
-            .instance_type_options
-            .retain(|it| option_price(it, &requirements).is_some_and(|p| p < limit));
+        replacement.instance_type_options.retain(|it| option_price(it, &requirements).is_some_and(|p| p < limit));
     }
 }

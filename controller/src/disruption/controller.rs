@@ -71,7 +71,12 @@ pub fn consolidation_fingerprint(input: &DisruptionInput) -> u64 {
 
 /// One loop's decision: the methods in order, the first command wins. Pure apart from
 /// reading `clock` for the consolidation timeouts.
-pub fn decide(input: &DisruptionInput, clock: &dyn Clock, state: &mut LoopState, report: &mut Report) -> Option<Command> {
+pub fn decide(
+    input: &DisruptionInput,
+    clock: &dyn Clock,
+    state: &mut LoopState,
+    report: &mut Report,
+) -> Option<Command> {
     let (candidates, blocked) = get_candidates(input, DisruptionClass::Graceful);
     report.blocked_nodes(&blocked);
     let mut budgets = allowed_disruptions(input, DisruptionReason::Empty);
@@ -218,7 +223,12 @@ impl Disruption {
     fn publish(&self, report: &Report) {
         for note in &report.notes {
             self.events.publish(Event::about(note.node.as_ref(), EventType::Normal, note.reason, note.message.clone()));
-            self.events.publish(Event::about(note.claim.as_ref(), EventType::Normal, note.reason, note.message.clone()));
+            self.events.publish(Event::about(
+                note.claim.as_ref(),
+                EventType::Normal,
+                note.reason,
+                note.message.clone(),
+            ));
         }
         for (reason, count) in &report.eligible {
             self.metrics.disruption_eligible_nodes(reason, *count);

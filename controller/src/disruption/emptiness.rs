@@ -15,7 +15,11 @@ pub fn is_empty_candidate(candidate: &Candidate) -> bool {
 }
 
 /// The Emptiness command, if any node qualifies within budget.
-pub fn emptiness(candidates: &[Candidate], budgets: &mut BTreeMap<String, u64>, report: &mut Report) -> Option<Command> {
+pub fn emptiness(
+    candidates: &[Candidate],
+    budgets: &mut BTreeMap<String, u64>,
+    report: &mut Report,
+) -> Option<Command> {
     let mut empty: Vec<Candidate> = candidates.iter().filter(|c| is_empty_candidate(c)).cloned().collect();
     report.eligible.insert("empty", empty.len());
     sort_by_disruption_cost(&mut empty);

@@ -43,7 +43,13 @@ pub struct Queue {
 
 impl Queue {
     /// An empty queue.
-    pub fn new(client: Client, cluster: Arc<Cluster>, clock: SharedClock, events: EventRecorder, metrics: Metrics) -> Self {
+    pub fn new(
+        client: Client,
+        cluster: Arc<Cluster>,
+        clock: SharedClock,
+        events: EventRecorder,
+        metrics: Metrics,
+    ) -> Self {
         Self { client, cluster, clock, events, metrics, queued: Arc::default() }
     }
 

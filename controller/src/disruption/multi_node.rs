@@ -54,7 +54,10 @@ pub fn first_n_consolidation(input: &DisruptionInput, candidates: &[Candidate], 
     let mut best = None;
     while lo <= hi {
         if clock.now() > deadline {
-            tracing::debug!(tried_up_to = hi + 1, "multi-node consolidation timed out; keeping the best command so far");
+            tracing::debug!(
+                tried_up_to = hi + 1,
+                "multi-node consolidation timed out; keeping the best command so far"
+            );
             break;
         }
         let mid = usize::midpoint(lo, hi);

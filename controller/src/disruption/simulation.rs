@@ -15,8 +15,7 @@ use crate::scheduling::{Results, SchedulingInput, schedule};
 /// # Errors
 /// A message naming the first running pod that would not find a place.
 pub fn simulate(input: &DisruptionInput, candidates: &[&Candidate]) -> Result<Results, String> {
-    let removed: BTreeSet<&str> =
-        candidates.iter().flat_map(|c| [c.name.as_str(), c.node_name.as_str()]).collect();
+    let removed: BTreeSet<&str> = candidates.iter().flat_map(|c| [c.name.as_str(), c.node_name.as_str()]).collect();
     let existing: Vec<_> = input.existing.iter().filter(|n| !removed.contains(n.name.as_str())).cloned().collect();
     let uninitialized: BTreeSet<&str> =
         existing.iter().filter(|n| !n.initialized && !n.marked_for_deletion).map(|n| n.name.as_str()).collect();
@@ -39,7 +38,9 @@ pub fn simulate(input: &DisruptionInput, candidates: &[&Candidate]) -> Result<Re
         if uninitialized.contains(node.as_str())
             && let Some(pod) = pods.iter().find(|p| !input.pending_keys.contains(*p))
         {
-            return Err(format!("not all pods would schedule, {pod} => would schedule against uninitialized node {node}"));
+            return Err(format!(
+                "not all pods would schedule, {pod} => would schedule against uninitialized node {node}"
+            ));
         }
     }
     Ok(results)

@@ -92,7 +92,8 @@ impl SyntheticCluster {
                        "conditions": [{"type": "Ready", "status": "True"}]}
         }))
         .expect("synthetic Node");
-        let condition = |type_: &str| json!({"type": type_, "status": "True", "reason": type_, "lastTransitionTime": at});
+        let condition =
+            |type_: &str| json!({"type": type_, "status": "True", "reason": type_, "lastTransitionTime": at});
         let claim: NodeClaim = serde_json::from_value(json!({
             "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
             "metadata": {"name": name, "labels": node_labels, "creationTimestamp": at, "uid": format!("uid-{name}")},

@@ -136,7 +136,9 @@ fn nominated_uninitialized_and_deleting_nodes_are_not_candidates() {
         use crate::apis::condition::StatusConditions;
         claim.clear_condition("Initialized");
     });
-    c.edit_claim("n3", |claim| claim.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(t0())));
+    c.edit_claim("n3", |claim| {
+        claim.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(t0()))
+    });
     // n4 was nominated an hour ago, outside the 20 s window.
     assert_eq!(candidate_names(&input(&c)), ["n4"]);
 }
@@ -238,12 +240,18 @@ fn consolidatable_waits_consolidate_after_since_the_last_pod_event() {
     c.add_node("n1", "p", "c5.4xlarge", ZONE, OD);
     let pool = c.snapshot.node_pools["p"].clone();
     let claim = c.snapshot.node_claims["n1"].clone();
-    assert_eq!(consolidatable(&claim, &pool, add(t0(), Duration::from_secs(540))), Consolidatable::NotYet(Duration::from_secs(60)));
+    assert_eq!(
+        consolidatable(&claim, &pool, add(t0(), Duration::from_secs(540))),
+        Consolidatable::NotYet(Duration::from_secs(60))
+    );
     assert_eq!(consolidatable(&claim, &pool, add(t0(), Duration::from_secs(600))), Consolidatable::Yes);
     let mut moved = (*claim).clone();
     moved.status.as_mut().unwrap().last_pod_event_time =
         Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(add(t0(), Duration::from_secs(300))));
-    assert_eq!(consolidatable(&moved, &pool, add(t0(), Duration::from_secs(600))), Consolidatable::NotYet(Duration::from_secs(300)));
+    assert_eq!(
+        consolidatable(&moved, &pool, add(t0(), Duration::from_secs(600))),
+        Consolidatable::NotYet(Duration::from_secs(300))
+    );
     let never = node_pool("p", json!({"consolidateAfter": "Never"}), od_only());
     assert_eq!(consolidatable(&claim, &never, now()), Consolidatable::Never);
     let mut fresh = (*claim).clone();
@@ -353,7 +361,10 @@ fn a_pod_that_fits_nowhere_else_keeps_its_node() {
 #[test]
 fn when_empty_pools_and_non_consolidatable_nodes_are_left_to_emptiness() {
     let mut c = SyntheticCluster::new(t0());
-    c.add_pool(node_pool("p", json!({"consolidateAfter": "0s", "consolidationPolicy": "WhenEmpty"}), od_only()), fake_types(8));
+    c.add_pool(
+        node_pool("p", json!({"consolidateAfter": "0s", "consolidationPolicy": "WhenEmpty"}), od_only()),
+        fake_types(8),
+    );
     c.add_node("n", "p", "m5.8xlarge", ZONE, OD);
     c.add_pod("p", "x", Some("n"), 1000, 1024);
     let i = input(&c);
