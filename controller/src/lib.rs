@@ -8,6 +8,7 @@
 pub mod apis;
 pub mod aws_http;
 pub mod cloudprovider;
+pub mod disruption;
 pub mod garbage_collection;
 pub mod interruption;
 pub mod lifecycle;

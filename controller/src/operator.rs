@@ -199,6 +199,26 @@ pub async fn run(clients: Clients, settings: Settings, env: Environment) -> anyh
         env.clock.clone(),
         env.events.clone(),
     );
+    tokio::spawn(
+        crate::disruption::consolidatable::ConsolidatableController::new(
+            clients.kube.clone(),
+            cluster.clone(),
+            env.clock.clone(),
+        )
+        .run(),
+    );
+    tokio::spawn(
+        crate::disruption::Disruption::new(
+            clients.kube.clone(),
+            cluster.clone(),
+            cloud.clone(),
+            env.clock.clone(),
+            env.events.clone(),
+            env.metrics.clone(),
+            &settings,
+        )
+        .run(),
+    );
     tokio::spawn(sync_metrics(cluster.clone(), env.metrics.clone(), interruption.stats()));
     tokio::spawn(interruption.run());
     tokio::spawn(

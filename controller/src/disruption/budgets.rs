@@ -1,0 +1,84 @@
+//! Disruption budgets (karpenter-behaviour.md §5.4; core `BuildDisruptionBudgetMapping`,
+//! `NodePool.GetAllowedDisruptionsByReason`): how many more of a pool's nodes may start
+//! disrupting now for a reason. Budgets cap concurrency, not rate: nodes already deleting (for
+//! any reason) or NotReady use up the budget.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::input::DisruptionInput;
+use crate::apis::condition::StatusConditions;
+use crate::apis::nodeclaim::{CONDITION_INITIALIZED, CONDITION_INSTANCE_TERMINATING};
+use crate::apis::nodepool::{DisruptionReason, NodePool};
+use crate::provisioning::input::node_is_ready;
+use crate::state::Snapshot;
+
+/// The smallest budget for `reason` that is active at `now`, given `nodes` nodes: a percentage
+/// rounds up, an inactive budget allows any number, an unparseable schedule allows none (fails
+/// closed). `u64::MAX` when no budget applies.
+pub fn pool_budget(pool: &NodePool, reason: DisruptionReason, nodes: u64, now: jiff::Timestamp) -> u64 {
+    let now = Time(now);
+    pool.spec
+        .budgets()
+        .iter()
+        .filter(|b| b.applies_to(reason))
+        .map(|budget| match budget.is_active(&now) {
+            Ok(true) => budget.nodes().allowed(nodes),
+            Ok(false) => u64::MAX,
+            Err(_) => 0,
+        })
+        .min()
+        .unwrap_or(u64::MAX)
+}
+
+/// A pool's managed, initialized nodes (whose instance is not already terminating) and how
+/// many of them are disrupting (NotReady, or their claim or Node marked for deletion).
+pub fn pool_node_counts(snapshot: &Snapshot, marked: &std::collections::BTreeSet<String>, pool: &str) -> (u64, u64) {
+    let mut nodes = 0;
+    let mut disrupting = 0;
+    for (name, claim) in &snapshot.node_claims {
+        if claim.node_pool_name() != Some(pool)
+            || !claim.is_condition_true(CONDITION_INITIALIZED)
+            || claim.is_condition_true(CONDITION_INSTANCE_TERMINATING)
+        {
+            continue;
+        }
+        nodes += 1;
+        let node = snapshot.nodes_for_node_claim(claim).into_iter().next();
+        let deleting = claim.metadata.deletion_timestamp.is_some()
+            || marked.contains(name)
+            || node.is_none_or(|n| n.metadata.deletion_timestamp.is_some() || !node_is_ready(n));
+        if deleting {
+            disrupting += 1;
+        }
+    }
+    (nodes, disrupting)
+}
+
+/// NodePool name → how many more nodes may start disrupting for `reason` now.
+pub fn allowed_disruptions(input: &DisruptionInput, reason: DisruptionReason) -> BTreeMap<String, u64> {
+    let mut marked = input.memory.marked_for_deletion.clone();
+    marked.extend(input.queued.iter().cloned());
+    input
+        .snapshot
+        .node_pools
+        .iter()
+        .map(|(name, pool)| {
+            let (nodes, disrupting) = pool_node_counts(&input.snapshot, &marked, name);
+            let budget = pool_budget(pool, reason, nodes, input.now);
+            (name.clone(), budget.saturating_sub(disrupting))
+        })
+        .collect()
+}
+
+/// Takes one unit of `pool`'s budget if any is left.
+pub fn take(budgets: &mut BTreeMap<String, u64>, pool: &str) -> bool {
+    match budgets.get_mut(pool) {
+        Some(left) if *left > 0 => {
+            *left -= 1;
+            true
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,310 @@
+//! Which nodes voluntary disruption may act on, and what disrupting each costs
+//! (karpenter-behaviour.md §5.2; core `GetCandidates`, `NewCandidate`, statenode.go).
+//!
+//! A candidate is an initialized, managed NodeClaim with its Node, not deleting, not queued,
+//! not nominated within the nomination window, without the Node `do-not-disrupt` annotation and
+//! whose pods may be evicted: no active pod `do-not-disrupt`, no pod behind more than one PDB
+//! or behind a PDB that allows no disruption. Drift (the *eventual* class) ignores the pod
+//! blockers on claims that set a `terminationGracePeriod`, since termination will force them.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::ResourceExt;
+
+use super::input::DisruptionInput;
+use crate::apis::condition::StatusConditions;
+use crate::apis::labels::{self, DO_NOT_DISRUPT_ANNOTATION};
+use crate::apis::nodeclaim::{CONDITION_CONSOLIDATABLE, CONDITION_DRIFTED, CONDITION_INITIALIZED};
+use crate::apis::nodepool::ConsolidationPolicy;
+use crate::apis::{NodeClaim, NodePool};
+use crate::cloudprovider::InstanceType;
+use crate::provisioning::input::pods_to_reschedule;
+use crate::provisioning::pending::{is_static_pod, is_terminal, is_terminating};
+use crate::runtime::clock::elapsed;
+use crate::scheduling::{LabelSelector, SchedulablePod};
+use crate::termination::drain::{has_active_do_not_disrupt, tolerates_disrupted_taint};
+
+/// The pod annotation the ReplicaSet controller reads to pick which pods to delete first.
+pub const POD_DELETION_COST_ANNOTATION: &str = "controller.kubernetes.io/pod-deletion-cost";
+
+/// Which blockers apply (core `GracefulDisruptionClass` / `EventualDisruptionClass`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DisruptionClass {
+    /// Emptiness and consolidation: every blocker applies.
+    Graceful,
+    /// Drift: pod blockers are ignored when the claim has a `terminationGracePeriod`.
+    Eventual,
+}
+
+/// A node voluntary disruption may act on.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    /// The NodeClaim.
+    pub claim: Arc<NodeClaim>,
+    /// Its Node.
+    pub node: Arc<Node>,
+    /// NodeClaim name.
+    pub name: String,
+    /// Node name.
+    pub node_name: String,
+    /// NodePool name.
+    pub pool: String,
+    /// The pool's consolidation policy.
+    pub policy: ConsolidationPolicy,
+    /// Whether the pool's `consolidateAfter` is not `Never`.
+    pub consolidation_enabled: bool,
+    /// The node's instance type, when the pool still offers it.
+    pub instance_type: Option<Arc<InstanceType>>,
+    /// Zone label.
+    pub zone: String,
+    /// Capacity type label.
+    pub capacity_type: String,
+    /// Hourly price of the node's offering (instance type × zone × capacity type).
+    pub price: Option<f64>,
+    /// Pods that must move elsewhere if the node goes (not DaemonSet, static or finished).
+    pub pods: Vec<Arc<Pod>>,
+    /// The same pods, parsed for the scheduler.
+    pub schedulable: Vec<SchedulablePod>,
+    /// Σ pod eviction costs × lifetime remaining (core `DisruptionCost`).
+    pub disruption_cost: f64,
+}
+
+impl Candidate {
+    /// No reschedulable pods (DaemonSet, static and finished pods do not count).
+    pub fn is_empty(&self) -> bool {
+        self.pods.is_empty()
+    }
+
+    /// `Consolidatable=True` on the claim.
+    pub fn is_consolidatable(&self) -> bool {
+        self.claim.is_condition_true(CONDITION_CONSOLIDATABLE)
+    }
+
+    /// When the claim became `Drifted=True`, if it is drifted.
+    pub fn drifted_since(&self) -> Option<jiff::Timestamp> {
+        self.claim.condition(CONDITION_DRIFTED).filter(|c| c.is_true()).map(|c| c.last_transition_time.0)
+    }
+
+    /// Whether the node runs spot capacity.
+    pub fn is_spot(&self) -> bool {
+        self.capacity_type == labels::CAPACITY_TYPE_SPOT
+    }
+}
+
+/// A node that would be a candidate but for something that blocks it (a `DisruptionBlocked`
+/// event).
+#[derive(Clone, Debug)]
+pub struct Blocked {
+    /// The NodeClaim.
+    pub claim: Arc<NodeClaim>,
+    /// Its Node.
+    pub node: Arc<Node>,
+    /// Why.
+    pub reason: String,
+}
+
+/// Karpenter's per-pod eviction cost: `1 + deletionCost/2^27 + priority/2^25`, clamped to
+/// [−10, 10], so higher-priority and costlier-to-delete pods make a node dearer to disrupt.
+pub fn pod_eviction_cost(pod: &Pod) -> f64 {
+    let mut cost = 1.0;
+    if let Some(deletion_cost) = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(POD_DELETION_COST_ANNOTATION))
+        .and_then(|v| v.parse::<i32>().ok())
+    {
+        cost += f64::from(deletion_cost) / 2f64.powi(27);
+    }
+    if let Some(priority) = pod.spec.as_ref().and_then(|s| s.priority) {
+        cost += f64::from(priority) / 2f64.powi(25);
+    }
+    cost.clamp(-10.0, 10.0)
+}
+
+/// The fraction of the claim's `expireAfter` still ahead of it, in [0, 1] (1 when `Never`).
+pub fn lifetime_remaining(claim: &NodeClaim, now: jiff::Timestamp) -> f64 {
+    let Some(expire_after) = claim.spec.expire_after().duration() else { return 1.0 };
+    let Some(created) = claim.metadata.creation_timestamp.as_ref() else { return 1.0 };
+    if expire_after.is_zero() {
+        return 0.0;
+    }
+    let age = elapsed(created.0, now);
+    (1.0 - age.as_secs_f64() / expire_after.as_secs_f64()).clamp(0.0, 1.0)
+}
+
+/// The node's disruption cost: Σ pod eviction costs × lifetime remaining.
+pub fn disruption_cost(pods: &[Arc<Pod>], claim: &NodeClaim, now: jiff::Timestamp) -> f64 {
+    pods.iter().map(|p| pod_eviction_cost(p)).sum::<f64>() * lifetime_remaining(claim, now)
+}
+
+fn is_pod_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// A PodDisruptionBudget as the candidate filter needs it.
+struct PdbLimit {
+    key: String,
+    namespace: String,
+    selector: Option<LabelSelector>,
+    disruptions_allowed: i32,
+    always_allow_unhealthy: bool,
+}
+
+fn pdb_limits(input: &DisruptionInput) -> Vec<PdbLimit> {
+    input
+        .snapshot
+        .pdbs
+        .iter()
+        .map(|(key, pdb)| {
+            let spec = pdb.spec.as_ref();
+            PdbLimit {
+                key: key.clone(),
+                namespace: pdb.namespace().unwrap_or_default(),
+                selector: spec.and_then(|s| s.selector.as_ref()).map(LabelSelector::from_k8s),
+                disruptions_allowed: pdb.status.as_ref().map_or(0, |s| s.disruptions_allowed),
+                always_allow_unhealthy: spec.and_then(|s| s.unhealthy_pod_eviction_policy.as_deref())
+                    == Some("AlwaysAllow"),
+            }
+        })
+        .collect()
+}
+
+/// Why the pods of a node cannot all be evicted now, if they cannot (core
+/// `ValidatePodsDisruptable` + `pdb.Limits.CanEvictPods`).
+fn pod_blocker(pods: &[&Arc<Pod>], pdbs: &[PdbLimit], now: jiff::Timestamp) -> Option<String> {
+    for pod in pods {
+        if has_active_do_not_disrupt(pod, now) {
+            return Some(format!("pod {:?} has \"karpenter.sh/do-not-disrupt\" annotation", key_of(pod)));
+        }
+    }
+    for pod in pods {
+        if tolerates_disrupted_taint(pod) || is_static_pod(pod) {
+            continue;
+        }
+        let empty = std::collections::BTreeMap::new();
+        let pod_labels = pod.metadata.labels.as_ref().unwrap_or(&empty);
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let matching: Vec<&PdbLimit> = pdbs
+            .iter()
+            .filter(|p| p.namespace == namespace && p.selector.as_ref().is_some_and(|s| s.matches(pod_labels)))
+            .collect();
+        if matching.len() > 1 {
+            let keys: Vec<&str> = matching.iter().map(|p| p.key.as_str()).collect();
+            return Some(format!("pod {:?} has multiple PDBs {keys:?}", key_of(pod)));
+        }
+        if let Some(pdb) = matching.first()
+            && pdb.disruptions_allowed <= 0
+            && !(pdb.always_allow_unhealthy && !is_pod_ready(pod))
+        {
+            return Some(format!("pdb {:?} prevents pod evictions", pdb.key));
+        }
+    }
+    None
+}
+
+fn key_of(pod: &Pod) -> String {
+    format!("{}/{}", pod.metadata.namespace.as_deref().unwrap_or("default"), pod.metadata.name.as_deref().unwrap_or(""))
+}
+
+/// Every candidate (in claim-name order) and every blocked node, for `class`.
+pub fn get_candidates(input: &DisruptionInput, class: DisruptionClass) -> (Vec<Candidate>, Vec<Blocked>) {
+    let snapshot = &input.snapshot;
+    let pdbs = pdb_limits(input);
+    let mut candidates = Vec::new();
+    let mut blocked = Vec::new();
+    for (name, claim) in &snapshot.node_claims {
+        let Some(node) = snapshot.nodes_for_node_claim(claim).into_iter().next().cloned() else { continue };
+        if !claim.is_condition_true(CONDITION_INITIALIZED)
+            || claim.metadata.deletion_timestamp.is_some()
+            || node.metadata.deletion_timestamp.is_some()
+            || input.memory.marked_for_deletion.contains(name)
+            || input.queued.contains(name)
+        {
+            continue;
+        }
+        let node_name = node.name_any();
+        let block = |reason: String| Blocked { claim: claim.clone(), node: node.clone(), reason };
+        let Some(pool_name) = claim.node_pool_name() else { continue };
+        let Some(pool) = snapshot.node_pools.get(pool_name) else {
+            blocked.push(block(format!("NodePool {pool_name:?} not found")));
+            continue;
+        };
+        let nominated = [name.as_str(), node_name.as_str()].iter().any(|n| {
+            input.memory.nominated.get(*n).is_some_and(|at| elapsed(*at, input.now) < input.options.nomination_window)
+        });
+        if nominated {
+            blocked.push(block("state node is nominated for a pending pod".into()));
+            continue;
+        }
+        if node.annotations().get(DO_NOT_DISRUPT_ANNOTATION).is_some_and(|v| v == "true") {
+            blocked.push(block("disruption is blocked through the \"karpenter.sh/do-not-disrupt\" annotation".into()));
+            continue;
+        }
+        let active: Vec<&Arc<Pod>> =
+            snapshot.pods_on_node(&node_name).filter(|p| !is_terminal(p) && !is_terminating(p)).collect();
+        let forced_by_tgp = class == DisruptionClass::Eventual && claim.spec.termination_grace_period.is_some();
+        if !forced_by_tgp && let Some(reason) = pod_blocker(&active, &pdbs, input.now) {
+            blocked.push(block(reason));
+            continue;
+        }
+        candidates.push(new_candidate(input, claim, &node, pool, pool_name));
+    }
+    (candidates, blocked)
+}
+
+fn new_candidate(
+    input: &DisruptionInput,
+    claim: &Arc<NodeClaim>,
+    node: &Arc<Node>,
+    pool: &NodePool,
+    pool_name: &str,
+) -> Candidate {
+    let node_name = node.name_any();
+    let node_labels = node.labels();
+    let label = |key: &str| {
+        node_labels
+            .get(key)
+            .or_else(|| claim.metadata.labels.as_ref().and_then(|l| l.get(key)))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let zone = label(labels::TOPOLOGY_ZONE_LABEL);
+    let capacity_type = label(labels::CAPACITY_TYPE_LABEL);
+    let instance_type = input.instance_type(pool_name, &label(labels::INSTANCE_TYPE_LABEL)).cloned();
+    let price = instance_type.as_ref().and_then(|it| {
+        it.offerings
+            .iter()
+            .filter(|o| o.zone == zone && o.capacity_type == capacity_type)
+            .map(|o| o.price)
+            .min_by(f64::total_cmp)
+    });
+    let pods: Vec<Arc<Pod>> = pods_to_reschedule(&input.snapshot, &node_name).cloned().collect();
+    let schedulable = pods.iter().filter_map(|p| SchedulablePod::from_pod(p).ok()).collect();
+    let disruption_cost = disruption_cost(&pods, claim, input.now);
+    Candidate {
+        claim: claim.clone(),
+        node: node.clone(),
+        name: claim.name_any(),
+        node_name,
+        pool: pool_name.to_owned(),
+        policy: pool.spec.consolidation_policy(),
+        consolidation_enabled: !pool.spec.consolidate_after().is_never(),
+        instance_type,
+        zone,
+        capacity_type,
+        price,
+        pods,
+        schedulable,
+        disruption_cost,
+    }
+}
+
+/// Sorts by disruption cost ascending, ties by name (v1.0–v1.13 order).
+pub fn sort_by_disruption_cost(candidates: &mut [Candidate]) {
+    candidates.sort_by(|a, b| a.disruption_cost.total_cmp(&b.disruption_cost).then_with(|| a.name.cmp(&b.name)));
+}

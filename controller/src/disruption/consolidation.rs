@@ -1,0 +1,132 @@
+//! `computeConsolidation` (karpenter-behaviour.md §5.6): simulate without the candidates, then
+//! delete when every pod fits elsewhere, or replace them with ONE new NodeClaim restricted to
+//! instance types strictly cheaper than the candidates cost together. Spot candidates are only
+//! replaced behind the `SpotToSpotConsolidation` gate, and a single spot node needs at least
+//! [`SPOT_TO_SPOT_MIN_TYPES`] cheaper spot types.
+
+use std::sync::Arc;
+
+use super::SPOT_TO_SPOT_MIN_TYPES;
+use super::candidates::Candidate;
+use super::command::{Command, Method};
+use super::input::DisruptionInput;
+use super::simulation::simulate;
+use crate::apis::labels::{CAPACITY_TYPE_LABEL, CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT};
+use crate::cloudprovider::InstanceType;
+use crate::scheduling::{PlannedNodeClaim, Requirement, Requirements, truncate_instance_types};
+
+/// The price of the cheapest offering of `it` that `requirements` allow.
+pub fn option_price(it: &InstanceType, requirements: &Requirements) -> Option<f64> {
+    it.cheapest_offering(requirements).map(|o| o.price)
+}
+
+/// Keeps the options strictly cheaper than `limit` under `requirements`, cheapest first.
+fn cheaper_options(options: &[Arc<InstanceType>], requirements: &Requirements, limit: f64) -> Vec<Arc<InstanceType>> {
+    let mut priced: Vec<(f64, &Arc<InstanceType>)> = options
+        .iter()
+        .filter_map(|it| option_price(it, requirements).map(|p| (p, it)))
+        .filter(|(p, _)| *p < limit)
+        .collect();
+    priced.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.name.cmp(&b.1.name)));
+    priced.into_iter().map(|(_, it)| it.clone()).collect()
+}
+
+/// Why a candidate cannot take part in consolidation at all, if it cannot (§5.6 filter).
+pub fn consolidation_blocker(candidate: &Candidate) -> Option<&'static str> {
+    if candidate.instance_type.is_none() || candidate.price.is_none() {
+        Some("instance type or offering is unknown")
+    } else if candidate.zone.is_empty() || candidate.capacity_type.is_empty() {
+        Some("zone or capacity type label is missing")
+    } else if !candidate.consolidation_enabled {
+        Some("consolidation is disabled (consolidateAfter: Never)")
+    } else if candidate.policy == crate::apis::nodepool::ConsolidationPolicy::WhenEmpty {
+        Some("NodePool consolidationPolicy is WhenEmpty")
+    } else if candidate.is_empty() {
+        Some("node is empty")
+    } else if !candidate.is_consolidatable() {
+        Some("node is not consolidatable yet")
+    } else {
+        None
+    }
+}
+
+/// Simulates without `candidates` and returns the delete or replace command, or why neither is
+/// possible (the `Unconsolidatable` message).
+///
+/// # Errors
+/// The reason consolidating these candidates is not possible or not worth it.
+pub fn compute(input: &DisruptionInput, method: Method, candidates: &[Candidate]) -> Result<Command, String> {
+    let refs: Vec<&Candidate> = candidates.iter().collect();
+    let results = simulate(input, &refs)?;
+    let command = |replacements| Command { method, candidates: candidates.to_vec(), replacements };
+    match results.new_node_claims.len() {
+        0 => return Ok(command(Vec::new())),
+        1 => {}
+        n => return Err(format!("Can't remove without creating {n} candidates")),
+    }
+    let mut replacement = results.new_node_claims.into_iter().next().expect("one new claim");
+    let candidate_price: f64 = candidates.iter().map(|c| c.price.unwrap_or(f64::INFINITY)).sum();
+    let allows_spot = replacement.requirements.allows(CAPACITY_TYPE_LABEL, CAPACITY_TYPE_SPOT);
+    if candidates.iter().all(Candidate::is_spot) && allows_spot {
+        return spot_to_spot(input, candidates.len(), replacement, candidate_price).map(|r| command(vec![r]));
+    }
+    let options = cheaper_options(&replacement.instance_type_options, &replacement.requirements, candidate_price);
+    if options.is_empty() {
+        return Err("Can't replace with a cheaper node".into());
+    }
+    let policy = input.options.scheduler.min_values_policy;
+    if let Err(error) = truncate_instance_types(&options, &replacement.requirements, options.len(), policy) {
+        return Err(format!("Can't replace with a cheaper node, {error}"));
+    }
+    // Prices were compared assuming the spot offering launches; never fall back to a pricier
+    // on-demand node on a spot ICE.
+    if allows_spot && replacement.requirements.allows(CAPACITY_TYPE_LABEL, CAPACITY_TYPE_ON_DEMAND) {
+        replacement.requirements.add(CAPACITY_TYPE_LABEL, Requirement::in_values([CAPACITY_TYPE_SPOT]));
+    }
+    replacement.instance_type_options = options;
+    Ok(command(vec![replacement]))
+}
+
+fn spot_to_spot(
+    input: &DisruptionInput,
+    candidate_count: usize,
+    mut replacement: PlannedNodeClaim,
+    candidate_price: f64,
+) -> Result<PlannedNodeClaim, String> {
+    if !input.options.spot_to_spot {
+        return Err("SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node".into());
+    }
+    replacement.requirements.add(CAPACITY_TYPE_LABEL, Requirement::in_values([CAPACITY_TYPE_SPOT]));
+    let mut options = cheaper_options(&replacement.instance_type_options, &replacement.requirements, candidate_price);
+    if options.is_empty() {
+        return Err("Can't replace spot node with a cheaper spot node".into());
+    }
+    if candidate_count == 1 {
+        if options.len() < SPOT_TO_SPOT_MIN_TYPES {
+            return Err(format!(
+                "SpotToSpotConsolidation requires {SPOT_TO_SPOT_MIN_TYPES} cheaper instance type options than the current candidate to consolidate, got {}",
+                options.len()
+            ));
+        }
+        options.truncate(SPOT_TO_SPOT_MIN_TYPES);
+    }
+    replacement.instance_type_options = options;
+    Ok(replacement)
+}
+
+/// `filterOutSameInstanceType`: when an option is the type of one of the candidates, drop every
+/// option priced at or above the cheapest such candidate, so "replace three nodes with one of
+/// a type you already run" (which is really a delete) is not chosen.
+pub fn filter_out_same_instance_type(replacement: &mut PlannedNodeClaim, candidates: &[Candidate]) {
+    let limit = candidates
+        .iter()
+        .filter(|c| {
+            c.instance_type.as_ref().is_some_and(|t| replacement.instance_type_options.iter().any(|o| o.name == t.name))
+        })
+        .filter_map(|c| c.price)
+        .min_by(f64::total_cmp);
+    if let Some(limit) = limit {
+        let requirements = replacement.requirements.clone();
+        replacement.instance_type_options.retain(|it| option_price(it, &requirements).is_some_and(|p| p < limit));
+    }
+}

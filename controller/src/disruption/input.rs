@@ -1,0 +1,139 @@
+//! The in-memory snapshot every disruption decision is a function of: cluster state, the
+//! controller's memory (nominations, claims marked for deletion), the usable NodePools with
+//! their priced instance types, the orchestration queue and the time. The scheduler's view of
+//! the cluster (existing nodes, bound pods, DaemonSet overhead, pods that must land somewhere
+//! anyway) is derived once here, so each simulation only removes its candidates.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cloudprovider::InstanceType;
+use crate::provisioning::input as scheduling_input;
+use crate::provisioning::pending::{is_provisionable, is_reschedulable};
+use crate::runtime::Settings;
+use crate::scheduling::{BoundPod, ExistingNode, NodePoolInput, SchedulablePod, SchedulerOptions};
+use crate::state::{Memory, Snapshot};
+
+/// Knobs that shape decisions, from the operator settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DisruptionOptions {
+    /// Nodes nominated more recently than this are not candidates (core statenode.go, 20 s).
+    pub nomination_window: Duration,
+    /// Scheduler options (preference and minValues policies).
+    pub scheduler: SchedulerOptions,
+    /// Feature gate `SpotToSpotConsolidation`.
+    pub spot_to_spot: bool,
+}
+
+impl Default for DisruptionOptions {
+    fn default() -> Self {
+        Self::from_settings(&Settings::default())
+    }
+}
+
+impl DisruptionOptions {
+    /// The options the operator settings imply.
+    pub fn from_settings(settings: &Settings) -> Self {
+        Self {
+            nomination_window: settings.nomination_window(),
+            scheduler: SchedulerOptions {
+                preference_policy: settings.preference_policy,
+                min_values_policy: settings.min_values_policy,
+                ..SchedulerOptions::default()
+            },
+            spot_to_spot: settings.feature_gates.spot_to_spot_consolidation,
+        }
+    }
+}
+
+/// Everything a disruption decision reads.
+#[derive(Clone, Debug)]
+pub struct DisruptionInput {
+    /// Watched objects.
+    pub snapshot: Snapshot,
+    /// Nominations and claims marked for deletion.
+    pub memory: Memory,
+    /// Usable NodePools (not deleting, node class ready) with their instance types, in
+    /// Karpenter's weight order.
+    pub pools: Vec<NodePoolInput>,
+    /// NodeClaims in the orchestration queue (a command is in flight for them).
+    pub queued: BTreeSet<String>,
+    /// Now.
+    pub now: jiff::Timestamp,
+    /// Decision knobs.
+    pub options: DisruptionOptions,
+    pub(crate) existing: Vec<ExistingNode>,
+    pub(crate) bound: Vec<BoundPod>,
+    pub(crate) daemon_set_pods: Vec<SchedulablePod>,
+    /// Pods that need a place whatever happens: pending provisionable pods, and the pods of
+    /// nodes already being deleted.
+    pub(crate) must_place: Vec<SchedulablePod>,
+    /// Keys of the pending (not yet bound) pods among [`Self::must_place`]; only these may fail
+    /// to schedule in a simulation.
+    pub(crate) pending_keys: BTreeSet<String>,
+}
+
+impl DisruptionInput {
+    /// Derives the scheduler's view once.
+    pub fn new(
+        snapshot: Snapshot,
+        memory: Memory,
+        pools: Vec<NodePoolInput>,
+        queued: BTreeSet<String>,
+        now: jiff::Timestamp,
+        options: DisruptionOptions,
+    ) -> Self {
+        let existing = scheduling_input::existing_nodes(&snapshot, &memory);
+        let deleting: BTreeSet<&str> =
+            existing.iter().filter(|n| n.marked_for_deletion).map(|n| n.name.as_str()).collect();
+        let mut must_place = Vec::new();
+        let mut pending_keys = BTreeSet::new();
+        for (key, pod) in &snapshot.pods {
+            let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty());
+            let wanted = match node {
+                Some(node) => deleting.contains(node) && is_reschedulable(pod),
+                None => {
+                    let pending = is_provisionable(pod);
+                    if pending {
+                        pending_keys.insert(key.clone());
+                    }
+                    pending
+                }
+            };
+            if wanted && let Ok(p) = SchedulablePod::from_pod(pod) {
+                must_place.push(p);
+            }
+        }
+        let bound = scheduling_input::bound_pods(&snapshot);
+        let daemon_set_pods = scheduling_input::daemon_set_pods(&snapshot);
+        Self {
+            snapshot,
+            memory,
+            pools,
+            queued,
+            now,
+            options,
+            existing,
+            bound,
+            daemon_set_pods,
+            must_place,
+            pending_keys,
+        }
+    }
+
+    /// The instance type `name` as NodePool `pool` offers it.
+    pub fn instance_type(&self, pool: &str, name: &str) -> Option<&Arc<InstanceType>> {
+        self.pool(pool)?.instance_types.iter().find(|it| it.name == name)
+    }
+
+    /// The usable pool input named `pool`.
+    pub fn pool(&self, pool: &str) -> Option<&NodePoolInput> {
+        self.pools.iter().find(|p| p.node_pool.metadata.name.as_deref() == Some(pool))
+    }
+
+    /// The existing (and in-flight) nodes as the scheduler sees them.
+    pub fn existing_nodes(&self) -> &[ExistingNode] {
+        &self.existing
+    }
+}

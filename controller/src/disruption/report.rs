@@ -1,0 +1,72 @@
+//! What a disruption loop observed besides its command: per-node notes that become Kubernetes
+//! events (`DisruptionBlocked`, `Unconsolidatable`) and eligible-node counts for the metrics.
+//! Decision code fills a [`Report`]; the controller publishes it, so decisions stay pure.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Node;
+
+use super::candidates::{Blocked, Candidate};
+use crate::apis::NodeClaim;
+
+/// The event reason for a candidate a consolidation simulation rejected.
+pub const UNCONSOLIDATABLE: &str = "Unconsolidatable";
+/// The event reason for a node that may not be disrupted now.
+pub const DISRUPTION_BLOCKED: &str = "DisruptionBlocked";
+
+/// One note about one node.
+#[derive(Clone, Debug)]
+pub struct Note {
+    /// The claim.
+    pub claim: Arc<NodeClaim>,
+    /// Its Node.
+    pub node: Arc<Node>,
+    /// [`UNCONSOLIDATABLE`] or [`DISRUPTION_BLOCKED`].
+    pub reason: &'static str,
+    /// Why.
+    pub message: String,
+}
+
+/// Notes and counts from one loop.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// Per-node notes, in the order they were made.
+    pub notes: Vec<Note>,
+    /// Reason (`empty`, `drifted`, `underutilized`) → nodes that method could act on.
+    pub eligible: BTreeMap<&'static str, usize>,
+}
+
+impl Report {
+    /// Notes that `candidate` could not be consolidated.
+    pub fn unconsolidatable(&mut self, candidate: &Candidate, message: impl Into<String>) {
+        self.notes.push(Note {
+            claim: candidate.claim.clone(),
+            node: candidate.node.clone(),
+            reason: UNCONSOLIDATABLE,
+            message: message.into(),
+        });
+    }
+
+    /// Notes that `candidate` is blocked.
+    pub fn blocked(&mut self, candidate: &Candidate, message: impl Into<String>) {
+        self.notes.push(Note {
+            claim: candidate.claim.clone(),
+            node: candidate.node.clone(),
+            reason: DISRUPTION_BLOCKED,
+            message: message.into(),
+        });
+    }
+
+    /// Notes every node that failed the candidate filters.
+    pub fn blocked_nodes(&mut self, blocked: &[Blocked]) {
+        for b in blocked {
+            self.notes.push(Note {
+                claim: b.claim.clone(),
+                node: b.node.clone(),
+                reason: DISRUPTION_BLOCKED,
+                message: b.reason.clone(),
+            });
+        }
+    }
+}

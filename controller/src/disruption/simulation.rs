@@ -1,0 +1,47 @@
+//! `SimulateScheduling` (karpenter-behaviour.md §5.6 step 1): re-run the provisioning
+//! scheduler as if the candidates were gone. Their reschedulable pods join the pods that need a
+//! place anyway (pending pods, pods of deleting nodes); the candidates leave the existing nodes
+//! and their pods leave the topology counts. The simulation fails when a pod that is running
+//! now would not schedule, or would only fit on a node that is not initialized yet.
+
+use std::collections::BTreeSet;
+
+use super::candidates::Candidate;
+use super::input::DisruptionInput;
+use crate::scheduling::{Results, SchedulingInput, schedule};
+
+/// Runs the scheduler without `candidates`.
+///
+/// # Errors
+/// A message naming the first running pod that would not find a place.
+pub fn simulate(input: &DisruptionInput, candidates: &[&Candidate]) -> Result<Results, String> {
+    let removed: BTreeSet<&str> = candidates.iter().flat_map(|c| [c.name.as_str(), c.node_name.as_str()]).collect();
+    let existing: Vec<_> = input.existing.iter().filter(|n| !removed.contains(n.name.as_str())).cloned().collect();
+    let uninitialized: BTreeSet<&str> =
+        existing.iter().filter(|n| !n.initialized && !n.marked_for_deletion).map(|n| n.name.as_str()).collect();
+    let bound = input.bound.iter().filter(|b| !removed.contains(b.node_name.as_str())).cloned().collect();
+    let mut pods = input.must_place.clone();
+    pods.extend(candidates.iter().flat_map(|c| c.schedulable.iter().cloned()));
+    let scheduling = SchedulingInput {
+        pods,
+        existing_nodes: existing.clone(),
+        bound_pods: bound,
+        node_pools: input.pools.clone(),
+        daemon_set_pods: input.daemon_set_pods.clone(),
+        options: input.options.scheduler.clone(),
+    };
+    let results = schedule(&scheduling);
+    if let Some((pod, error)) = results.pod_errors.iter().find(|(key, _)| !input.pending_keys.contains(*key)) {
+        return Err(format!("not all pods would schedule, {pod} => {error}"));
+    }
+    for (node, pods) in &results.existing_node_assignments {
+        if uninitialized.contains(node.as_str())
+            && let Some(pod) = pods.iter().find(|p| !input.pending_keys.contains(*p))
+        {
+            return Err(format!(
+                "not all pods would schedule, {pod} => would schedule against uninitialized node {node}"
+            ));
+        }
+    }
+    Ok(results)
+}
