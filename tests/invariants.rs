@@ -112,7 +112,8 @@ fn run(
 /// The report has a violation of `invariant` naming an object containing `object`, with a
 /// time, a trace position and a reproduce line.
 fn assert_violation(report: &InvariantsReport, invariant: &str, object: &str) {
-    let found = report.violations.iter().find(|v| v.invariant == invariant && v.objects.iter().any(|o| o.contains(object)));
+    let found =
+        report.violations.iter().find(|v| v.invariant == invariant && v.objects.iter().any(|o| o.contains(object)));
     let Some(v) = found else {
         panic!("no {invariant} violation naming {object:?}; got:\n{}", summary(report));
     };
@@ -213,7 +214,9 @@ fn a_rogue_second_controller_disrupting_every_node_breaks_the_budget() {
         tokio::time::sleep(Duration::from_secs(1)).await;
         let client = client();
         let mut waited = 0;
-        while nodeclaims(&client).list(&ListParams::default()).await.map(|l| l.items.len()).unwrap_or(0) < 2 || waited < 240 {
+        while nodeclaims(&client).list(&ListParams::default()).await.map(|l| l.items.len()).unwrap_or(0) < 2
+            || waited < 240
+        {
             tokio::time::sleep(Duration::from_secs(10)).await;
             waited += 10;
         }
@@ -288,7 +291,8 @@ fn a_node_tainting_side_controller_makes_scale_up_run_away() {
         let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client);
         for _ in 0..600 {
             for n in nodes.list(&ListParams::default()).await.map(|l| l.items).unwrap_or_default() {
-                let tainted = n.spec.as_ref().and_then(|s| s.taints.as_ref()).is_some_and(|t| t.iter().any(|t| t.key == "test"));
+                let tainted =
+                    n.spec.as_ref().and_then(|s| s.taints.as_ref()).is_some_and(|t| t.iter().any(|t| t.key == "test"));
                 if !tainted {
                     let mut taints = n.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
                     taints.push(k8s_openapi::api::core::v1::Taint {
@@ -326,7 +330,8 @@ fn a_rogue_controller_deleting_a_node_a_minute_is_churn() {
         tokio::time::sleep(Duration::from_secs(240)).await;
         for _ in 0..5 {
             let api = nodeclaims(&client);
-            if let Some(c) = api.list(&ListParams::default()).await.map_err(|e| e.to_string())?.items.into_iter().next() {
+            if let Some(c) = api.list(&ListParams::default()).await.map_err(|e| e.to_string())?.items.into_iter().next()
+            {
                 let _ = api.delete(&c.metadata.name.unwrap_or_default(), &DeleteParams::default()).await;
             }
             tokio::time::sleep(Duration::from_secs(60)).await;

@@ -53,7 +53,12 @@ pub fn add_controller_host(sim: &mut turmoil::Sim<'_>, seed: u64, settings: Sett
 
 /// [`add_controller_host`] whose kube client injects `faults` (the world around the
 /// controller misbehaving; the controller itself is unchanged).
-pub fn add_controller_host_with_faults(sim: &mut turmoil::Sim<'_>, seed: u64, settings: Settings, faults: ClientFaults) {
+pub fn add_controller_host_with_faults(
+    sim: &mut turmoil::Sim<'_>,
+    seed: u64,
+    settings: Settings,
+    faults: ClientFaults,
+) {
     let settings = Arc::new(settings);
     sim.host(CONTROLLER_HOST, move || {
         let settings = settings.clone();

@@ -38,9 +38,11 @@ pub fn sim_kube_client_with_faults(host: &str, port: u16, faults: ClientFaults) 
     let base: http::Uri = format!("http://{host}:{port}").parse().expect("host and port make a valid URI");
     let service = tower::ServiceBuilder::new()
         .layer(kube::client::middleware::BaseUriLayer::new(base))
-        .map_request(move |req: http::Request<Body>| {
-            if faults.evictions_as_deletes { eviction_to_delete(req) } else { req }
-        })
+        .map_request(
+            move |req: http::Request<Body>| {
+                if faults.evictions_as_deletes { eviction_to_delete(req) } else { req }
+            },
+        )
         .map_response(move |resp: http::Response<hyper::body::Incoming>| {
             let hide = faults.hide_do_not_disrupt;
             resp.map(move |body| {

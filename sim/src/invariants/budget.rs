@@ -115,7 +115,10 @@ impl Cron {
         let dow = self.fields[4][t.weekday().to_sunday_zero_offset() as usize];
         // Cron's rule: with both day fields restricted, either may match.
         let day = if self.dom_star || self.dow_star { dom && dow } else { dom || dow };
-        self.fields[0][t.minute() as usize] && self.fields[1][t.hour() as usize] && self.fields[3][t.month() as usize] && day
+        self.fields[0][t.minute() as usize]
+            && self.fields[1][t.hour() as usize]
+            && self.fields[3][t.month() as usize]
+            && day
     }
 }
 
@@ -191,7 +194,10 @@ mod tests {
         assert_eq!(cap(&budgets, 10, at("2026-01-01T08:59")), 10);
         assert_eq!(cap(&budgets, 10, at("2026-01-03T10:30")), 10, "Saturday");
         // An invalid schedule fails closed.
-        assert_eq!(cap(&[json!({"nodes": "5", "schedule": "nonsense", "duration": "1h"})], 10, at("2026-01-01T10:30")), 0);
+        assert_eq!(
+            cap(&[json!({"nodes": "5", "schedule": "nonsense", "duration": "1h"})], 10, at("2026-01-01T10:30")),
+            0
+        );
     }
 
     #[test]

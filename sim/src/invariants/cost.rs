@@ -71,7 +71,11 @@ impl Cost {
         let supply: Vec<Supply> = cheapest.into_values().collect();
         let bound = lower_bound(&supply, &demand);
         let quiescent = pending == 0
-            && ctx.view.claims.values().all(|c| c.deleting_since.is_none() && (c.initialized || c.provider_id.is_some()));
+            && ctx
+                .view
+                .claims
+                .values()
+                .all(|c| c.deleting_since.is_none() && (c.initialized || c.provider_id.is_some()));
         let bound_value = bound.unwrap_or(0.0);
         let gap = (bound_value > 0.0).then(|| rate / bound_value - 1.0);
         let summary = CostSummary { rate_per_hour: rate, lower_bound_per_hour: bound_value, gap, quiescent };

@@ -42,7 +42,9 @@ pub fn lower_bound(supply: &[Supply], demand: &Resources) -> Option<f64> {
             return None;
         }
     }
-    let worst = |w: &[f64]| -> f64 { c.iter().map(|row| row.iter().zip(w).map(|(a, b)| a * b).sum::<f64>()).fold(0.0, f64::max) };
+    let worst = |w: &[f64]| -> f64 {
+        c.iter().map(|row| row.iter().zip(w).map(|(a, b)| a * b).sum::<f64>()).fold(0.0, f64::max)
+    };
     let n = dims.len();
     let mut best_w = vec![1.0 / n as f64; n];
     let mut best = worst(&best_w);

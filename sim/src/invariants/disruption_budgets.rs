@@ -80,7 +80,9 @@ impl Invariant for DisruptionBudgets {
                 .claims
                 .values()
                 .filter(|c| &c.nodepool == name && !c.instance_terminating)
-                .filter(|c| c.initialized || c.node_name.as_ref().and_then(|n| view.nodes.get(n)).is_some_and(|n| n.initialized))
+                .filter(|c| {
+                    c.initialized || c.node_name.as_ref().and_then(|n| view.nodes.get(n)).is_some_and(|n| n.initialized)
+                })
                 .collect();
             let voluntary: Vec<&ClaimView> = counted
                 .iter()

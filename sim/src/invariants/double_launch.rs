@@ -32,7 +32,11 @@ impl Invariant for DoubleLaunch {
                     invariant: self.name().into(),
                     at: ctx.view.now,
                     objects,
-                    message: format!("{} live instances are tagged for NodeClaim {claim}: {}", ids.len(), ids.join(", ")),
+                    message: format!(
+                        "{} live instances are tagged for NodeClaim {claim}: {}",
+                        ids.len(),
+                        ids.join(", ")
+                    ),
                     trace_position: ctx.view.trace_position,
                 });
             }

@@ -322,7 +322,8 @@ impl Checker {
         drop(cloud);
         let checked = self.checked();
         // Deterministic order: by time, then by trace position and name.
-        self.violations.sort_by(|a, b| (a.at, a.trace_position, &a.invariant).cmp(&(b.at, b.trace_position, &b.invariant)));
+        self.violations
+            .sort_by(|a, b| (a.at, a.trace_position, &a.invariant).cmp(&(b.at, b.trace_position, &b.invariant)));
         let mut seen = BTreeSet::new();
         self.violations.retain(|v| seen.insert((v.invariant.clone(), v.objects.clone(), v.message.clone())));
         InvariantsReport { checked, violations: self.violations, cost: summary, pending: self.pending.stats(now) }

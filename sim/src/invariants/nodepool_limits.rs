@@ -31,7 +31,8 @@ impl Invariant for NodePoolLimits {
                 ctx.view.instances.iter().filter(|i| i.live && i.nodepool.as_deref() == Some(name.as_str())).collect();
             let mut breached = Vec::new();
             for (resource, limit) in limits {
-                let Some(limit_text) = limit.as_str().map(str::to_string).or_else(|| limit.as_i64().map(|n| n.to_string()))
+                let Some(limit_text) =
+                    limit.as_str().map(str::to_string).or_else(|| limit.as_i64().map(|n| n.to_string()))
                 else {
                     continue;
                 };
@@ -69,7 +70,10 @@ impl Invariant for NodePoolLimits {
                     invariant: self.name().into(),
                     at: ctx.view.now,
                     objects,
-                    message: format!("NodePool {name} exceeds its limits by more than one node: {}", breached.join("; ")),
+                    message: format!(
+                        "NodePool {name} exceeds its limits by more than one node: {}",
+                        breached.join("; ")
+                    ),
                     trace_position: ctx.view.trace_position,
                 });
             }

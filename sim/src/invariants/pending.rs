@@ -71,7 +71,12 @@ impl PendingTracker {
             let rank = ((q * w.len() as f64).ceil() as usize).clamp(1, w.len());
             w[rank - 1]
         };
-        PendingStats { pods: w.len(), p50_seconds: pct(0.5), p99_seconds: pct(0.99), max_seconds: w.last().copied().unwrap_or(0.0) }
+        PendingStats {
+            pods: w.len(),
+            p50_seconds: pct(0.5),
+            p99_seconds: pct(0.99),
+            max_seconds: w.last().copied().unwrap_or(0.0),
+        }
     }
 }
 

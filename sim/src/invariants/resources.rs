@@ -191,8 +191,14 @@ impl Requirement {
             "NotIn" => value.is_none_or(|v| !self.values.contains(v)),
             "Exists" => value.is_some(),
             "DoesNotExist" => value.is_none(),
-            "Gt" => value.and_then(|v| number(v)).zip(self.values.first().and_then(|x| number(x))).is_some_and(|(a, b)| a > b),
-            "Lt" => value.and_then(|v| number(v)).zip(self.values.first().and_then(|x| number(x))).is_some_and(|(a, b)| a < b),
+            "Gt" => value
+                .and_then(|v| number(v))
+                .zip(self.values.first().and_then(|x| number(x)))
+                .is_some_and(|(a, b)| a > b),
+            "Lt" => value
+                .and_then(|v| number(v))
+                .zip(self.values.first().and_then(|x| number(x)))
+                .is_some_and(|(a, b)| a < b),
             _ => false,
         }
     }
@@ -294,7 +300,9 @@ pub fn tolerates_pool(pod: &Value, pool: &Value) -> bool {
     pool.pointer("/spec/template/spec/taints").and_then(Value::as_array).into_iter().flatten().all(|taint| {
         tolerations.iter().any(|t| {
             let key_ok = t["key"].as_str().is_none_or(|k| k.is_empty() || Some(k) == taint["key"].as_str());
-            let value_ok = t["operator"] == "Exists" || t["value"] == taint["value"] || (t["value"].is_null() && taint["value"].is_null());
+            let value_ok = t["operator"] == "Exists"
+                || t["value"] == taint["value"]
+                || (t["value"].is_null() && taint["value"].is_null());
             let effect_ok = t["effect"].as_str().is_none_or(|e| e.is_empty() || Some(e) == taint["effect"].as_str());
             key_ok && value_ok && effect_ok
         })

@@ -80,7 +80,9 @@ impl Invariant for StrandedPods {
             .pods
             .iter()
             .filter(|p| p.node_name.is_none() && p.active() && !p.daemonset)
-            .filter(|p| p.object.pointer("/spec/schedulingGates").and_then(|g| g.as_array()).is_none_or(|g| g.is_empty()))
+            .filter(|p| {
+                p.object.pointer("/spec/schedulingGates").and_then(|g| g.as_array()).is_none_or(|g| g.is_empty())
+            })
             .filter(|p| now.saturating_sub(p.created.max(healed)) > limit)
             .filter(|p| !self.reported.contains(&p.uid))
             .collect();

@@ -190,7 +190,9 @@ impl View {
                 provider_id: format!("aws:///{}/{}", i.zone, i.id),
                 involuntary: i.reclaim_at.is_some()
                     || !i.scheduled_events.is_empty()
-                    || (i.state_reason.is_some() && i.state != InstanceState::Running && i.state != InstanceState::Pending)
+                    || (i.state_reason.is_some()
+                        && i.state != InstanceState::Running
+                        && i.state != InstanceState::Pending)
                     || matches!(i.state, InstanceState::Stopping | InstanceState::Stopped),
             });
         }
