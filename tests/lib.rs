@@ -121,10 +121,18 @@ pub fn general_purpose(capacity_types: &[&str], limits: Option<serde_json::Value
 /// A world with the API server and cluster actors, the fake cloud (`aws`) and the production
 /// controller (`controller`). The caller installs CRDs and manifests through a client.
 pub fn karpenter_world<'a>(seed: u64) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::wire::SharedCloud) {
+    karpenter_world_with(seed, dovetail_sim::kube_client::ClientFaults::default())
+}
+
+/// [`karpenter_world`] whose controller's kube client injects `faults`.
+pub fn karpenter_world_with<'a>(
+    seed: u64,
+    faults: dovetail_sim::kube_client::ClientFaults,
+) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::wire::SharedCloud) {
     let (mut sim, server, cloud) = cloud_world(seed);
     dovetail_fakecloud::wire::lock(&cloud).create_interruption_queue(dovetail_sim::controller_host::INTERRUPTION_QUEUE);
     let settings = dovetail_sim::controller_host::default_settings("us-east-1");
-    dovetail_sim::controller_host::add_controller_host(&mut sim, seed, settings);
+    dovetail_sim::controller_host::add_controller_host_with_faults(&mut sim, seed, settings, faults);
     (sim, server, cloud)
 }
 

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use dovetail_sim::invariants::cost_bound::{Supply, lower_bound};
+use dovetail_sim::invariants::resources::Resources;
 use dovetail_tests::{client, general_purpose, install, karpenter_crds, karpenter_world};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
@@ -84,7 +86,12 @@ fn five_hundred_pending_pods_run_on_new_nodes() {
         .filter(|t| t.family.chars().nth(1).and_then(|c| c.to_digit(10)).is_some_and(|g| g > 2))
         .filter_map(|t| Some((f64::from(t.vcpu), t.memory_mib as f64 / 1024.0, t.on_demand_price?)))
         .collect();
-    let bound = lp_lower_bound(&allowed, 375.0, 1050.0);
+    let supply: Vec<Supply> = allowed
+        .iter()
+        .map(|&(cpu, memory, price)| Supply { capacity: Resources { cpu, memory, pods: 0.0 }, price })
+        .collect();
+    let bound = lower_bound(&supply, &Resources { cpu: 375.0, memory: 1050.0, pods: 0.0 })
+        .expect("the allowed types cover CPU and memory");
     let cost: f64 =
         running.iter().filter_map(|i| cloud.catalog().get(&i.instance_type).and_then(|t| t.on_demand_price)).sum();
     let mut types: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
@@ -97,29 +104,6 @@ fn five_hundred_pending_pods_run_on_new_nodes() {
         cost / bound
     );
     assert!(cost <= 1.5 * bound, "${cost:.3}/h is more than 1.5 × the lower bound ${bound:.3}/h");
-}
-
-/// The cheapest fractional mix of at most two types covering `cpu` vCPUs and `mem` GiB (an LP
-/// with two constraints has an optimal vertex using at most two variables).
-fn lp_lower_bound(types: &[(f64, f64, f64)], cpu: f64, mem: f64) -> f64 {
-    let mut best = f64::MAX;
-    for &(c, m, p) in types {
-        best = best.min((cpu / c).max(mem / m) * p);
-    }
-    for (i, &(c1, m1, p1)) in types.iter().enumerate() {
-        for &(c2, m2, p2) in &types[i + 1..] {
-            let det = c1 * m2 - c2 * m1;
-            if det.abs() < 1e-9 {
-                continue;
-            }
-            let x = (cpu * m2 - c2 * mem) / det;
-            let y = (c1 * mem - cpu * m1) / det;
-            if x >= 0.0 && y >= 0.0 {
-                best = best.min(x * p1 + y * p2);
-            }
-        }
-    }
-    best
 }
 
 /// One small provisioning run; returns the fake cloud's digest (every instance, launch

@@ -144,6 +144,13 @@ impl Pools {
         self.entry(key, vcpu, now).free
     }
 
+    /// Free slots in a pool at `now`, without touching any state (observers use it).
+    pub fn peek_free(&self, key: &PoolKey, vcpu: u32, now: Duration) -> u32 {
+        let mut pool = self.pools.get(key).cloned().unwrap_or_else(|| self.initial(key, vcpu));
+        pool.refill(now);
+        pool.free
+    }
+
     /// Takes one slot; `false` (and nothing changes) if the pool is empty.
     pub(crate) fn take(&mut self, key: &PoolKey, vcpu: u32, now: Duration) -> bool {
         let pool = self.entry(key, vcpu, now);

@@ -51,4 +51,8 @@ pub struct Faults {
     pub sqs_duplicate_rate: f64,
     /// Shuffle the order in which visible SQS messages are returned.
     pub sqs_reorder: bool,
+    /// Every instance CreateFleet launches is launched twice: the second, identical
+    /// (same tags) instance is not in the response. A broken cloud for invariant
+    /// self-tests: one request, two running instances for one NodeClaim.
+    pub duplicate_launches: bool,
 }

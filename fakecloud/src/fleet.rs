@@ -227,6 +227,11 @@ impl FakeCloud {
                 match self.launch_one(&placement) {
                     Ok(id) => {
                         launched += 1;
+                        if self.faults.duplicate_launches {
+                            // The twin is a fault's side effect; whether it launched does
+                            // not change the answer.
+                            let _ = self.launch_one(&placement);
+                        }
                         push_instance(&mut out, req, &c, capacity_type, id);
                     }
                     Err(e) => {

@@ -10,6 +10,7 @@ use dovetail_controller::runtime::{Clock, EventRecorder, Settings, SharedRng};
 use dovetail_fakecloud::sdk::{SdkOptions, ec2_client, sqs_client, ssm_client};
 
 use crate::apiserver::API_PORT;
+use crate::kube_client::ClientFaults;
 use crate::world::derive_seed;
 
 /// The turmoil host name of the controller.
@@ -47,13 +48,24 @@ pub fn default_settings(region: &str) -> Settings {
 /// Adds the controller host. It (re)builds every client each time it starts, so a bounce
 /// restarts it like a pod restart: fresh caches, state rebuilt from the API server.
 pub fn add_controller_host(sim: &mut turmoil::Sim<'_>, seed: u64, settings: Settings) {
+    add_controller_host_with_faults(sim, seed, settings, ClientFaults::default());
+}
+
+/// [`add_controller_host`] whose kube client injects `faults` (the world around the
+/// controller misbehaving; the controller itself is unchanged).
+pub fn add_controller_host_with_faults(
+    sim: &mut turmoil::Sim<'_>,
+    seed: u64,
+    settings: Settings,
+    faults: ClientFaults,
+) {
     let settings = Arc::new(settings);
     sim.host(CONTROLLER_HOST, move || {
         let settings = settings.clone();
         async move {
             let region = settings.region.clone();
             let clients = Clients {
-                kube: crate::kube_client::sim_kube_client("apiserver", API_PORT),
+                kube: crate::kube_client::sim_kube_client_with_faults("apiserver", API_PORT, faults),
                 ec2: ec2_client(&SdkOptions::ec2(AWS_ENDPOINT, &region)),
                 sqs: sqs_client(&SdkOptions::sqs(AWS_ENDPOINT, &region)),
                 ssm: ssm_client(&SdkOptions::ec2(AWS_ENDPOINT, &region)),

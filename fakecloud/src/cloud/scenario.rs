@@ -92,6 +92,18 @@ impl FakeCloud {
         self.market.price(self.catalog.get(instance_type)?, zone, at)
     }
 
+    /// Free slots of an offering's capacity pool now, without changing the cloud (an
+    /// observer's view: zero means the offering is out of capacity).
+    pub fn peek_pool_free(&self, key: &PoolKey) -> u32 {
+        let vcpu = self.catalog.get(&key.instance_type).map_or(2, |t| t.vcpu);
+        self.pools.peek_free(key, vcpu, self.now)
+    }
+
+    /// Whether `zone` is in a zone outage now (nothing launches there).
+    pub fn zone_in_outage(&self, zone: &str) -> bool {
+        self.zone_outages.contains(zone)
+    }
+
     /// Schedules a spot storm.
     pub fn schedule_spot_storm(&mut self, at: Duration, storm: SpotStorm) {
         self.events.schedule(at, CloudEvent::Storm(storm));

@@ -18,6 +18,7 @@ use hyper::body::Frame;
 use serde_json::{Value, json};
 
 use super::ApiServer;
+use super::audit::AuditRequest;
 use super::error::{ApiError, ApiResult};
 use super::eviction;
 use super::patch::{self, PatchType};
@@ -115,8 +116,69 @@ fn parse_path(path: &str) -> Option<Target> {
 }
 
 impl ApiServer {
-    /// Serves one HTTP request.
+    /// Serves one HTTP request from an unnamed client.
     pub async fn handle<B>(&self, req: Request<B>) -> Response<Body>
+    where
+        B: hyper::body::Body<Data = Bytes>,
+        B::Error: std::fmt::Display,
+    {
+        self.handle_from("", req).await
+    }
+
+    /// Serves one HTTP request from the host `peer`; mutating requests pass the audit hook.
+    pub async fn handle_from<B>(&self, peer: &str, req: Request<B>) -> Response<Body>
+    where
+        B: hyper::body::Body<Data = Bytes>,
+        B::Error: std::fmt::Display,
+    {
+        let audit = self.audit_request(peer, &req);
+        let resp = self.serve_request(req).await;
+        if let Some(request) = audit {
+            let position = self.store.lock().unwrap_or_else(|e| e.into_inner()).trace().len();
+            self.audit.lock().unwrap_or_else(|e| e.into_inner()).after(&request, resp.status().as_u16(), position);
+        }
+        resp
+    }
+
+    /// Describes a mutating request for the audit hook and shows it to the observers
+    /// before it is applied. `None` for reads and unparseable paths.
+    fn audit_request<B>(&self, peer: &str, req: &Request<B>) -> Option<AuditRequest> {
+        let target = parse_path(req.uri().path())?;
+        let verb = match (req.method().clone(), target.name.is_some(), target.sub.as_deref()) {
+            (Method::POST, true, Some("eviction")) => "evict",
+            (Method::POST, true, Some("binding")) => "bind",
+            (Method::POST, false, _) => "create",
+            (Method::PUT, true, _) => "update",
+            (Method::PATCH, true, _) => "patch",
+            (Method::DELETE, true, _) => "delete",
+            (Method::DELETE, false, _) => "deletecollection",
+            _ => return None,
+        };
+        let mut audit = self.audit.lock().unwrap_or_else(|e| e.into_inner());
+        let request = AuditRequest {
+            seq: audit.next_seq(),
+            at: self.store.lock().unwrap_or_else(|e| e.into_inner()).elapsed(),
+            host: peer.to_string(),
+            user_agent: req
+                .headers()
+                .get(header::USER_AGENT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string(),
+            verb,
+            group: target.group,
+            resource: target.plural,
+            namespace: target.namespace.unwrap_or_default(),
+            name: target.name.unwrap_or_default(),
+        };
+        if audit.has_observers() {
+            let store = self.store.lock().unwrap_or_else(|e| e.into_inner());
+            audit.before(&store, &request);
+        }
+        Some(request)
+    }
+
+    async fn serve_request<B>(&self, req: Request<B>) -> Response<Body>
     where
         B: hyper::body::Body<Data = Bytes>,
         B::Error: std::fmt::Display,

@@ -10,6 +10,7 @@
 //! printing), [`faults`] (injected API errors).
 
 pub mod admission;
+pub mod audit;
 pub mod binding;
 pub mod error;
 pub mod eviction;
@@ -61,33 +62,41 @@ pub struct ApiServer {
     pub store: Arc<Mutex<Store>>,
     /// Injected API errors.
     pub faults: Arc<Mutex<ApiFaults>>,
+    /// Who sent which mutating request (invariant checkers observe it).
+    pub audit: Arc<Mutex<audit::Audit>>,
     config: ServerConfig,
 }
 
 impl ApiServer {
     /// A server over `store`.
     pub fn new(store: Store, faults: ApiFaults, config: ServerConfig) -> Self {
-        Self { store: Arc::new(Mutex::new(store)), faults: Arc::new(Mutex::new(faults)), config }
+        Self {
+            store: Arc::new(Mutex::new(store)),
+            faults: Arc::new(Mutex::new(faults)),
+            audit: Arc::new(Mutex::new(audit::Audit::default())),
+            config,
+        }
     }
 
     /// Serves HTTP/1 connections from a turmoil listener until the host stops.
     pub async fn serve_turmoil(self, port: u16) -> std::io::Result<()> {
         let listener = turmoil::net::TcpListener::bind(("0.0.0.0", port)).await?;
         loop {
-            let (stream, _) = listener.accept().await?;
-            self.spawn_connection(TokioIo::new(stream));
+            let (stream, addr) = listener.accept().await?;
+            let peer = turmoil::reverse_lookup(addr.ip()).unwrap_or_else(|| addr.ip().to_string());
+            self.spawn_connection(TokioIo::new(stream), Arc::from(peer));
         }
     }
 
     /// Serves HTTP/1 connections from a real TCP listener (`dovetail serve`).
     pub async fn serve_tcp(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
         loop {
-            let (stream, _) = listener.accept().await?;
-            self.spawn_connection(TokioIo::new(stream));
+            let (stream, addr) = listener.accept().await?;
+            self.spawn_connection(TokioIo::new(stream), Arc::from(addr.ip().to_string()));
         }
     }
 
-    fn spawn_connection<I>(&self, io: I)
+    fn spawn_connection<I>(&self, io: I, peer: Arc<str>)
     where
         I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
     {
@@ -95,7 +104,8 @@ impl ApiServer {
         tokio::spawn(async move {
             let svc = service_fn(move |req| {
                 let server = server.clone();
-                async move { Ok::<_, std::convert::Infallible>(server.handle(req).await) }
+                let peer = peer.clone();
+                async move { Ok::<_, std::convert::Infallible>(server.handle_from(&peer, req).await) }
             });
             // Connection errors (a client going away, a partition) end only this
             // connection, as on a real server.

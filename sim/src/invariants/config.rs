@@ -1,0 +1,217 @@
+//! Which invariants a run checks and their thresholds, as a scenario writes them under
+//! `invariants:`. Every invariant is on by default with thresholds a correct Karpenter
+//! meets; unknown fields are errors.
+
+use serde::{Deserialize, Serialize};
+
+use crate::scenario::SimDuration;
+
+fn on() -> bool {
+    true
+}
+
+fn mins(m: u64) -> SimDuration {
+    SimDuration(std::time::Duration::from_secs(m * 60))
+}
+
+/// Per-invariant switches and thresholds.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct InvariantConfig {
+    /// Hosts whose requests are the controller's (voluntary disruption). A host matches
+    /// when its name starts with one of these (`controller`, `controller-2`, ...).
+    pub controller_hosts: Vec<String>,
+    /// No eviction or delete by the controller takes a PodDisruptionBudget below its budget.
+    pub pdb: Toggle,
+    /// No `karpenter.sh/do-not-disrupt` pod is evicted or deleted by the controller before
+    /// its node's terminationGracePeriod forces it.
+    pub do_not_disrupt: Toggle,
+    /// A NodePool's live instances never exceed its `spec.limits` by more than one node.
+    pub nodepool_limits: Toggle,
+    /// Nodes the controller is disrupting never exceed the NodePool's disruption budget.
+    pub disruption_budgets: Toggle,
+    /// At most one live instance per NodeClaim, and a NodeClaim's providerID never changes.
+    pub double_launch: Toggle,
+    /// A live instance tagged for a NodeClaim that does not exist is gone within `maxAge`.
+    pub leaked_instance: LeakedInstance,
+    /// NodeClaims initialize, and finish deleting, in bounded time (after faults heal).
+    pub stuck_node_claim: StuckNodeClaim,
+    /// A pending pod that an allowed offering could host is bound in bounded time (after
+    /// faults heal).
+    pub stranded_pods: StrandedPods,
+    /// The NodeClaim count stays within what the pods could need.
+    pub runaway_scale_up: RunawayScaleUp,
+    /// Voluntary NodeClaim deletions per node-hour at steady state.
+    pub churn: Churn,
+    /// At quiescence the cost rate is within `(1 + epsilon)` of the LP lower bound.
+    pub cost: Cost,
+}
+
+impl Default for InvariantConfig {
+    fn default() -> Self {
+        Self {
+            controller_hosts: vec!["controller".into()],
+            pdb: Toggle::default(),
+            do_not_disrupt: Toggle::default(),
+            nodepool_limits: Toggle::default(),
+            disruption_budgets: Toggle::default(),
+            double_launch: Toggle::default(),
+            leaked_instance: LeakedInstance::default(),
+            stuck_node_claim: StuckNodeClaim::default(),
+            stranded_pods: StrandedPods::default(),
+            runaway_scale_up: RunawayScaleUp::default(),
+            churn: Churn::default(),
+            cost: Cost::default(),
+        }
+    }
+}
+
+impl InvariantConfig {
+    /// Whether requests from `host` are the controller's.
+    pub fn is_controller(&self, host: &str) -> bool {
+        self.controller_hosts.iter().any(|h| host.starts_with(h.as_str()))
+    }
+}
+
+/// An invariant with no threshold.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct Toggle {
+    /// Check it (default true).
+    pub enabled: bool,
+}
+
+impl Default for Toggle {
+    fn default() -> Self {
+        Self { enabled: on() }
+    }
+}
+
+/// Leaked-instance threshold.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct LeakedInstance {
+    /// Check it (default true).
+    pub enabled: bool,
+    /// Oldest a leaked instance may get. Karpenter's GC terminates instances older than
+    /// 30 s and runs every 2 min once warm, so 5 min leaves slack.
+    pub max_age: SimDuration,
+}
+
+impl Default for LeakedInstance {
+    fn default() -> Self {
+        Self { enabled: true, max_age: mins(5) }
+    }
+}
+
+/// Stuck-NodeClaim thresholds.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct StuckNodeClaim {
+    /// Check it (default true).
+    pub enabled: bool,
+    /// A NodeClaim must be Initialized this long after creation (Karpenter's liveness
+    /// deletes claims not Registered within 15 min).
+    pub initialize_within: SimDuration,
+    /// A deleting NodeClaim must be gone this long after its deletionTimestamp.
+    pub delete_within: SimDuration,
+}
+
+impl Default for StuckNodeClaim {
+    fn default() -> Self {
+        Self { enabled: true, initialize_within: mins(20), delete_within: mins(30) }
+    }
+}
+
+/// Stranded-pod threshold.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct StrandedPods {
+    /// Check it (default true).
+    pub enabled: bool,
+    /// A hostable pending pod must be bound within this (counted from when faults healed
+    /// or the pod was created, whichever is later).
+    pub bound_within: SimDuration,
+}
+
+impl Default for StrandedPods {
+    fn default() -> Self {
+        Self { enabled: true, bound_within: mins(5) }
+    }
+}
+
+/// Runaway scale-up caps.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct RunawayScaleUp {
+    /// Check it (default true).
+    pub enabled: bool,
+    /// Live NodeClaims may exceed the number of non-DaemonSet pods by this many (a node
+    /// per pod is the most any packing needs).
+    pub slack: u32,
+    /// An absolute cap on live NodeClaims, if set.
+    pub max_nodes: Option<u32>,
+}
+
+impl Default for RunawayScaleUp {
+    fn default() -> Self {
+        Self { enabled: true, slack: 10, max_nodes: None }
+    }
+}
+
+/// Churn bound.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct Churn {
+    /// Check it (default true).
+    pub enabled: bool,
+    /// Steady state starts this long after faults heal.
+    pub settle_after: SimDuration,
+    /// Most voluntary NodeClaim deletions per node-hour at steady state.
+    pub max_per_node_hour: f64,
+    /// Judge only with at least this many node-hours of steady state.
+    pub min_node_hours: f64,
+}
+
+impl Default for Churn {
+    fn default() -> Self {
+        Self { enabled: true, settle_after: mins(10), max_per_node_hour: 2.0, min_node_hours: 1.0 }
+    }
+}
+
+/// Cost bound.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct Cost {
+    /// Check it (default true); the gap is reported either way.
+    pub enabled: bool,
+    /// Allowed excess over the lower bound: rate ≤ (1 + epsilon) × bound.
+    pub epsilon: f64,
+}
+
+impl Default for Cost {
+    fn default() -> Self {
+        Self { enabled: true, epsilon: 1.0 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_fill_missing_fields_and_unknown_fields_are_errors() {
+        let c: InvariantConfig = serde_json::from_value(serde_json::json!({
+            "leakedInstance": {"maxAge": "2m"}, "pdb": {"enabled": false}
+        }))
+        .expect("valid");
+        assert_eq!(c.leaked_instance.max_age.0.as_secs(), 120);
+        assert!(!c.pdb.enabled);
+        assert!(c.churn.enabled);
+        assert_eq!(c.controller_hosts, ["controller"]);
+        let e = serde_json::from_value::<InvariantConfig>(serde_json::json!({"leakedInstance": {"maxAeg": "2m"}}))
+            .expect_err("unknown field");
+        assert!(e.to_string().contains("maxAeg"), "{e}");
+        assert!(c.is_controller("controller-2") && !c.is_controller("test"));
+    }
+}

@@ -1,0 +1,101 @@
+//! `cost`: at quiescence (no pending pods, no NodeClaim deleting or uninitialized) the
+//! cloud's cost rate (its ledger: running instances at their current prices) is at most
+//! `(1 + epsilon)` × the LP lower bound ([`super::cost_bound`]) over the NodePools' allowed,
+//! available offerings, with allocatable after kubelet reservations and DaemonSet overhead.
+//! The gap is reported whether or not the run is quiescent.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::config;
+use super::cost_bound::{Supply, lower_bound};
+use super::resources::{Resources, allowed_offerings, daemonset_overhead};
+use super::{Ctx, Violation};
+
+/// The invariant's name.
+pub const NAME: &str = "cost";
+
+/// Cost rate against the bound at the end of the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CostSummary {
+    /// USD per hour the cloud bills now.
+    pub rate_per_hour: f64,
+    /// The LP lower bound, USD per hour (0 when nothing is demanded).
+    pub lower_bound_per_hour: f64,
+    /// `rate / bound − 1` (`None` when the bound is 0 or unknown).
+    pub gap: Option<f64>,
+    /// Whether the cluster was quiescent when judged.
+    pub quiescent: bool,
+}
+
+/// The end-of-run judgement.
+pub struct Cost {
+    config: config::Cost,
+}
+
+impl Cost {
+    /// With the run's thresholds.
+    pub fn new(config: config::Cost) -> Self {
+        Self { config }
+    }
+
+    /// Computes the summary and adds a violation when quiescent and over the bound.
+    pub fn judge(&self, ctx: &Ctx<'_>, daemonsets: &[Arc<Value>], out: &mut Vec<Violation>) -> CostSummary {
+        let now = ctx.view.now;
+        let rate = ctx.cloud.cost_report().rate_usd_per_hour;
+        let mut demand = Resources::default();
+        let mut pending = 0;
+        for p in ctx.pods.iter().filter(|p| p.active() && !p.daemonset) {
+            demand.add(&p.requests);
+            pending += usize::from(p.node_name.is_none());
+        }
+        let overhead = daemonset_overhead(daemonsets.iter().map(|d| d.as_ref()));
+        // Cheapest price per instance type over every pool's allowed offerings: the same
+        // node shape at a higher price never helps the bound.
+        let mut cheapest: BTreeMap<String, Supply> = BTreeMap::new();
+        for pool in ctx.view.pools.values() {
+            for o in allowed_offerings(ctx.cloud, &pool.object, now) {
+                let capacity = Resources {
+                    cpu: o.allocatable.cpu - overhead.cpu,
+                    memory: o.allocatable.memory - overhead.memory,
+                    pods: o.allocatable.pods - overhead.pods,
+                };
+                let entry = cheapest.entry(o.instance_type.clone()).or_insert(Supply { capacity, price: o.price });
+                entry.price = entry.price.min(o.price);
+            }
+        }
+        let supply: Vec<Supply> = cheapest.into_values().collect();
+        let bound = lower_bound(&supply, &demand);
+        let quiescent = pending == 0
+            && ctx
+                .view
+                .claims
+                .values()
+                .all(|c| c.deleting_since.is_none() && (c.initialized || c.provider_id.is_some()));
+        let bound_value = bound.unwrap_or(0.0);
+        let gap = (bound_value > 0.0).then(|| rate / bound_value - 1.0);
+        let summary = CostSummary { rate_per_hour: rate, lower_bound_per_hour: bound_value, gap, quiescent };
+        if self.config.enabled
+            && quiescent
+            && let Some(g) = gap
+            && g > self.config.epsilon
+        {
+            out.push(Violation {
+                invariant: NAME.into(),
+                at: now,
+                objects: ctx.view.pools.keys().map(|n| format!("NodePool {n}")).collect(),
+                message: format!(
+                    "cost rate ${rate:.4}/h is {:.0}% above the lower bound ${bound_value:.4}/h (allowed {:.0}%)",
+                    g * 100.0,
+                    self.config.epsilon * 100.0
+                ),
+                trace_position: ctx.view.trace_position,
+            });
+        }
+        summary
+    }
+}

@@ -1,0 +1,266 @@
+//! The audit observer that records voluntary disruptions as they happen: each pod
+//! eviction or delete sent by a controller host, judged against the cluster as it was just
+//! before the request (PodDisruptionBudgets, do-not-disrupt), and each NodeClaim or Node
+//! delete with the host that sent it.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::config::InvariantConfig;
+use super::view::{key, sim_time};
+use crate::apiserver::audit::{AuditObserver, AuditRequest};
+use crate::apiserver::labels_of;
+use crate::apiserver::selector::LabelSelector;
+use crate::apiserver::store::Store;
+use crate::scenario::SimDuration;
+
+/// A PodDisruptionBudget a disruption took below its budget.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PdbBreach {
+    /// `namespace/name` of the PDB.
+    pub pdb: String,
+    /// Healthy pods before the request.
+    pub healthy: i64,
+    /// Healthy pods the budget requires.
+    pub desired: i64,
+}
+
+/// A pod eviction or delete a controller host made, judged before it was applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodDisruption {
+    /// When.
+    pub at: Duration,
+    /// Which host sent it.
+    pub host: String,
+    /// `evict` or `delete`.
+    pub verb: &'static str,
+    /// `namespace/name`.
+    pub pod: String,
+    /// The pod's node.
+    pub node: Option<String>,
+    /// Budgets the request took below their minimum (empty when none).
+    pub pdb_breaches: Vec<PdbBreach>,
+    /// The pod had an active `karpenter.sh/do-not-disrupt` and its node's
+    /// terminationGracePeriod had not yet forced it.
+    pub do_not_disrupt: bool,
+    /// Trace length after the request.
+    pub trace_position: u64,
+}
+
+/// A NodeClaim or Node delete, with who sent it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectDelete {
+    /// When.
+    pub at: Duration,
+    /// Which host sent it.
+    pub host: String,
+    /// Whether that host is a controller.
+    pub by_controller: bool,
+    /// `nodeclaims` or `nodes`.
+    pub resource: String,
+    /// Object name.
+    pub name: String,
+    /// Trace length after the request.
+    pub trace_position: u64,
+}
+
+/// What the recorder saw since it was last drained.
+#[derive(Clone, Debug, Default)]
+pub struct Recorded {
+    /// Successful controller pod disruptions.
+    pub pods: Vec<PodDisruption>,
+    /// Successful NodeClaim and Node deletes (any host).
+    pub deletes: Vec<ObjectDelete>,
+}
+
+/// The observer. Install it on the API server's audit; drain it every tick.
+pub struct Recorder {
+    config: InvariantConfig,
+    in_flight: Mutex<BTreeMap<u64, PodDisruption>>,
+    done: Mutex<Recorded>,
+}
+
+impl Recorder {
+    /// A recorder for the hosts `config` calls controllers.
+    pub fn new(config: &InvariantConfig) -> Self {
+        Self { config: config.clone(), in_flight: Mutex::default(), done: Mutex::default() }
+    }
+
+    /// Takes everything recorded so far.
+    pub fn drain(&self) -> Recorded {
+        std::mem::take(&mut *self.done.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl AuditObserver for Recorder {
+    fn before(&self, store: &Store, r: &AuditRequest) {
+        if r.resource != "pods" || !r.group.is_empty() || !matches!(r.verb, "evict" | "delete") {
+            return;
+        }
+        if !self.config.is_controller(&r.host) {
+            return;
+        }
+        let Some(pod) = store.get_ref(&crate::apiserver::store::ObjRef {
+            key: key("", "pods"),
+            namespace: r.namespace.clone(),
+            name: r.name.clone(),
+        }) else {
+            return;
+        };
+        let node = pod["spec"]["nodeName"].as_str().filter(|s| !s.is_empty()).map(String::from);
+        let running = !matches!(pod["status"]["phase"].as_str(), Some("Succeeded" | "Failed" | "Pending") | None);
+        let terminating = pod["metadata"].get("deletionTimestamp").is_some_and(|v| !v.is_null());
+        if !running || terminating {
+            return;
+        }
+        let pdb_breaches = if ready(&pod) { breaches(store, &pod, &r.namespace) } else { Vec::new() };
+        let do_not_disrupt = do_not_disrupt_active(&pod, r.at) && !forced(store, &pod, node.as_deref(), r.at);
+        let d = PodDisruption {
+            at: r.at,
+            host: r.host.clone(),
+            verb: r.verb,
+            pod: format!("{}/{}", r.namespace, r.name),
+            node,
+            pdb_breaches,
+            do_not_disrupt,
+            trace_position: 0,
+        };
+        self.in_flight.lock().unwrap_or_else(|e| e.into_inner()).insert(r.seq, d);
+    }
+
+    fn after(&self, r: &AuditRequest, status: u16, trace_position: u64) {
+        let ok = (200..300).contains(&status);
+        if let Some(mut d) = self.in_flight.lock().unwrap_or_else(|e| e.into_inner()).remove(&r.seq)
+            && ok
+        {
+            d.trace_position = trace_position;
+            self.done.lock().unwrap_or_else(|e| e.into_inner()).pods.push(d);
+        }
+        if ok && r.verb == "delete" && matches!(r.resource.as_str(), "nodeclaims" | "nodes") {
+            self.done.lock().unwrap_or_else(|e| e.into_inner()).deletes.push(ObjectDelete {
+                at: r.at,
+                host: r.host.clone(),
+                by_controller: self.config.is_controller(&r.host),
+                resource: r.resource.clone(),
+                name: r.name.clone(),
+                trace_position,
+            });
+        }
+    }
+}
+
+fn ready(pod: &Value) -> bool {
+    super::view::condition_true(pod, "Ready")
+}
+
+/// Budgets of the PDBs covering `pod` that losing it would break, computed from the
+/// pods as they are: expected = active matching pods, healthy = the Ready ones.
+fn breaches(store: &Store, pod: &Value, namespace: &str) -> Vec<PdbBreach> {
+    let labels = labels_of(pod);
+    let mut out = Vec::new();
+    for pdb in store.iter(&key("policy", "poddisruptionbudgets"), Some(namespace)) {
+        let Some(selector) = pdb
+            .pointer("/spec/selector")
+            .and_then(|s| serde_json::from_value(s.clone()).ok())
+            .and_then(|s| LabelSelector::from_api(&s).ok())
+        else {
+            continue;
+        };
+        if !selector.matches(&labels) {
+            continue;
+        }
+        let (mut expected, mut healthy) = (0i64, 0i64);
+        for p in store.iter(&key("", "pods"), Some(namespace)) {
+            let terminal = matches!(p["status"]["phase"].as_str(), Some("Succeeded" | "Failed"));
+            let terminating = p["metadata"].get("deletionTimestamp").is_some_and(|v| !v.is_null());
+            if terminal || terminating || !selector.matches(&labels_of(p)) {
+                continue;
+            }
+            expected += 1;
+            healthy += i64::from(ready(p));
+        }
+        let Some(desired) = desired_healthy(&pdb["spec"], expected) else { continue };
+        if healthy - 1 < desired {
+            out.push(PdbBreach {
+                pdb: format!("{namespace}/{}", pdb["metadata"]["name"].as_str().unwrap_or_default()),
+                healthy,
+                desired,
+            });
+        }
+    }
+    out
+}
+
+/// Healthy pods a PDB spec requires out of `expected` (policy/v1 rounding: percentages
+/// round up).
+pub fn desired_healthy(spec: &Value, expected: i64) -> Option<i64> {
+    let scaled = |v: &Value| -> Option<i64> {
+        match v {
+            Value::Number(n) => n.as_i64(),
+            Value::String(s) => match s.strip_suffix('%') {
+                Some(p) => p.parse::<f64>().ok().map(|p| (p / 100.0 * expected as f64).ceil() as i64),
+                None => s.parse().ok(),
+            },
+            _ => None,
+        }
+    };
+    if let Some(min) = spec.get("minAvailable").filter(|v| !v.is_null()) {
+        return scaled(min);
+    }
+    if let Some(max) = spec.get("maxUnavailable").filter(|v| !v.is_null()) {
+        return scaled(max).map(|m| (expected - m).max(0));
+    }
+    None
+}
+
+/// `karpenter.sh/do-not-disrupt: "true"`, or a duration not yet past the pod's start.
+pub fn do_not_disrupt_active(pod: &Value, now: Duration) -> bool {
+    match pod.pointer("/metadata/annotations/karpenter.sh~1do-not-disrupt").and_then(Value::as_str) {
+        Some("true") => true,
+        Some(d) => match (SimDuration::parse(d), sim_time(&pod["status"]["startTime"])) {
+            (Ok(d), Some(start)) => start + d.0 > now,
+            _ => false,
+        },
+        None => false,
+    }
+}
+
+/// Whether the pod's node is past the point where its NodeClaim's terminationGracePeriod
+/// forces pods off (`nodeclaim-termination-timestamp` minus the pod's grace period).
+fn forced(store: &Store, pod: &Value, node: Option<&str>, now: Duration) -> bool {
+    let Some(node) = node else { return false };
+    let grace = Duration::from_secs(pod["spec"]["terminationGracePeriodSeconds"].as_u64().unwrap_or(30));
+    store.iter(&key("karpenter.sh", "nodeclaims"), None).filter(|c| c["status"]["nodeName"] == node).any(|c| {
+        c.pointer("/metadata/annotations/karpenter.sh~1nodeclaim-termination-timestamp")
+            .and_then(sim_time)
+            .is_some_and(|deadline| now + grace + Duration::from_secs(1) >= deadline)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pdb_budgets_round_percentages_up() {
+        assert_eq!(desired_healthy(&json!({"minAvailable": 2}), 5), Some(2));
+        assert_eq!(desired_healthy(&json!({"minAvailable": "50%"}), 5), Some(3));
+        assert_eq!(desired_healthy(&json!({"maxUnavailable": 1}), 5), Some(4));
+        assert_eq!(desired_healthy(&json!({"maxUnavailable": "30%"}), 5), Some(3));
+        assert_eq!(desired_healthy(&json!({}), 5), None);
+    }
+
+    #[test]
+    fn do_not_disrupt_durations_expire() {
+        let pod = |v: &str| {
+            json!({"metadata": {"annotations": {"karpenter.sh/do-not-disrupt": v}},
+                   "status": {"startTime": "2026-01-01T00:00:00Z"}})
+        };
+        assert!(do_not_disrupt_active(&pod("true"), Duration::from_secs(1 << 30)));
+        assert!(!do_not_disrupt_active(&pod("false"), Duration::ZERO));
+    }
+}

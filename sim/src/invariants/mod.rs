@@ -1,0 +1,354 @@
+//! Invariants checked continuously while a scenario runs, from outside the controller.
+//!
+//! The [`Checker`] reads the API server's store and the fake cloud every simulated second
+//! (the runner calls [`Checker::tick`]) and sees every mutating API request through the
+//! server's audit hook ([`disruptions::Recorder`]), so it knows who evicted which pod and
+//! what the cluster looked like just before. Nothing here reuses the controller's
+//! scheduling or budget code: the oracles are written independently ([`resources`],
+//! [`budget`], [`cost_bound`]). Each invariant is one module:
+//!
+//! | name | module |
+//! |---|---|
+//! | `pdb` | [`pdb`] |
+//! | `doNotDisrupt` | [`do_not_disrupt`] |
+//! | `nodepoolLimits` | [`nodepool_limits`] |
+//! | `disruptionBudgets` | [`disruption_budgets`] |
+//! | `doubleLaunch` | [`double_launch`] |
+//! | `leakedInstance` | [`leaked_instance`] |
+//! | `stuckNodeClaim` | [`stuck_node_claim`] |
+//! | `strandedPods` | [`stranded_pods`] |
+//! | `runawayScaleUp` | [`runaway_scale_up`] |
+//! | `churn` | [`churn`] |
+//! | `cost` | [`cost`] |
+
+pub mod budget;
+pub mod churn;
+pub mod config;
+pub mod cost;
+pub mod cost_bound;
+pub mod disruption_budgets;
+pub mod disruptions;
+pub mod do_not_disrupt;
+pub mod double_launch;
+pub mod leaked_instance;
+pub mod nodepool_limits;
+pub mod pdb;
+pub mod pending;
+pub mod resources;
+pub mod runaway_scale_up;
+pub mod stranded_pods;
+pub mod stuck_node_claim;
+pub mod view;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dovetail_fakecloud::FakeCloud;
+use dovetail_fakecloud::wire::{SharedCloud, lock};
+use serde::{Serialize, Serializer};
+
+pub use config::InvariantConfig;
+pub use cost::CostSummary;
+use disruptions::{Recorded, Recorder};
+pub use pending::PendingStats;
+use pending::PendingTracker;
+use view::{PodView, View};
+
+use crate::apiserver::ApiServer;
+
+/// Where a run is: faults may be active, they have healed, or the cluster must converge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Phase {
+    /// Faults are live; liveness invariants wait.
+    Faults,
+    /// Faults healed; liveness clocks run from here.
+    Heal,
+    /// The final window in which the cluster must converge.
+    Liveness,
+}
+
+/// One broken rule.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Violation {
+    /// The invariant's name (e.g. `pdb`).
+    pub invariant: String,
+    /// Simulated time since the run started.
+    #[serde(serialize_with = "serialize_duration")]
+    pub at: Duration,
+    /// The objects involved, as `Kind namespace/name` or `Kind name`.
+    pub objects: Vec<String>,
+    /// What happened.
+    pub message: String,
+    /// The trace position at (or just after) the event.
+    pub trace_position: u64,
+}
+
+impl Violation {
+    /// The one command line that replays the run.
+    pub fn reproduce_line(&self, scenario_path: impl std::fmt::Display, seed: u64) -> String {
+        format!("dovetail run {scenario_path} --seed {seed}")
+    }
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "[{}] at {} (trace #{}): {} [{}]",
+            self.invariant,
+            format_duration(self.at),
+            self.trace_position,
+            self.message,
+            self.objects.join(", ")
+        )
+    }
+}
+
+/// `12m3s`, `1h0m5s`, `0s`, `1.5s` style simulated time.
+pub fn format_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let ms = d.subsec_millis();
+    let sec = if ms > 0 { format!("{s}.{ms:03}s") } else { format!("{s}s") };
+    match (h, m) {
+        (0, 0) => sec,
+        (0, m) => format!("{m}m{sec}"),
+        (h, m) => format!("{h}h{m}m{sec}"),
+    }
+}
+
+fn serialize_duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format_duration(*d))
+}
+
+/// What [`Checker::finish`] hands the report.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InvariantsReport {
+    /// Names of the invariants checked.
+    pub checked: Vec<String>,
+    /// Every violation, in the order found.
+    pub violations: Vec<Violation>,
+    /// Cost rate against the lower bound, at the end.
+    pub cost: CostSummary,
+    /// Pending-time statistics.
+    pub pending: PendingStats,
+}
+
+/// What every invariant sees at a tick.
+pub struct Ctx<'a> {
+    /// Objects and instances now.
+    pub view: &'a View,
+    /// Pods now (re-read only when the store changed).
+    pub pods: &'a [PodView],
+    /// The cloud, locked.
+    pub cloud: &'a FakeCloud,
+    /// Requests recorded since the last tick.
+    pub recorded: &'a Recorded,
+    /// Thresholds.
+    pub config: &'a InvariantConfig,
+    /// Current phase.
+    pub phase: Phase,
+    /// When faults last healed (`None` while faults are live).
+    pub healed_at: Option<Duration>,
+    /// Time of the previous tick.
+    pub previous: Duration,
+}
+
+/// One invariant: sees each tick, may add violations; may judge once more at the end.
+pub trait Invariant {
+    /// The name in reports.
+    fn name(&self) -> &'static str;
+    /// Checks the state at a tick.
+    fn tick(&mut self, ctx: &Ctx<'_>, out: &mut Vec<Violation>);
+    /// Checks once more at the end of the run.
+    fn finish(&mut self, _ctx: &Ctx<'_>, _out: &mut Vec<Violation>) {}
+}
+
+/// The continuous checker a run drives: `new`, then `set_phase` / `tick` as simulated
+/// time passes, then `finish`.
+pub struct Checker {
+    config: InvariantConfig,
+    server: ApiServer,
+    cloud: SharedCloud,
+    recorder: Arc<Recorder>,
+    invariants: Vec<Box<dyn Invariant>>,
+    violations: Vec<Violation>,
+    phase: Phase,
+    healed_at: Option<Duration>,
+    pods: Vec<PodView>,
+    pods_rv: Option<u64>,
+    pending: PendingTracker,
+    last_tick: Duration,
+    cost: cost::Cost,
+}
+
+impl Checker {
+    /// A checker over `server` and `cloud`; installs its audit observer on the server.
+    /// The run starts healed (phase `Heal` at time zero) until told otherwise.
+    pub fn new(config: &InvariantConfig, server: &ApiServer, cloud: &SharedCloud) -> Self {
+        let recorder = Arc::new(Recorder::new(config));
+        server.audit.lock().unwrap_or_else(|e| e.into_inner()).observe(recorder.clone());
+        let mut invariants: Vec<Box<dyn Invariant>> = Vec::new();
+        let c = config;
+        if c.pdb.enabled {
+            invariants.push(Box::new(pdb::PdbRespected));
+        }
+        if c.do_not_disrupt.enabled {
+            invariants.push(Box::new(do_not_disrupt::DoNotDisruptRespected));
+        }
+        if c.nodepool_limits.enabled {
+            invariants.push(Box::new(nodepool_limits::NodePoolLimits::default()));
+        }
+        if c.disruption_budgets.enabled {
+            invariants.push(Box::new(disruption_budgets::DisruptionBudgets::default()));
+        }
+        if c.double_launch.enabled {
+            invariants.push(Box::new(double_launch::DoubleLaunch::default()));
+        }
+        if c.leaked_instance.enabled {
+            invariants.push(Box::new(leaked_instance::LeakedInstance::default()));
+        }
+        if c.stuck_node_claim.enabled {
+            invariants.push(Box::new(stuck_node_claim::StuckNodeClaim::default()));
+        }
+        if c.stranded_pods.enabled {
+            invariants.push(Box::new(stranded_pods::StrandedPods::default()));
+        }
+        if c.runaway_scale_up.enabled {
+            invariants.push(Box::new(runaway_scale_up::RunawayScaleUp::default()));
+        }
+        if c.churn.enabled {
+            invariants.push(Box::new(churn::ChurnBounded::default()));
+        }
+        Self {
+            config: config.clone(),
+            server: server.clone(),
+            cloud: cloud.clone(),
+            recorder,
+            invariants,
+            violations: Vec::new(),
+            phase: Phase::Heal,
+            healed_at: Some(Duration::ZERO),
+            pods: Vec::new(),
+            pods_rv: None,
+            pending: PendingTracker::default(),
+            last_tick: Duration::ZERO,
+            cost: cost::Cost::new(config.cost.clone()),
+        }
+    }
+
+    /// Enters `phase` at `now`. Leaving `Faults` starts the liveness clocks.
+    pub fn set_phase(&mut self, phase: Phase, now: Duration) {
+        match phase {
+            Phase::Faults => self.healed_at = None,
+            Phase::Heal | Phase::Liveness => {
+                if self.healed_at.is_none() {
+                    self.healed_at = Some(now);
+                }
+            }
+        }
+        self.phase = phase;
+    }
+
+    /// Checks the world at `now` (about every simulated second).
+    pub fn tick(&mut self, now: Duration) {
+        let recorded = self.recorder.drain();
+        let store = self.server.store.lock().unwrap_or_else(|e| e.into_inner());
+        let cloud = lock(&self.cloud);
+        let view = View::read(&store, &cloud, now);
+        if self.pods_rv != Some(view.resource_version) {
+            self.pods = view::read_pods(&store);
+            self.pods_rv = Some(view.resource_version);
+            self.pending.observe(&self.pods, now);
+            self.pending.forget_missing(&self.pods);
+        }
+        drop(store);
+        let ctx = Ctx {
+            view: &view,
+            pods: &self.pods,
+            cloud: &cloud,
+            recorded: &recorded,
+            config: &self.config,
+            phase: self.phase,
+            healed_at: self.healed_at,
+            previous: self.last_tick,
+        };
+        for inv in &mut self.invariants {
+            inv.tick(&ctx, &mut self.violations);
+        }
+        self.last_tick = now;
+    }
+
+    /// Violations found so far.
+    pub fn violations(&self) -> &[Violation] {
+        &self.violations
+    }
+
+    /// Names of the invariants this checker runs.
+    pub fn checked(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.invariants.iter().map(|i| i.name().to_string()).collect();
+        if self.config.cost.enabled {
+            names.push(cost::NAME.into());
+        }
+        names
+    }
+
+    /// Final checks (churn, cost at quiescence) and the report.
+    pub fn finish(mut self, now: Duration) -> InvariantsReport {
+        self.tick(now);
+        let recorded = Recorded::default();
+        let store = self.server.store.lock().unwrap_or_else(|e| e.into_inner());
+        let cloud = lock(&self.cloud);
+        let view = View::read(&store, &cloud, now);
+        let daemonsets: Vec<_> = store.iter(&view::key("apps", "daemonsets"), None).cloned().collect();
+        drop(store);
+        let ctx = Ctx {
+            view: &view,
+            pods: &self.pods,
+            cloud: &cloud,
+            recorded: &recorded,
+            config: &self.config,
+            phase: self.phase,
+            healed_at: self.healed_at,
+            previous: self.last_tick,
+        };
+        for inv in &mut self.invariants {
+            inv.finish(&ctx, &mut self.violations);
+        }
+        let summary = self.cost.judge(&ctx, &daemonsets, &mut self.violations);
+        drop(cloud);
+        let checked = self.checked();
+        // Deterministic order: by time, then by trace position and name.
+        self.violations
+            .sort_by(|a, b| (a.at, a.trace_position, &a.invariant).cmp(&(b.at, b.trace_position, &b.invariant)));
+        let mut seen = BTreeSet::new();
+        self.violations.retain(|v| seen.insert((v.invariant.clone(), v.objects.clone(), v.message.clone())));
+        InvariantsReport { checked, violations: self.violations, cost: summary, pending: self.pending.stats(now) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_print_like_go() {
+        assert_eq!(format_duration(Duration::from_secs(723)), "12m3s");
+        assert_eq!(format_duration(Duration::from_secs(3605)), "1h0m5s");
+        assert_eq!(format_duration(Duration::from_millis(1500)), "1.500s");
+        let v = Violation {
+            invariant: "pdb".into(),
+            at: Duration::from_secs(61),
+            objects: vec!["Pod default/web-1".into()],
+            message: "m".into(),
+            trace_position: 7,
+        };
+        assert_eq!(v.reproduce_line("scenarios/x.yaml", 3), "dovetail run scenarios/x.yaml --seed 3");
+        let json = serde_json::to_value(&v).expect("serializes");
+        assert_eq!(json["at"], "1m1s");
+        assert_eq!(json["tracePosition"], 7);
+    }
+}

@@ -1,0 +1,366 @@
+//! Resource arithmetic and offerings, written independently of the controller: pod
+//! requests, what an instance type offers after kubelet reservations, and which offerings
+//! a NodePool's requirements allow.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use dovetail_fakecloud::{CapacityType, FakeCloud, InstanceTypeInfo, PoolKey};
+use serde_json::Value;
+
+use crate::actors::node_shape::{self, Arch, GpuVendor, InstanceFacts};
+use crate::actors::quantity::{parse_milli, parse_value};
+
+/// CPU (millicores), memory (bytes) and pod slots.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Resources {
+    /// Millicores.
+    pub cpu: f64,
+    /// Bytes.
+    pub memory: f64,
+    /// Pod slots.
+    pub pods: f64,
+}
+
+impl Resources {
+    /// Component-wise sum.
+    pub fn add(&mut self, other: &Resources) {
+        self.cpu += other.cpu;
+        self.memory += other.memory;
+        self.pods += other.pods;
+    }
+
+    /// Whether every component fits in `capacity`.
+    pub fn fits_in(&self, capacity: &Resources) -> bool {
+        self.cpu <= capacity.cpu && self.memory <= capacity.memory && self.pods <= capacity.pods
+    }
+
+    /// The requests of a pod spec as the scheduler counts them: the larger of the sum over
+    /// containers and the largest init container, plus the pod overhead; one pod slot.
+    pub fn of_pod_spec(spec: &Value) -> Self {
+        let requests = |c: &Value| -> (f64, f64) {
+            let r = &c["resources"]["requests"];
+            (quantity_milli(&r["cpu"]), quantity_value(&r["memory"]))
+        };
+        let (mut cpu, mut memory) = (0.0, 0.0);
+        for c in spec["containers"].as_array().into_iter().flatten() {
+            let (c, m) = requests(c);
+            cpu += c;
+            memory += m;
+        }
+        for c in spec["initContainers"].as_array().into_iter().flatten() {
+            let (c, m) = requests(c);
+            cpu = f64::max(cpu, c);
+            memory = f64::max(memory, m);
+        }
+        cpu += quantity_milli(&spec["overhead"]["cpu"]);
+        memory += quantity_value(&spec["overhead"]["memory"]);
+        Resources { cpu, memory, pods: 1.0 }
+    }
+}
+
+fn quantity_milli(v: &Value) -> f64 {
+    match v {
+        Value::String(s) => parse_milli(s).unwrap_or(0) as f64,
+        Value::Number(n) => n.as_f64().unwrap_or(0.0) * 1000.0,
+        _ => 0.0,
+    }
+}
+
+fn quantity_value(v: &Value) -> f64 {
+    match v {
+        Value::String(s) => parse_value(s).unwrap_or(0) as f64,
+        Value::Number(n) => n.as_f64().unwrap_or(0.0),
+        _ => 0.0,
+    }
+}
+
+/// One (instance type, zone, capacity type) the cloud sells.
+#[derive(Clone, Debug)]
+pub struct Offering {
+    /// Instance type.
+    pub instance_type: String,
+    /// Zone.
+    pub zone: String,
+    /// `on-demand` or `spot`.
+    pub capacity_type: CapacityType,
+    /// USD per hour now.
+    pub price: f64,
+    /// What pods can use: capacity minus kube-reserved and the eviction threshold (AWS
+    /// defaults, karpenter-behaviour.md §2.4).
+    pub allocatable: Resources,
+    /// The labels a node of this offering carries.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Allocatable of an instance type under the default kubelet settings.
+pub fn allocatable(t: &InstanceTypeInfo) -> Resources {
+    let facts = InstanceFacts {
+        instance_type: t.name.clone(),
+        vcpu: t.vcpu,
+        memory_mib: t.memory_mib,
+        max_enis: t.max_enis,
+        ipv4_per_eni: t.ipv4_per_eni,
+        gpu: (t.gpu_count > 0).then_some((t.gpu_count, GpuVendor::Nvidia)),
+        local_nvme_gib: t.local_nvme_gb.unwrap_or(0),
+        arch: if t.arch == "arm64" { Arch::Arm64 } else { Arch::Amd64 },
+        memory_overhead_mib: None,
+    };
+    let pods = node_shape::max_pods(&facts, &node_shape::KubeletSettings::default());
+    let cpu = i64::from(t.vcpu) * 1000 - node_shape::kube_reserved_milli_cpu(t.vcpu);
+    let memory = node_shape::capacity_memory(&facts)
+        - node_shape::kube_reserved_memory(pods)
+        - node_shape::EVICTION_MEMORY_AVAILABLE_MIB * 1024 * 1024;
+    Resources { cpu: cpu.max(0) as f64, memory: memory.max(0) as f64, pods: pods as f64 }
+}
+
+/// Capacity of an instance type as NodePool limits count it (vCPU in millicores, memory
+/// after the VM overhead, pods).
+pub fn capacity(t: &InstanceTypeInfo) -> Resources {
+    let a = allocatable(t);
+    let facts = InstanceFacts {
+        instance_type: t.name.clone(),
+        vcpu: t.vcpu,
+        memory_mib: t.memory_mib,
+        max_enis: t.max_enis,
+        ipv4_per_eni: t.ipv4_per_eni,
+        gpu: None,
+        local_nvme_gib: 0,
+        arch: Arch::Amd64,
+        memory_overhead_mib: None,
+    };
+    Resources { cpu: f64::from(t.vcpu) * 1000.0, memory: node_shape::capacity_memory(&facts) as f64, pods: a.pods }
+}
+
+/// The well-known labels of an offering (what a NodePool requirement can select on).
+pub fn offering_labels(t: &InstanceTypeInfo, zone: &str, zone_id: &str, ct: CapacityType) -> BTreeMap<String, String> {
+    let category: String = t.family.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+    let generation: String = t.family[category.len()..].chars().take_while(char::is_ascii_digit).collect();
+    let size = t.name.split_once('.').map_or("", |(_, s)| s);
+    let mut l = BTreeMap::new();
+    let mut put = |k: &str, v: String| {
+        l.insert(k.to_string(), v);
+    };
+    put("kubernetes.io/arch", t.arch.clone());
+    put("kubernetes.io/os", "linux".into());
+    put("node.kubernetes.io/instance-type", t.name.clone());
+    put("topology.kubernetes.io/zone", zone.into());
+    put("topology.k8s.aws/zone-id", zone_id.into());
+    put("karpenter.sh/capacity-type", ct.as_str().into());
+    put("karpenter.k8s.aws/instance-category", category);
+    put("karpenter.k8s.aws/instance-generation", generation);
+    put("karpenter.k8s.aws/instance-family", t.family.clone());
+    put("karpenter.k8s.aws/instance-size", size.into());
+    put("karpenter.k8s.aws/instance-cpu", t.vcpu.to_string());
+    put("karpenter.k8s.aws/instance-memory", t.memory_mib.to_string());
+    put("karpenter.k8s.aws/instance-gpu-count", t.gpu_count.to_string());
+    put("karpenter.k8s.aws/instance-cpu-manufacturer", t.cpu_manufacturer.to_lowercase());
+    if let Some(h) = &t.hypervisor {
+        put("karpenter.k8s.aws/instance-hypervisor", h.clone());
+    }
+    l
+}
+
+/// One node-selector requirement (`key`, `operator`, `values`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Requirement {
+    /// Label key.
+    pub key: String,
+    /// In, NotIn, Exists, DoesNotExist, Gt, Lt.
+    pub operator: String,
+    /// Values.
+    pub values: Vec<String>,
+}
+
+impl Requirement {
+    /// Parses a `{key, operator, values}` object.
+    pub fn from_json(v: &Value) -> Option<Self> {
+        Some(Requirement {
+            key: v["key"].as_str()?.to_string(),
+            operator: v["operator"].as_str()?.to_string(),
+            values: v["values"].as_array().into_iter().flatten().filter_map(|x| x.as_str().map(String::from)).collect(),
+        })
+    }
+
+    /// Whether `labels` satisfy it.
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        let value = labels.get(&self.key);
+        let number = |s: &str| s.parse::<i64>().ok();
+        match self.operator.as_str() {
+            "In" => value.is_some_and(|v| self.values.contains(v)),
+            "NotIn" => value.is_none_or(|v| !self.values.contains(v)),
+            "Exists" => value.is_some(),
+            "DoesNotExist" => value.is_none(),
+            "Gt" => value
+                .and_then(|v| number(v))
+                .zip(self.values.first().and_then(|x| number(x)))
+                .is_some_and(|(a, b)| a > b),
+            "Lt" => value
+                .and_then(|v| number(v))
+                .zip(self.values.first().and_then(|x| number(x)))
+                .is_some_and(|(a, b)| a < b),
+            _ => false,
+        }
+    }
+}
+
+/// A NodePool's requirements (template requirements), as parsed requirements.
+pub fn pool_requirements(pool: &Value) -> Vec<Requirement> {
+    pool.pointer("/spec/template/spec/requirements")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Requirement::from_json)
+        .collect()
+}
+
+/// Every offering the cloud could launch now for `pool`: its requirements on well-known
+/// labels hold (requirements on other keys only label nodes), the type is offered in the
+/// zone with a price, the zone is not in an outage and the capacity pool is not empty.
+pub fn allowed_offerings(cloud: &FakeCloud, pool: &Value, now: Duration) -> Vec<Offering> {
+    let requirements = pool_requirements(pool);
+    let mut out = Vec::new();
+    for t in cloud.catalog().types() {
+        let alloc = allocatable(t);
+        for zone in cloud.catalog().zones() {
+            if !cloud.catalog().is_offered(&t.name, &zone.name) || cloud.zone_in_outage(&zone.name) {
+                continue;
+            }
+            for ct in [CapacityType::OnDemand, CapacityType::Spot] {
+                if !t.supports(ct.as_str()) {
+                    continue;
+                }
+                let labels = offering_labels(t, &zone.name, &zone.id, ct);
+                if !requirements.iter().all(|r| !labels.contains_key(&r.key) || r.matches(&labels)) {
+                    continue;
+                }
+                let price = match ct {
+                    CapacityType::OnDemand => t.on_demand_price,
+                    CapacityType::Spot => cloud.spot_price(&t.name, &zone.name, now),
+                };
+                let Some(price) = price.filter(|p| *p > 0.0) else { continue };
+                if cloud.peek_pool_free(&PoolKey::new(&t.name, &zone.name, ct)) == 0 {
+                    continue;
+                }
+                out.push(Offering {
+                    instance_type: t.name.clone(),
+                    zone: zone.name.clone(),
+                    capacity_type: ct,
+                    price,
+                    allocatable: alloc,
+                    labels,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Sum of the requests of DaemonSets that run on every node (no node selector or
+/// affinity): the overhead every new node carries.
+pub fn daemonset_overhead<'a>(daemonsets: impl IntoIterator<Item = &'a Value>) -> Resources {
+    let mut total = Resources::default();
+    for ds in daemonsets {
+        let spec = &ds["spec"]["template"]["spec"];
+        let selective = spec.get("nodeSelector").is_some_and(|v| v.as_object().is_some_and(|m| !m.is_empty()))
+            || spec.get("affinity").is_some_and(|v| !v.is_null());
+        if !selective {
+            total.add(&Resources::of_pod_spec(spec));
+        }
+    }
+    total
+}
+
+/// A pod's required node constraints against an offering's labels (plus the labels the
+/// pool puts on its nodes): nodeSelector and required node-affinity terms.
+pub fn pod_allows(pod: &Value, labels: &BTreeMap<String, String>) -> bool {
+    let spec = &pod["spec"];
+    if let Some(sel) = spec["nodeSelector"].as_object()
+        && !sel.iter().all(|(k, v)| labels.get(k).map(String::as_str) == v.as_str())
+    {
+        return false;
+    }
+    let terms = spec.pointer("/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms");
+    match terms.and_then(Value::as_array) {
+        Some(terms) if !terms.is_empty() => terms.iter().any(|term| {
+            term["matchExpressions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Requirement::from_json)
+                .all(|r| r.matches(labels))
+        }),
+        _ => true,
+    }
+}
+
+/// Whether a pod tolerates every NoSchedule/NoExecute taint of a pool's template.
+pub fn tolerates_pool(pod: &Value, pool: &Value) -> bool {
+    let tolerations: Vec<&Value> = pod["spec"]["tolerations"].as_array().into_iter().flatten().collect();
+    pool.pointer("/spec/template/spec/taints").and_then(Value::as_array).into_iter().flatten().all(|taint| {
+        tolerations.iter().any(|t| {
+            let key_ok = t["key"].as_str().is_none_or(|k| k.is_empty() || Some(k) == taint["key"].as_str());
+            let value_ok = t["operator"] == "Exists"
+                || t["value"] == taint["value"]
+                || (t["value"].is_null() && taint["value"].is_null());
+            let effect_ok = t["effect"].as_str().is_none_or(|e| e.is_empty() || Some(e) == taint["effect"].as_str());
+            key_ok && value_ok && effect_ok
+        })
+    })
+}
+
+/// The labels a pool puts on its nodes besides the offering's: template labels and
+/// single-valued `In` requirements.
+pub fn pool_node_labels(pool: &Value) -> BTreeMap<String, String> {
+    let mut labels: BTreeMap<String, String> = pool
+        .pointer("/spec/template/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
+        .unwrap_or_default();
+    for r in pool_requirements(pool) {
+        if r.operator == "In" && r.values.len() == 1 {
+            labels.entry(r.key.clone()).or_insert_with(|| r.values[0].clone());
+        }
+    }
+    if let Some(name) = pool["metadata"]["name"].as_str() {
+        labels.insert("karpenter.sh/nodepool".into(), name.into());
+    }
+    labels
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pod_requests_take_the_larger_of_containers_and_init_containers() {
+        let spec = json!({
+            "containers": [{"resources": {"requests": {"cpu": "250m", "memory": "512Mi"}}},
+                           {"resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+            "initContainers": [{"resources": {"requests": {"cpu": "2", "memory": "100Mi"}}}],
+            "overhead": {"cpu": "10m"}
+        });
+        let r = Resources::of_pod_spec(&spec);
+        assert_eq!(r.cpu, 2010.0);
+        assert_eq!(r.memory, 1536.0 * 1024.0 * 1024.0);
+        assert_eq!(r.pods, 1.0);
+    }
+
+    #[test]
+    fn requirements_follow_node_selector_semantics() {
+        let labels: BTreeMap<String, String> =
+            [("karpenter.k8s.aws/instance-generation".to_string(), "5".to_string())].into();
+        let r = |op: &str, v: &[&str]| Requirement {
+            key: "karpenter.k8s.aws/instance-generation".into(),
+            operator: op.into(),
+            values: v.iter().map(|s| s.to_string()).collect(),
+        };
+        assert!(r("Gt", &["2"]).matches(&labels));
+        assert!(!r("Lt", &["5"]).matches(&labels));
+        assert!(r("In", &["4", "5"]).matches(&labels));
+        assert!(!r("NotIn", &["5"]).matches(&labels));
+        assert!(r("Exists", &[]).matches(&labels));
+        assert!(!r("DoesNotExist", &[]).matches(&labels));
+    }
+}

@@ -1,0 +1,269 @@
+//! What the checker sees at one tick: the API server's objects and the fake cloud's
+//! instances, read from outside the controller and reduced to the fields invariants use.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dovetail_fakecloud::{FakeCloud, InstanceState};
+use serde_json::Value;
+
+use super::resources::Resources;
+use crate::apiserver::resources::ResourceKey;
+use crate::apiserver::store::Store;
+use crate::world::clock::{parse_rfc3339, sim_epoch};
+
+/// Tag Karpenter puts on an instance naming its NodeClaim.
+pub const NODECLAIM_TAG: &str = "karpenter.sh/nodeclaim";
+/// Tag naming the instance's NodePool.
+pub const NODEPOOL_TAG: &str = "karpenter.sh/nodepool";
+/// Label naming a node's or claim's NodePool.
+pub const NODEPOOL_LABEL: &str = "karpenter.sh/nodepool";
+/// Taint Karpenter puts on nodes it is disrupting.
+pub const DISRUPTED_TAINT: &str = "karpenter.sh/disrupted";
+
+/// A resource key by group and plural.
+pub fn key(group: &str, plural: &str) -> ResourceKey {
+    ResourceKey { group: group.into(), plural: plural.into() }
+}
+
+/// A Kubernetes timestamp as simulated time since the epoch.
+pub fn sim_time(value: &Value) -> Option<Duration> {
+    parse_rfc3339(value.as_str()?)?.duration_since(sim_epoch()).ok()
+}
+
+/// Whether an object's `status.conditions` has `kind=True`.
+pub fn condition_true(obj: &Value, kind: &str) -> bool {
+    obj.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|c| c.iter().any(|c| c["type"] == kind && c["status"] == "True"))
+}
+
+/// A NodeClaim as invariants see it.
+#[derive(Clone, Debug)]
+pub struct ClaimView {
+    /// Name.
+    pub name: String,
+    /// metadata.uid.
+    pub uid: String,
+    /// Its NodePool (label).
+    pub nodepool: String,
+    /// status.providerID, once launched.
+    pub provider_id: Option<String>,
+    /// status.nodeName, once registered.
+    pub node_name: Option<String>,
+    /// creationTimestamp.
+    pub created: Duration,
+    /// deletionTimestamp.
+    pub deleting_since: Option<Duration>,
+    /// Initialized=True.
+    pub initialized: bool,
+    /// InstanceTerminating=True.
+    pub instance_terminating: bool,
+}
+
+/// A Node as invariants see it.
+#[derive(Clone, Debug)]
+pub struct NodeView {
+    /// spec.providerID.
+    pub provider_id: String,
+    /// Its NodePool label, if managed.
+    pub nodepool: Option<String>,
+    /// Has a deletionTimestamp.
+    pub deleting: bool,
+    /// Carries the `karpenter.sh/disrupted` taint.
+    pub disrupted: bool,
+    /// Labelled `karpenter.sh/initialized=true`.
+    pub initialized: bool,
+}
+
+/// A fake-cloud instance as invariants see it.
+#[derive(Clone, Debug)]
+pub struct InstanceView {
+    /// Instance id.
+    pub id: String,
+    /// Instance type.
+    pub instance_type: String,
+    /// Zone.
+    pub zone: String,
+    /// pending or running (or stopping/stopped): still an instance someone pays for.
+    pub live: bool,
+    /// Launch time.
+    pub launched: Duration,
+    /// `karpenter.sh/nodeclaim` tag.
+    pub nodeclaim: Option<String>,
+    /// `karpenter.sh/nodepool` tag.
+    pub nodepool: Option<String>,
+    /// `aws:///zone/id`.
+    pub provider_id: String,
+    /// The cloud is taking it away (spot reclaim, scheduled event, state reason).
+    pub involuntary: bool,
+}
+
+/// The NodePool fields invariants need.
+#[derive(Clone, Debug)]
+pub struct PoolView {
+    /// Name.
+    pub name: String,
+    /// The manifest.
+    pub object: Arc<Value>,
+}
+
+/// The cluster and cloud at one tick. Pods are read separately (see `pods`), only when
+/// the store changed.
+#[derive(Clone, Debug, Default)]
+pub struct View {
+    /// Simulated time.
+    pub now: Duration,
+    /// Trace length at the tick.
+    pub trace_position: u64,
+    /// Store resourceVersion at the tick.
+    pub resource_version: u64,
+    /// NodePools by name.
+    pub pools: BTreeMap<String, PoolView>,
+    /// NodeClaims by name.
+    pub claims: BTreeMap<String, ClaimView>,
+    /// Nodes by name.
+    pub nodes: BTreeMap<String, NodeView>,
+    /// Every instance the cloud knows.
+    pub instances: Vec<InstanceView>,
+}
+
+impl View {
+    /// Reads the store's NodePools, NodeClaims and Nodes and the cloud's instances.
+    pub fn read(store: &Store, cloud: &FakeCloud, now: Duration) -> Self {
+        let mut view = View {
+            now,
+            trace_position: store.trace().len(),
+            resource_version: store.resource_version(),
+            ..View::default()
+        };
+        for pool in store.iter(&key("karpenter.sh", "nodepools"), None) {
+            let name = pool["metadata"]["name"].as_str().unwrap_or_default().to_string();
+            view.pools.insert(name.clone(), PoolView { name, object: pool.clone() });
+        }
+        for c in store.iter(&key("karpenter.sh", "nodeclaims"), None) {
+            let meta = &c["metadata"];
+            let name = meta["name"].as_str().unwrap_or_default().to_string();
+            view.claims.insert(
+                name.clone(),
+                ClaimView {
+                    name,
+                    uid: meta["uid"].as_str().unwrap_or_default().to_string(),
+                    nodepool: meta["labels"][NODEPOOL_LABEL].as_str().unwrap_or_default().to_string(),
+                    provider_id: c["status"]["providerID"].as_str().filter(|s| !s.is_empty()).map(String::from),
+                    node_name: c["status"]["nodeName"].as_str().filter(|s| !s.is_empty()).map(String::from),
+                    created: sim_time(&meta["creationTimestamp"]).unwrap_or_default(),
+                    deleting_since: sim_time(&meta["deletionTimestamp"]),
+                    initialized: condition_true(c, "Initialized"),
+                    instance_terminating: condition_true(c, "InstanceTerminating"),
+                },
+            );
+        }
+        for n in store.iter(&key("", "nodes"), None) {
+            let meta = &n["metadata"];
+            let name = meta["name"].as_str().unwrap_or_default().to_string();
+            let disrupted = n
+                .pointer("/spec/taints")
+                .and_then(Value::as_array)
+                .is_some_and(|t| t.iter().any(|t| t["key"] == DISRUPTED_TAINT));
+            view.nodes.insert(
+                name,
+                NodeView {
+                    provider_id: n["spec"]["providerID"].as_str().unwrap_or_default().to_string(),
+                    nodepool: meta["labels"][NODEPOOL_LABEL].as_str().map(String::from),
+                    deleting: meta.get("deletionTimestamp").is_some_and(|v| !v.is_null()),
+                    disrupted,
+                    initialized: meta["labels"]["karpenter.sh/initialized"] == "true",
+                },
+            );
+        }
+        for i in cloud.instances() {
+            view.instances.push(InstanceView {
+                id: i.id.clone(),
+                instance_type: i.instance_type.clone(),
+                zone: i.zone.clone(),
+                live: i.state.is_live(),
+                launched: i.launch_time,
+                nodeclaim: i.tags.get(NODECLAIM_TAG).cloned(),
+                nodepool: i.tags.get(NODEPOOL_TAG).cloned(),
+                provider_id: format!("aws:///{}/{}", i.zone, i.id),
+                involuntary: i.reclaim_at.is_some()
+                    || !i.scheduled_events.is_empty()
+                    || (i.state_reason.is_some()
+                        && i.state != InstanceState::Running
+                        && i.state != InstanceState::Pending)
+                    || matches!(i.state, InstanceState::Stopping | InstanceState::Stopped),
+            });
+        }
+        view
+    }
+
+    /// The live instance behind a claim, by providerID.
+    pub fn instance_of(&self, claim: &ClaimView) -> Option<&InstanceView> {
+        let pid = claim.provider_id.as_deref()?;
+        self.instances.iter().find(|i| i.provider_id == pid)
+    }
+}
+
+/// A pod as invariants see it.
+#[derive(Clone, Debug)]
+pub struct PodView {
+    /// `namespace/name`.
+    pub key: String,
+    /// metadata.uid.
+    pub uid: String,
+    /// creationTimestamp.
+    pub created: Duration,
+    /// spec.nodeName.
+    pub node_name: Option<String>,
+    /// Succeeded or Failed.
+    pub terminal: bool,
+    /// Has a deletionTimestamp.
+    pub terminating: bool,
+    /// Owned by a DaemonSet.
+    pub daemonset: bool,
+    /// Effective requests (containers, init containers, overhead).
+    pub requests: Resources,
+    /// The pod object.
+    pub object: Arc<Value>,
+}
+
+impl PodView {
+    /// Still wants to run: not terminal and not being deleted.
+    pub fn active(&self) -> bool {
+        !self.terminal && !self.terminating
+    }
+}
+
+/// Every pod in the store.
+pub fn read_pods(store: &Store) -> Vec<PodView> {
+    store
+        .iter(&key("", "pods"), None)
+        .map(|p| {
+            let meta = &p["metadata"];
+            PodView {
+                key: format!(
+                    "{}/{}",
+                    meta["namespace"].as_str().unwrap_or_default(),
+                    meta["name"].as_str().unwrap_or_default()
+                ),
+                uid: meta["uid"].as_str().unwrap_or_default().to_string(),
+                created: sim_time(&meta["creationTimestamp"]).unwrap_or_default(),
+                node_name: p["spec"]["nodeName"].as_str().filter(|s| !s.is_empty()).map(String::from),
+                terminal: matches!(p["status"]["phase"].as_str(), Some("Succeeded" | "Failed")),
+                terminating: meta.get("deletionTimestamp").is_some_and(|v| !v.is_null()),
+                daemonset: is_daemonset_pod(p),
+                requests: Resources::of_pod_spec(&p["spec"]),
+                object: p.clone(),
+            }
+        })
+        .collect()
+}
+
+/// Whether a pod is owned by a DaemonSet.
+pub fn is_daemonset_pod(pod: &Value) -> bool {
+    pod.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|o| o.iter().any(|o| o["kind"] == "DaemonSet"))
+}
