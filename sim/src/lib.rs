@@ -9,6 +9,7 @@ pub mod actors;
 pub mod apiserver;
 pub mod controller_host;
 pub mod kube_client;
+pub mod regressions;
 pub mod run;
 pub mod scenario;
 pub mod world;
