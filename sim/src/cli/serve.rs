@@ -48,7 +48,7 @@ pub struct ServeArgs {
 
 /// Serves until interrupted (Ctrl-C ends the process).
 pub fn serve(args: &ServeArgs) -> anyhow::Result<ExitCode> {
-    if !(args.speed > 0.0) {
+    if args.speed.is_nan() || args.speed <= 0.0 {
         anyhow::bail!("--speed {}: must be greater than 0 (1 is real time, 50 is 50× faster)", args.speed);
     }
     let mut cfg = WorldConfig::new(args.seed);

@@ -311,10 +311,11 @@ fn wait_with_timeout(
     }
 }
 
-/// The last meaningful line of a log, for a one-line reason.
+/// The error (or else the last) line of a log, for a one-line reason.
 fn tail(log: &Path) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
-    let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("(empty log)");
+    let error = text.lines().find(|l| l.starts_with("error") || l.contains("panicked"));
+    let last = error.or_else(|| text.lines().rev().find(|l| !l.trim().is_empty())).unwrap_or("(empty log)");
     format!("{last} (log in {})", log.display())
 }
 
