@@ -19,7 +19,7 @@ pub enum ControllerSpec {
 
 impl Default for ControllerSpec {
     fn default() -> Self {
-        ControllerSpec::Run(ControllerConfig::default())
+        ControllerSpec::Run(ControllerConfig { replicas: 1, ..ControllerConfig::default() })
     }
 }
 
