@@ -8,6 +8,7 @@
 pub mod actors;
 pub mod apiserver;
 pub mod controller_host;
+pub mod faults;
 pub mod kube_client;
 pub mod regressions;
 pub mod run;
