@@ -47,11 +47,13 @@ fn an_unknown_fault_field_is_an_error_with_its_location() {
 
 #[test]
 fn semantic_errors_name_the_field_and_the_allowed_values() {
-    let e = load(&format!("{HEADER}faults:\n  - at: 1m\n    for: 1m\n    zoneOutage: {{zone: us-east-9z}}\n")).unwrap_err();
+    let e =
+        load(&format!("{HEADER}faults:\n  - at: 1m\n    for: 1m\n    zoneOutage: {{zone: us-east-9z}}\n")).unwrap_err();
     assert!(e.contains("faults[0].zoneOutage") && e.contains("us-east-9z") && e.contains("us-east-1a"), "{e}");
     let e = load(&format!("{HEADER}faults:\n  - at: 1m\n    leaderFailover: {{}}\n")).unwrap_err();
     assert!(e.contains("replicas: 2"), "{e}");
-    let e = load(&format!("{HEADER}faults:\n  - at: 1m\n    partition: {{between: [controller, etcd]}}\n")).unwrap_err();
+    let e =
+        load(&format!("{HEADER}faults:\n  - at: 1m\n    partition: {{between: [controller, etcd]}}\n")).unwrap_err();
     assert!(e.contains("etcd") && e.contains("apiserver"), "{e}");
     let e = load(&format!("{HEADER}controller: nope\n")).unwrap_err();
     assert!(e.contains("line 3") && e.contains("none"), "{e}");

@@ -65,6 +65,8 @@ enum Command {
     },
     /// Serve a live simulated cluster on 127.0.0.1 for kubectl, paced at real time × speed.
     Serve {
+        /// A scenario to play live (default: an empty cluster).
+        scenario: Option<PathBuf>,
         /// Root seed of the world.
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -118,8 +120,8 @@ fn main() -> ExitCode {
             })
         }
         Command::Compare { base, candidate, all } => cli::compare::compare(&base, &candidate, all),
-        Command::Serve { seed, speed, pause_at, karpenter, port, kubeconfig } => {
-            cli::serve::serve(&cli::serve::ServeArgs { seed, speed, pause_at, port, kubeconfig, karpenter })
+        Command::Serve { scenario, seed, speed, pause_at, karpenter, port, kubeconfig } => {
+            cli::serve::serve(&cli::serve::ServeArgs { scenario, seed, speed, pause_at, port, kubeconfig, karpenter })
         }
         Command::Bench { what, samples } => cli::bench::bench(what, samples),
     };

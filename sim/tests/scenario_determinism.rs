@@ -26,7 +26,9 @@ fn same_seed_same_report_across_processes() {
     let b = run(5, &dir.join("b.json"));
     assert_eq!(a, b, "same seed, different reports");
     let report: serde_json::Value = serde_json::from_str(&a).unwrap();
-    for field in ["traceFingerprint", "invariants", "cost", "pending", "launches", "interruptions", "disruptions", "apiCalls"] {
+    for field in
+        ["traceFingerprint", "invariants", "cost", "pending", "launches", "interruptions", "disruptions", "apiCalls"]
+    {
         assert!(report.get(field).is_some(), "{field} missing");
     }
     std::fs::remove_dir_all(&dir).ok();

@@ -20,7 +20,7 @@ pub fn run(path: &Path, seed: u64, report_path: Option<&Path>, trace_path: Optio
     // Wall time is reported to the user only, never into the report.
     #[allow(clippy::disallowed_methods)]
     let started = std::time::Instant::now();
-    let mut options = RunOptions { progress: Some(progress_bar()) };
+    let mut options = RunOptions { progress: Some(progress_bar()), ..RunOptions::default() };
     let outcome = run::run_with(&loaded, seed, &mut options)?;
     let wall = started.elapsed();
     eprintln!();

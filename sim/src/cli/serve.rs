@@ -1,8 +1,10 @@
 //! `dovetail serve`: a simulated cluster, live, for kubectl.
 //!
-//! The world is the same turmoil world a run builds (API server with the cluster's actors,
-//! and with `--karpenter` the fake cloud and the production controller with a default
-//! NodePool), stepped on this thread and paced at real time × `--speed`. The same
+//! The world is the same turmoil world a run builds: with a scenario, the runner's own
+//! world (API server and actors, fake cloud, controller, faults, workloads) through
+//! [`dovetail_sim::run::RunOptions`]' `on_start`/`before_step` hooks; without one, the API
+//! server with the cluster's actors, and with `--karpenter` the fake cloud and the
+//! production controller with a default NodePool. It is stepped on this thread and paced at real time × `--speed`. The same
 //! `ApiServer` is also served over real TCP on 127.0.0.1 by a second thread, and a
 //! kubeconfig is written, so `kubectl get nodes,pods -w` shows the simulated cluster as it
 //! evolves and a user can create, delete and describe objects by hand. `--pause-at T`
@@ -31,6 +33,9 @@ use dovetail_sim::world::{Trace, WorldConfig, build_sim, derive_seed};
 /// What to serve and how fast.
 #[derive(Clone, Debug)]
 pub struct ServeArgs {
+    /// A scenario to play (its whole world, faults and workloads); none serves an empty
+    /// cluster.
+    pub scenario: Option<PathBuf>,
     /// Root seed of the world.
     pub seed: u64,
     /// Simulated seconds per real second.
@@ -51,6 +56,9 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     if args.speed.is_nan() || args.speed <= 0.0 {
         anyhow::bail!("--speed {}: must be greater than 0 (1 is real time, 50 is 50× faster)", args.speed);
     }
+    if let Some(path) = &args.scenario {
+        return serve_scenario(path, args);
+    }
     let mut cfg = WorldConfig::new(args.seed);
     // No client hosts, so turmoil never ends the world on its own: a year is "forever".
     cfg.duration = Duration::from_secs(365 * 24 * 3600);
@@ -68,6 +76,37 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         pacer.wait(sim.elapsed());
         sim.step().map_err(|e| anyhow::anyhow!("simulation failed at {}: {e}", SimDuration(sim.elapsed())))?;
         mirror_sim_elapsed(sim.elapsed());
+    }
+}
+
+/// Plays a scenario's world through the runner, paced, with its API server exposed; when
+/// the scenario's duration is over the world stays frozen at its end for inspection.
+fn serve_scenario(path: &Path, args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    let loaded = dovetail_sim::scenario::Loaded::from_file(path)?;
+    eprint!("# expanded scenario: {} --seed {}\n{}", path.display(), args.seed, loaded.expanded(args.seed));
+    let (port, kubeconfig) = (args.port, args.kubeconfig.clone());
+    let mut pacer = Pacer::new(args.speed, args.pause_at.map(|p| p.0));
+    let mut options = dovetail_sim::run::RunOptions {
+        on_start: Some(Box::new(move |server: &ApiServer| {
+            if let Err(e) = expose(server, port).and_then(|addr| announce(addr, &kubeconfig)) {
+                eprintln!("error: {e:#}");
+                std::process::exit(2);
+            }
+        })),
+        before_step: Some(Box::new(move |now| {
+            mirror_sim_elapsed(now);
+            pacer.wait(now);
+        })),
+        ..dovetail_sim::run::RunOptions::default()
+    };
+    let outcome = dovetail_sim::run::run_with(&loaded, args.seed, &mut options)?;
+    eprint!("{}", outcome.report.summary());
+    eprintln!(
+        "the scenario is over at simulated {}: the world is frozen, kubectl still works; Ctrl-C to stop",
+        loaded.scenario.duration
+    );
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
     }
 }
 

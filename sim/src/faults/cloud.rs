@@ -45,7 +45,10 @@ impl CloudState {
                 self.saved_pools.insert(id, saved);
             }
             DrawnFault::SpotInterruption { zone, fraction } => {
-                c.schedule_spot_storm(now, SpotStorm { zone: zone.clone(), instance_types: Vec::new(), fraction: *fraction });
+                c.schedule_spot_storm(
+                    now,
+                    SpotStorm { zone: zone.clone(), instance_types: Vec::new(), fraction: *fraction },
+                );
                 c.advance_to(now);
             }
             DrawnFault::ZoneOutage { zone } => {

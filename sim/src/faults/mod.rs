@@ -125,7 +125,11 @@ impl DrawnFault {
     /// Draws one occurrence of `spec` (validated).
     pub fn draw(spec: &FaultSpec, zones: &[String], _replicas: u8, rng: &mut SimRng) -> DrawnFault {
         let zone = |z: &str, rng: &mut SimRng| -> String {
-            if z == "random" && !zones.is_empty() { zones[rng.random_range(0..zones.len())].clone() } else { z.to_string() }
+            if z == "random" && !zones.is_empty() {
+                zones[rng.random_range(0..zones.len())].clone()
+            } else {
+                z.to_string()
+            }
         };
         let rate = |d: &Option<Dist<f64>>, rng: &mut SimRng| Dist::draw_or(d.as_ref(), 0.0, rng).clamp(0.0, 1.0);
         if let Some(s) = &spec.insufficient_capacity {

@@ -36,7 +36,13 @@ enum Item {
 }
 
 /// Adds the `driver` client host.
-pub fn add_driver(sim: &mut turmoil::Sim<'_>, loaded: &Loaded, objects: Vec<Timed>, server: &ApiServer, seed: u64) -> Arc<DriverLog> {
+pub fn add_driver(
+    sim: &mut turmoil::Sim<'_>,
+    loaded: &Loaded,
+    objects: Vec<Timed>,
+    server: &ApiServer,
+    seed: u64,
+) -> Arc<DriverLog> {
     let log = Arc::new(DriverLog::default());
     let install = loaded.install.clone();
     let manifests = loaded.scenario.manifests.clone();

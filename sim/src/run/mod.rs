@@ -50,6 +50,12 @@ pub type Progress = Box<dyn FnMut(Duration, Duration)>;
 pub struct RunOptions {
     /// Progress over simulated time (for progress bars).
     pub progress: Option<Progress>,
+    /// Called once with the world's API server before the first step (`dovetail serve`
+    /// also serves it on 127.0.0.1).
+    pub on_start: Option<Box<dyn FnOnce(&ApiServer)>>,
+    /// Called before every step with the simulated time; may block (`dovetail serve`'s
+    /// real-time pacing and `--pause-at`). Deterministic runs leave it unset.
+    pub before_step: Option<Box<dyn FnMut(Duration)>>,
 }
 
 /// Runs `loaded` with `seed`.
@@ -109,6 +115,9 @@ pub fn run_with(loaded: &Loaded, seed: u64, options: &mut RunOptions) -> anyhow:
     let mut observer = observe::Observer::default();
     let mut restarts = 0u64;
     let mut next_sample = Duration::ZERO;
+    if let Some(f) = options.on_start.take() {
+        f(&server);
+    }
     loop {
         let now = sim.elapsed();
         while events.last().is_some_and(|(at, _)| *at <= now) {
@@ -131,15 +140,36 @@ pub fn run_with(loaded: &Loaded, seed: u64, options: &mut RunOptions) -> anyhow:
         if now >= total {
             break;
         }
+        if let Some(f) = options.before_step.as_mut() {
+            f(now);
+        }
         sim.step().map_err(|e| anyhow::anyhow!("simulation failed at {}: {e}", SimDuration(now)))?;
     }
     let end = sim.elapsed();
-    let report = assemble(loaded, seed, &plan, &server, cloud.as_ref(), &observer, &faults, &trace, &log, end, restarts, observed.load(Ordering::Relaxed));
+    let report = assemble(
+        loaded,
+        seed,
+        &plan,
+        &server,
+        cloud.as_ref(),
+        &observer,
+        &faults,
+        &trace,
+        &log,
+        end,
+        restarts,
+        observed.load(Ordering::Relaxed),
+    );
     Ok(Outcome { report, trace })
 }
 
 /// The fake cloud, served as host `aws`, with the cluster's actors beside the API server.
-fn add_cloud(sim: &mut turmoil::Sim<'_>, server: &ApiServer, loaded: &Loaded, seed: u64) -> anyhow::Result<SharedCloud> {
+fn add_cloud(
+    sim: &mut turmoil::Sim<'_>,
+    server: &ApiServer,
+    loaded: &Loaded,
+    seed: u64,
+) -> anyhow::Result<SharedCloud> {
     let config = CloudConfig::new(derive_seed(seed, "cloud"), crate::world::clock::sim_epoch());
     let catalog = Catalog::load(&loaded.scenario.region)?;
     let cloud = shared(FakeCloud::new(config, catalog));

@@ -71,7 +71,9 @@ impl Observer {
         let deleting: Vec<Value> = store
             .iter(&rt.key(), None)
             .filter(|c| c.pointer("/metadata/deletionTimestamp").is_some())
-            .filter(|c| c.pointer("/metadata/name").and_then(Value::as_str).is_some_and(|n| !self.disrupted.contains_key(n)))
+            .filter(|c| {
+                c.pointer("/metadata/name").and_then(Value::as_str).is_some_and(|n| !self.disrupted.contains_key(n))
+            })
             .map(|c| (**c).clone())
             .collect();
         for claim in deleting {
@@ -136,7 +138,11 @@ fn disruption_reason(store: &Store, claim: &Value, now: Duration) -> String {
             }
             if matches!(
                 reason,
-                "SpotInterrupted" | "ScheduledChange" | "InstanceStopping" | "InstanceTerminating" | "CapacityReservationInterrupted"
+                "SpotInterrupted"
+                    | "ScheduledChange"
+                    | "InstanceStopping"
+                    | "InstanceTerminating"
+                    | "CapacityReservationInterrupted"
             ) {
                 return "Interrupted".into();
             }

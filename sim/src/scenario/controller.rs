@@ -134,7 +134,9 @@ impl<'de> Deserialize<'de> for ControllerSpec {
         impl<'de> Visitor<'de> for V {
             type Value = ControllerSpec;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("`none` or a map with replicas, batchIdleDuration, batchMaxDuration, featureGates, upgrades")
+                f.write_str(
+                    "`none` or a map with replicas, batchIdleDuration, batchMaxDuration, featureGates, upgrades",
+                )
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<ControllerSpec, E> {
                 match v {

@@ -56,11 +56,9 @@ impl<T: Sample> Dist<T> {
     pub fn max(&self) -> T {
         match self {
             Dist::Fixed(v) | Dist::Uniform(_, v) => v.clone(),
-            Dist::Choice(options) => options
-                .iter()
-                .cloned()
-                .reduce(|a, b| if b > a { b } else { a })
-                .expect("validated: non-empty"),
+            Dist::Choice(options) => {
+                options.iter().cloned().reduce(|a, b| if b > a { b } else { a }).expect("validated: non-empty")
+            }
         }
     }
 }

@@ -325,7 +325,11 @@ impl Scenario {
         let known: Vec<String> = catalog.zones().iter().map(|z| z.name.clone()).collect();
         for z in &self.zones {
             if !known.contains(z) {
-                return Err(format!("zones: unknown zone `{z}` in {}, expected one of {}", self.region, known.join(", ")));
+                return Err(format!(
+                    "zones: unknown zone `{z}` in {}, expected one of {}",
+                    self.region,
+                    known.join(", ")
+                ));
             }
         }
         Ok(if self.zones.is_empty() { known } else { self.zones.clone() })
@@ -391,8 +395,9 @@ impl Scenario {
             }
         };
         if replicas == 0 && !self.workloads.is_empty() {
-            return Err("workloads need a controller (nodes come from it), but the scenario has `controller: none`"
-                .into());
+            return Err(
+                "workloads need a controller (nodes come from it), but the scenario has `controller: none`".into()
+            );
         }
         let faults_until = self.phases.faults_until.unwrap_or(self.duration);
         let liveness_from = self.phases.liveness_from.unwrap_or(self.duration);

@@ -181,7 +181,11 @@ pub fn draw(scenario: &Scenario, zones: &[String], seed: u64) -> Plan {
                 let live = rng.random_bool(f.live.unwrap_or(0.5));
                 let per_hour = rate.draw(&mut rng).max(0.0);
                 swarm.push(SwarmDraw { entry: entry.clone(), kind: kind.to_string(), live, per_hour });
-                if live { poisson(&mut rng, per_hour, f.from.map_or(Duration::ZERO, |d| d.0), phases.faults_until.0) } else { Vec::new() }
+                if live {
+                    poisson(&mut rng, per_hour, f.from.map_or(Duration::ZERO, |d| d.0), phases.faults_until.0)
+                } else {
+                    Vec::new()
+                }
             }
             (None, None) => Vec::new(),
         };

@@ -88,7 +88,8 @@ pub fn workload_objects(workloads: &[Workload], plan: &Plan) -> Vec<Timed> {
             }
             (Workload::Job(j), WorkloadPlan::Jobs { jobs, .. }) => {
                 for job in jobs {
-                    let mut template = pod_template(&j.name, &j.pod, job.cpu, job.memory, Some(job.run_for.to_string()));
+                    let mut template =
+                        pod_template(&j.name, &j.pod, job.cpu, job.memory, Some(job.run_for.to_string()));
                     template["spec"]["restartPolicy"] = json!("Never");
                     out.push(Timed {
                         at: job.at.0,
