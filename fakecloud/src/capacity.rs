@@ -167,6 +167,12 @@ impl Pools {
         pool.free = (pool.free + 1).min(pool.size);
     }
 
+    /// A pool's state at `now` (created with its seeded size on first use), so a scenario
+    /// can restore it after emptying it.
+    pub fn snapshot(&mut self, key: &PoolKey, vcpu: u32, now: Duration) -> Pool {
+        self.entry(key, vcpu, now).clone()
+    }
+
     /// Scenario control: set a pool's free slots, size and refill period (`None` = no refill).
     /// Setting `free = 0` with no refill produces persistent ICE for that offering.
     pub fn set(&mut self, key: &PoolKey, free: u32, size: u32, refill_period: Option<Duration>, now: Duration) {

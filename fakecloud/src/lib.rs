@@ -93,7 +93,7 @@ mod throttle;
 mod timefmt;
 pub mod wire;
 
-pub use capacity::{CapacityType, PoolKey};
+pub use capacity::{CapacityType, Pool, PoolKey};
 pub use catalog::{Catalog, InstanceTypeInfo, InterruptionBucket, Zone, data_dir};
 pub use cloud::{FakeCloud, INITIAL_AMI_VERSION};
 pub use config::{CloudConfig, EPOCH_2026};

@@ -83,3 +83,93 @@ pub fn add_controller_host_with_faults(
         }
     });
 }
+
+/// The controller replicas of a scenario run: their host names, the settings the next
+/// (re)start reads (a rolling upgrade changes them), and the replicas whose process has
+/// exited and must be restarted (as the kubelet would restart the pod).
+#[derive(Clone)]
+pub struct Replicas {
+    /// Host names; each replica's leader identity is its host name.
+    pub hosts: Vec<String>,
+    /// Settings read at each start.
+    pub settings: Arc<std::sync::Mutex<Settings>>,
+    /// Replicas that exited (leadership lost, or `operator::run` returned), in order.
+    pub exited: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Replicas {
+    /// Takes the list of replicas that exited since the last call.
+    pub fn take_exited(&self) -> Vec<String> {
+        std::mem::take(&mut *self.exited.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// Adds `count` controller replicas (`controller`, then `controller-b`). With more than one,
+/// each runs leader election on the `karpenter-leader-election` Lease in `kube-system`, as
+/// the binary does, and only the leader runs the controllers. A replica whose leadership
+/// is lost or whose controller returns parks itself and is listed in `exited`; the runner
+/// restarts it (turmoil bounce), which drops every task it spawned, like a process exit.
+pub fn add_controller_replicas(sim: &mut turmoil::Sim<'_>, seed: u64, settings: Settings, count: u8) -> Replicas {
+    use dovetail_controller::runtime::leader::{LeaderElection, LeaderElectionConfig};
+    let hosts: Vec<String> = (0..count.max(1))
+        .map(|i| if i == 0 { CONTROLLER_HOST.to_string() } else { format!("{CONTROLLER_HOST}-{}", (b'a' + i) as char) })
+        .collect();
+    let replicas = Replicas {
+        hosts: hosts.clone(),
+        settings: Arc::new(std::sync::Mutex::new(settings)),
+        exited: Arc::new(std::sync::Mutex::new(Vec::new())),
+    };
+    let elect = hosts.len() > 1;
+    for host in hosts {
+        let replicas = replicas.clone();
+        let rng_seed = if host == CONTROLLER_HOST { derive_seed(seed, "controller") } else { derive_seed(seed, &host) };
+        sim.host(host.clone(), move || {
+            let (replicas, host) = (replicas.clone(), host.clone());
+            async move {
+                // Let the API server and cloud hosts bind first.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let settings = replicas.settings.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let region = settings.region.clone();
+                let kube = crate::kube_client::sim_kube_client("apiserver", API_PORT);
+                let mut leadership = if elect {
+                    let config = LeaderElectionConfig::new(crate::faults::network::LEASE_NAMESPACE, host.clone());
+                    Some(LeaderElection::new(kube.clone(), Arc::new(SimClock), config).acquire().await)
+                } else {
+                    None
+                };
+                let clients = Clients {
+                    kube,
+                    ec2: ec2_client(&SdkOptions::ec2(AWS_ENDPOINT, &region)),
+                    sqs: sqs_client(&SdkOptions::sqs(AWS_ENDPOINT, &region)),
+                    ssm: ssm_client(&SdkOptions::ec2(AWS_ENDPOINT, &region)),
+                };
+                let env = Environment {
+                    clock: Arc::new(SimClock),
+                    rng: SharedRng::from_seed(rng_seed),
+                    events: EventRecorder::new(),
+                    metrics: dovetail_controller::runtime::Metrics::new(),
+                    instance: host.clone(),
+                };
+                let lost = async {
+                    match leadership.as_mut() {
+                        Some(held) => held.lost().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                let why = tokio::select! {
+                    biased;
+                    reason = lost => format!("leader election lost: {reason}"),
+                    result = operator::run(clients, settings, env) => match result {
+                        Ok(()) => "controller returned".to_string(),
+                        Err(e) => format!("controller failed: {e:#}"),
+                    },
+                };
+                tracing::warn!(%host, "{why}; exiting");
+                replicas.exited.lock().unwrap_or_else(|e| e.into_inner()).push(host.clone());
+                std::future::pending::<()>().await;
+                Ok(())
+            }
+        });
+    }
+    replicas
+}

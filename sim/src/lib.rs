@@ -8,8 +8,10 @@
 pub mod actors;
 pub mod apiserver;
 pub mod controller_host;
+pub mod faults;
 pub mod invariants;
 pub mod kube_client;
+pub mod regressions;
 pub mod run;
 pub mod scenario;
 pub mod world;

@@ -32,8 +32,54 @@ enum Command {
         #[arg(long)]
         trace: Option<PathBuf>,
     },
-    /// Serve a simulated API server on 127.0.0.1 for kubectl and other clients.
+    /// Run every scenario × seed in parallel child processes; list every failing seed.
+    Sweep {
+        /// Scenario files or directories of `*.yaml` scenarios.
+        #[arg(required = true)]
+        scenarios: Vec<PathBuf>,
+        /// Seeds: `1..200` (both ends included), `7`, or a list like `1..10,42`.
+        #[arg(long, default_value = "1..10")]
+        seeds: cli::sweep::Seeds,
+        /// Parallel runs (default: the number of cores).
+        #[arg(long, short)]
+        jobs: Option<usize>,
+        /// Run only slice i of n (1-based), to split a sweep across machines.
+        #[arg(long)]
+        shard: Option<cli::sweep::Shard>,
+        /// Report directory: `<out>/<scenario>/<seed>.json`.
+        #[arg(long, default_value = "target/dovetail-sweep")]
+        out: PathBuf,
+        /// Kill and fail a run that takes longer than this many wall-clock seconds.
+        #[arg(long)]
+        timeout_secs: Option<u64>,
+    },
+    /// Compare two sweep directories; exit 1 if the candidate adds an invariant violation.
+    Compare {
+        /// The baseline sweep's `--out` directory.
+        base: PathBuf,
+        /// The candidate sweep's `--out` directory.
+        candidate: PathBuf,
+        /// Show unchanged seeds too.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Serve a live simulated cluster on 127.0.0.1 for kubectl, paced at real time × speed.
     Serve {
+        /// A scenario to play live (default: an empty cluster).
+        scenario: Option<PathBuf>,
+        /// Root seed of the world.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Simulated seconds per real second (`inf`: as fast as it goes).
+        #[arg(long, default_value_t = 1.0)]
+        speed: f64,
+        /// Freeze simulated time at this moment (e.g. `12m30s`) for inspection.
+        #[arg(long, value_parser = dovetail_sim::scenario::SimDuration::parse)]
+        pause_at: Option<dovetail_sim::scenario::SimDuration>,
+        /// Also run the fake cloud and the controller, with Karpenter's CRDs and a default
+        /// NodePool, so pending pods get nodes.
+        #[arg(long)]
+        karpenter: bool,
         /// Port on 127.0.0.1 (0 picks a free one).
         #[arg(long, default_value_t = 6443)]
         port: u16,
@@ -62,7 +108,21 @@ fn main() -> ExitCode {
         Command::Run { scenario, seed, report, trace } => {
             cli::run::run(&scenario, seed, report.as_deref(), trace.as_deref())
         }
-        Command::Serve { port, kubeconfig } => cli::serve::serve(port, &kubeconfig),
+        Command::Sweep { scenarios, seeds, jobs, shard, out, timeout_secs } => {
+            let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+            cli::sweep::sweep(&cli::sweep::SweepArgs {
+                paths: scenarios,
+                seeds,
+                jobs,
+                shard,
+                out,
+                timeout: timeout_secs.map(std::time::Duration::from_secs),
+            })
+        }
+        Command::Compare { base, candidate, all } => cli::compare::compare(&base, &candidate, all),
+        Command::Serve { scenario, seed, speed, pause_at, karpenter, port, kubeconfig } => {
+            cli::serve::serve(&cli::serve::ServeArgs { scenario, seed, speed, pause_at, port, kubeconfig, karpenter })
+        }
         Command::Bench { what, samples } => cli::bench::bench(what, samples),
     };
     match result {

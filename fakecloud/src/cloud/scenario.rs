@@ -82,6 +82,12 @@ impl FakeCloud {
         self.pools.free(key, vcpu, self.now)
     }
 
+    /// One pool's state now, so a scenario can restore it after an ICE fault.
+    pub fn pool(&mut self, key: &PoolKey) -> crate::capacity::Pool {
+        let vcpu = self.catalog.get(&key.instance_type).map_or(2, |t| t.vcpu);
+        self.pools.snapshot(key, vcpu, self.now)
+    }
+
     /// Pins a pool's spot price from `from` on.
     pub fn pin_spot_price(&mut self, instance_type: &str, zone: &str, from: Duration, price: f64) {
         self.market.pin_price(instance_type, zone, from, price);
@@ -135,6 +141,21 @@ impl FakeCloud {
             self.events.schedule(end, CloudEvent::ZoneOutageEnd(zone.to_string()));
         }
         Ok(())
+    }
+
+    /// Ends a zone outage at `at` (for outages scheduled without an end).
+    pub fn schedule_zone_outage_end(&mut self, zone: &str, at: Duration) {
+        self.events.schedule(at, CloudEvent::ZoneOutageEnd(zone.to_string()));
+    }
+
+    /// Keeps the cluster's subnets to `zones`: subnets elsewhere lose their tags, so no
+    /// subnet selector finds them (a cluster whose VPC spans fewer zones than the region).
+    pub fn restrict_subnets_to_zones(&mut self, zones: &[String]) {
+        for subnet in self.network.subnets.values_mut() {
+            if !zones.contains(&subnet.zone) {
+                subnet.tags = Default::default();
+            }
+        }
     }
 
     /// Creates the interruption queue (300 s retention, as Karpenter's CloudFormation does)

@@ -20,6 +20,9 @@ pub struct ApiFaults {
     pub error_rate: f64,
     /// P(409 Conflict) per write.
     pub conflict_rate: f64,
+    /// Extra delay before each watch event is delivered (slow watches), on top of the
+    /// server's configured delay. Read per event, so it can change while watches run.
+    pub watch_delay: std::time::Duration,
     rng: SimRng,
     /// How many faults were injected, by kind.
     pub injected: FaultCounts,
@@ -39,7 +42,14 @@ pub struct FaultCounts {
 impl ApiFaults {
     /// No faults; `rng` is used once rates are raised.
     pub fn none(rng: SimRng) -> Self {
-        Self { throttle_rate: 0.0, error_rate: 0.0, conflict_rate: 0.0, rng, injected: FaultCounts::default() }
+        Self {
+            throttle_rate: 0.0,
+            error_rate: 0.0,
+            conflict_rate: 0.0,
+            watch_delay: std::time::Duration::ZERO,
+            rng,
+            injected: FaultCounts::default(),
+        }
     }
 
     /// Decides whether this request fails.

@@ -401,6 +401,7 @@ impl ApiServer {
             bookmarks: q.allow_bookmarks,
             initial_end_bookmark: q.send_initial_events,
             delay: self.config.watch_delay,
+            faults: self.faults.clone(),
             bookmark_interval: self.config.bookmark_interval,
             table,
         };
@@ -672,6 +673,7 @@ struct WatchTask {
     bookmarks: bool,
     initial_end_bookmark: bool,
     delay: Duration,
+    faults: Arc<std::sync::Mutex<super::ApiFaults>>,
     bookmark_interval: Duration,
     table: bool,
 }
@@ -700,8 +702,9 @@ impl WatchTask {
                 biased;
                 msg = stream.rx.recv() => {
                     let Some(msg) = msg else { return };
-                    if !self.delay.is_zero() {
-                        tokio::time::sleep(self.delay).await;
+                    let delay = self.delay.max(self.faults.lock().unwrap_or_else(|e| e.into_inner()).watch_delay);
+                    if !delay.is_zero() {
+                        tokio::time::sleep(delay).await;
                     }
                     let expired = matches!(msg, WatchMsg::Expired(_));
                     if !self.send(&tx, msg, &mut last_rv) || expired {

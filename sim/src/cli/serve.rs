@@ -1,45 +1,313 @@
-//! `dovetail serve`: the simulated API server on 127.0.0.1, for kubectl.
+//! `dovetail serve`: a simulated cluster, live, for kubectl.
 //!
-//! Time here is real time from the simulated epoch (the world is interactive), and the
-//! cluster's actors (scheduler, kubelets, workload controllers) run beside the server. The
-//! server speaks plain HTTP on loopback only; the kubeconfig it writes points there.
+//! The world is the same turmoil world a run builds: with a scenario, the runner's own
+//! world (API server and actors, fake cloud, controller, faults, workloads) through
+//! [`dovetail_sim::run::RunOptions`]' `on_start`/`before_step` hooks; without one, the API
+//! server with the cluster's actors, and with `--karpenter` the fake cloud and the
+//! production controller with a default NodePool. It is stepped on this thread and paced at real time × `--speed`. The same
+//! `ApiServer` is also served over real TCP on 127.0.0.1 by a second thread, and a
+//! kubeconfig is written, so `kubectl get nodes,pods -w` shows the simulated cluster as it
+//! evolves and a user can create, delete and describe objects by hand. `--pause-at T`
+//! stops stepping at simulated time T: simulated time freezes while kubectl keeps working,
+//! so a failing state can be inspected.
+//!
+//! This mode is interactive and NOT deterministic: requests from kubectl arrive whenever
+//! the user sends them, and the pacing reads the wall clock. The simulation itself is
+//! still stepped on one thread; the TCP thread only reaches the world through the API
+//! server's store, under its lock, and reads simulated time published after every step
+//! ([`dovetail_sim::world::clock::mirror_sim_elapsed`]). Deterministic runs are `dovetail
+//! run` and `dovetail sweep`.
 
-use std::path::Path;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
-use dovetail_sim::apiserver::{ApiFaults, ApiServer, ServerConfig, Store, store::StoreConfig};
-use dovetail_sim::world::{Clock, Trace, derive_rng};
+use dovetail_sim::apiserver::{self, ApiServer};
+use dovetail_sim::scenario::SimDuration;
+use dovetail_sim::world::clock::mirror_sim_elapsed;
+use dovetail_sim::world::{Trace, WorldConfig, build_sim, derive_seed};
 
-/// Serves until interrupted.
-pub fn serve(port: u16, kubeconfig: &Path) -> anyhow::Result<ExitCode> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-            .await
-            .with_context(|| format!("binding 127.0.0.1:{port}"))?;
-        let addr = listener.local_addr()?;
-        let clock = Clock::RealTime { start: tokio::time::Instant::now() };
-        let store = Store::new(clock, derive_rng(0, "apiserver"), Trace::hash_only(), StoreConfig::default());
-        let server = ApiServer::new(store, ApiFaults::none(derive_rng(0, "apiserver-faults")), ServerConfig::default());
-        // The cluster's actors run beside the server, so a pod created with kubectl is
-        // scheduled (or marked Unschedulable) and run, as in a real cluster.
-        tokio::spawn(dovetail_sim::actors::runtime::run(server.clone(), dovetail_sim::actors::cluster_actors(0, None)));
-        std::fs::write(kubeconfig, kubeconfig_yaml(&format!("http://{addr}")))
-            .with_context(|| format!("writing {}", kubeconfig.display()))?;
-        // A closed stdout (a test harness that read what it needed) must not stop the server.
-        use std::io::Write as _;
-        let mut out = std::io::stdout();
-        let _ = writeln!(out, "serving on http://{addr}");
-        let _ = writeln!(out, "kubeconfig: {}   (export KUBECONFIG={})", kubeconfig.display(), kubeconfig.display());
-        let _ = out.flush();
-        tokio::select! {
-            biased;
-            _ = tokio::signal::ctrl_c() => {}
-            r = server.serve_tcp(listener) => r?,
+/// What to serve and how fast.
+#[derive(Clone, Debug)]
+pub struct ServeArgs {
+    /// A scenario to play (its whole world, faults and workloads); none serves an empty
+    /// cluster.
+    pub scenario: Option<PathBuf>,
+    /// Root seed of the world.
+    pub seed: u64,
+    /// Simulated seconds per real second.
+    pub speed: f64,
+    /// Freeze simulated time here.
+    pub pause_at: Option<SimDuration>,
+    /// Port on 127.0.0.1 (0 picks a free one).
+    pub port: u16,
+    /// Where the kubeconfig goes.
+    pub kubeconfig: PathBuf,
+    /// Also run the fake cloud and the controller, with Karpenter's CRDs and a default
+    /// NodePool and EC2NodeClass installed.
+    pub karpenter: bool,
+}
+
+/// Serves until interrupted (Ctrl-C ends the process).
+pub fn serve(args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    if args.speed.is_nan() || args.speed <= 0.0 {
+        anyhow::bail!("--speed {}: must be greater than 0 (1 is real time, 50 is 50× faster)", args.speed);
+    }
+    if let Some(path) = &args.scenario {
+        return serve_scenario(path, args);
+    }
+    let mut cfg = WorldConfig::new(args.seed);
+    // No client hosts, so turmoil never ends the world on its own: a year is "forever".
+    cfg.duration = Duration::from_secs(365 * 24 * 3600);
+    let mut sim = build_sim(&cfg);
+    let server = apiserver::sim_server(args.seed, Trace::hash_only());
+    if args.karpenter {
+        karpenter::add(&mut sim, &server, args.seed)?;
+    } else {
+        dovetail_sim::actors::add_cluster_host(&mut sim, &server, args.seed, None);
+    }
+    let addr = expose(&server, args.port)?;
+    announce(addr, &args.kubeconfig)?;
+    let mut pacer = Pacer::new(args.speed, args.pause_at.map(|p| p.0));
+    loop {
+        pacer.wait(sim.elapsed());
+        sim.step().map_err(|e| anyhow::anyhow!("simulation failed at {}: {e}", SimDuration(sim.elapsed())))?;
+        mirror_sim_elapsed(sim.elapsed());
+    }
+}
+
+/// Plays a scenario's world through the runner, paced, with its API server exposed; when
+/// the scenario's duration is over the world stays frozen at its end for inspection.
+fn serve_scenario(path: &Path, args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    let loaded = dovetail_sim::scenario::Loaded::from_file(path)?;
+    eprint!("# expanded scenario: {} --seed {}\n{}", path.display(), args.seed, loaded.expanded(args.seed));
+    let (port, kubeconfig) = (args.port, args.kubeconfig.clone());
+    let mut pacer = Pacer::new(args.speed, args.pause_at.map(|p| p.0));
+    let mut options = dovetail_sim::run::RunOptions {
+        on_start: Some(Box::new(move |server: &ApiServer| {
+            if let Err(e) = expose(server, port).and_then(|addr| announce(addr, &kubeconfig)) {
+                eprintln!("error: {e:#}");
+                std::process::exit(2);
+            }
+        })),
+        before_step: Some(Box::new(move |now| {
+            mirror_sim_elapsed(now);
+            pacer.wait(now);
+        })),
+        ..dovetail_sim::run::RunOptions::default()
+    };
+    let outcome = dovetail_sim::run::run_with(&loaded, args.seed, &mut options)?;
+    eprint!("{}", outcome.report.summary());
+    eprintln!(
+        "the scenario is over at simulated {}: the world is frozen, kubectl still works; Ctrl-C to stop",
+        loaded.scenario.duration
+    );
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+/// Serves `server` on 127.0.0.1:`port` from a second thread with its own tokio runtime;
+/// Ctrl-C there ends the process.
+pub fn expose(server: &ApiServer, port: u16) -> anyhow::Result<SocketAddr> {
+    let (tx, rx) = std::sync::mpsc::channel::<anyhow::Result<SocketAddr>>();
+    let server = server.clone();
+    std::thread::Builder::new().name("dovetail-serve-tcp".into()).spawn(move || {
+        let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(rt) => rt,
+            Err(e) => {
+                let _ = tx.send(Err(e.into()));
+                return;
+            }
+        };
+        rt.block_on(async move {
+            let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
+                Ok(l) => l,
+                Err(e) => {
+                    let _ = tx.send(Err(anyhow::Error::new(e).context(format!("binding 127.0.0.1:{port}"))));
+                    return;
+                }
+            };
+            let _ = tx.send(listener.local_addr().map_err(Into::into));
+            tokio::select! {
+                biased;
+                _ = tokio::signal::ctrl_c() => {}
+                r = server.serve_tcp(listener) => {
+                    if let Err(e) = r {
+                        eprintln!("error: serving: {e}");
+                    }
+                }
+            }
+            std::process::exit(0);
+        });
+    })?;
+    rx.recv().context("the serving thread ended before binding")?
+}
+
+/// Writes the kubeconfig and prints where the server is (first stdout line:
+/// `serving on http://...`, which tests read).
+fn announce(addr: SocketAddr, kubeconfig: &Path) -> anyhow::Result<()> {
+    std::fs::write(kubeconfig, kubeconfig_yaml(&format!("http://{addr}")))
+        .with_context(|| format!("writing {}", kubeconfig.display()))?;
+    // A closed stdout (a test harness that read what it needed) must not stop the server.
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "serving on http://{addr}");
+    let _ = writeln!(out, "kubeconfig: {}   (export KUBECONFIG={})", kubeconfig.display(), kubeconfig.display());
+    let _ = out.flush();
+    Ok(())
+}
+
+/// Keeps simulated time at real time × speed, and holds it at the pause point.
+pub struct Pacer {
+    speed: f64,
+    pause_at: Option<Duration>,
+    /// Real time at which simulated time was zero (moved forward while lagging, so a
+    /// slow stretch is not followed by a burst).
+    origin: std::time::Instant,
+    paused: bool,
+    last_status: Duration,
+}
+
+impl Pacer {
+    /// A pacer starting now.
+    pub fn new(speed: f64, pause_at: Option<Duration>) -> Self {
+        // Pacing an interactive world is what the wall clock is for; no run reads it.
+        #[allow(clippy::disallowed_methods)]
+        let origin = std::time::Instant::now();
+        Self { speed, pause_at, origin, paused: false, last_status: Duration::ZERO }
+    }
+
+    /// Blocks until simulated time `now` may advance by one more step.
+    pub fn wait(&mut self, now: Duration) {
+        if let Some(at) = self.pause_at
+            && now >= at
+        {
+            if !self.paused {
+                self.paused = true;
+                eprintln!(
+                    "paused at simulated {}: the world is frozen, kubectl still works; Ctrl-C to stop",
+                    SimDuration(now)
+                );
+            }
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            }
         }
-        Ok(ExitCode::SUCCESS)
-    })
+        if now >= self.last_status + Duration::from_secs(60) {
+            self.last_status = now;
+            eprintln!("simulated {}", SimDuration(Duration::from_secs(now.as_secs())));
+        }
+        if self.speed.is_infinite() {
+            return;
+        }
+        let due = self.origin + now.div_f64(self.speed);
+        #[allow(clippy::disallowed_methods)]
+        let real = std::time::Instant::now();
+        if due > real {
+            std::thread::sleep(due - real);
+        } else if real - due > Duration::from_secs(1) {
+            // Lagging by more than a second: forget the debt rather than sprint later.
+            self.origin += real - due - Duration::from_secs(1);
+        }
+    }
+}
+
+/// The fake cloud and the production controller, with Karpenter's CRDs and a default
+/// NodePool installed (`dovetail serve --karpenter`).
+mod karpenter {
+    use super::*;
+    use dovetail_fakecloud::wire::{Server, TurmoilClock, lock, serve_turmoil, shared};
+    use dovetail_fakecloud::{Catalog, CloudConfig, FakeCloud};
+    use dovetail_sim::controller_host::{INTERRUPTION_QUEUE, add_controller_host, default_settings};
+
+    /// Karpenter's general-purpose NodePool and its EC2NodeClass, for cluster `dovetail`.
+    const DEFAULT_POOL: &str = r#"
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  role: KarpenterNodeRole-dovetail
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: dovetail}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: dovetail}}]
+  amiSelectorTerms: [{alias: al2023@latest}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general-purpose}
+spec:
+  template:
+    spec:
+      requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+        - {key: kubernetes.io/os, operator: In, values: [linux]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}
+        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
+        - {key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["2"]}
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  limits: {cpu: "1000"}
+"#;
+
+    /// Karpenter's CRD manifests from `../shared/data/crds` (or `$DOVETAIL_CRDS`).
+    fn crds() -> anyhow::Result<Vec<serde_json::Value>> {
+        let dir = match std::env::var_os("DOVETAIL_CRDS") {
+            Some(d) => PathBuf::from(d),
+            None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/crds"),
+        };
+        let mut out = Vec::new();
+        for file in
+            ["karpenter.sh_nodepools.yaml", "karpenter.sh_nodeclaims.yaml", "karpenter.k8s.aws_ec2nodeclasses.yaml"]
+        {
+            let path = dir.join(file);
+            let text = std::fs::read_to_string(&path).with_context(|| {
+                format!("{}: Karpenter's CRDs (set DOVETAIL_CRDS to their directory)", path.display())
+            })?;
+            out.push(serde_saphyr::from_str(&text).with_context(|| path.display().to_string())?);
+        }
+        Ok(out)
+    }
+
+    pub fn add(sim: &mut turmoil::Sim<'_>, server: &ApiServer, seed: u64) -> anyhow::Result<()> {
+        let crds = crds()?;
+        let pool: Vec<serde_json::Value> = serde_saphyr::from_multiple(DEFAULT_POOL)?;
+        let config = CloudConfig::new(derive_seed(seed, "cloud"), dovetail_sim::world::clock::sim_epoch());
+        let cloud = shared(FakeCloud::new(config, Catalog::load("us-east-1")?));
+        lock(&cloud).create_interruption_queue(INTERRUPTION_QUEUE);
+        // Installed through the server's own request handler before anything runs, so the
+        // controller's first list finds them, with the same admission as kubectl apply.
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        for (obj, path) in crds.iter().map(|c| (c, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")).chain(
+            pool.iter().map(|o| {
+                let path = match o["kind"].as_str() {
+                    Some("NodePool") => "/apis/karpenter.sh/v1/nodepools",
+                    _ => "/apis/karpenter.k8s.aws/v1/ec2nodeclasses",
+                };
+                (o, path)
+            }),
+        ) {
+            let req = http::Request::post(path)
+                .header(http::header::CONTENT_TYPE, "application/json")
+                .body(http_body_util::Full::new(bytes::Bytes::from(obj.to_string())))?;
+            let resp = rt.block_on(server.handle(req));
+            if !resp.status().is_success() {
+                anyhow::bail!("installing {} {}: HTTP {}", obj["kind"], obj["metadata"]["name"], resp.status());
+            }
+        }
+        dovetail_sim::actors::add_cluster_host(sim, server, seed, Some(cloud.clone()));
+        let served = cloud.clone();
+        sim.host("aws", move || {
+            let served = served.clone();
+            async move {
+                let listener = turmoil::net::TcpListener::bind(("0.0.0.0", 80)).await?;
+                serve_turmoil(listener, Server::new(served, TurmoilClock, "http://aws:80")).await?;
+                Ok(())
+            }
+        });
+        add_controller_host(sim, seed, default_settings("us-east-1"));
+        Ok(())
+    }
 }
 
 fn kubeconfig_yaml(server: &str) -> String {

@@ -4,6 +4,7 @@
 //! (creationTimestamp, deletionTimestamp, condition times), billing and the trace all read
 //! it here, so a run is the same whatever day and machine it runs on.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::jiff::Timestamp;
@@ -37,7 +38,7 @@ impl Clock {
     /// Time since the simulated epoch.
     pub fn elapsed(&self) -> Duration {
         match self {
-            Clock::Simulated => turmoil::sim_elapsed().unwrap_or_default(),
+            Clock::Simulated => turmoil::sim_elapsed().unwrap_or_else(mirrored_sim_elapsed),
             Clock::RealTime { start } => start.elapsed(),
             Clock::Fixed(d) => *d,
         }
@@ -52,6 +53,22 @@ impl Clock {
     pub fn now_rfc3339(&self) -> String {
         rfc3339(self.now())
     }
+}
+
+/// Simulated time published by the thread that steps the simulation, for readers on other
+/// threads. Only `dovetail serve` publishes (its real-TCP thread serves the simulated API
+/// server, outside turmoil); in deterministic runs nothing does and this stays zero, as
+/// `turmoil::sim_elapsed()` outside a host always was.
+static MIRRORED_NANOS: AtomicU64 = AtomicU64::new(0);
+
+/// Publishes the simulation's elapsed time for threads outside turmoil (`dovetail serve`).
+pub fn mirror_sim_elapsed(elapsed: Duration) {
+    MIRRORED_NANOS.store(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+}
+
+/// The last time published by [`mirror_sim_elapsed`].
+fn mirrored_sim_elapsed() -> Duration {
+    Duration::from_nanos(MIRRORED_NANOS.load(Ordering::Relaxed))
 }
 
 /// Formats a time as Kubernetes does in `metav1.Time` (RFC 3339, seconds, `Z`).

@@ -1,0 +1,364 @@
+//! Runs a scenario in a deterministic world and reports what happened.
+//!
+//! The world is the API server with the cluster's actors, the fake cloud served as host
+//! `aws`, and the production controller (one or two replicas), or the API server alone for
+//! `controller: none`. A `driver` client installs the manifests and plays the workloads'
+//! timeline; the runner steps turmoil itself so that between steps it can start and heal
+//! faults, move between phases, restart controller replicas that exited, and sample the
+//! world every simulated second.
+
+pub mod driver;
+pub mod observe;
+pub mod report;
+pub mod steps;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::Api;
+use kube::runtime::watcher;
+
+pub use report::Report;
+
+use crate::apiserver::{self, ApiServer};
+use crate::controller_host::{INTERRUPTION_QUEUE, Replicas, add_controller_replicas, default_settings};
+use crate::faults::{Faults, Layers};
+use crate::kube_client::sim_kube_client;
+use crate::scenario::plan::Plan;
+use crate::scenario::{ControllerSpec, Loaded, SimDuration};
+use crate::world::{Trace, TraceEntry, WorldConfig, build_sim, derive_rng, derive_seed};
+use dovetail_fakecloud::wire::{Server, SharedCloud, TurmoilClock, lock, serve_turmoil, shared};
+use dovetail_fakecloud::{Catalog, CloudConfig, FakeCloud};
+use report::{CostSection, InvariantsSection, PendingSection, round};
+
+/// A finished run.
+pub struct Outcome {
+    /// The report.
+    pub report: Report,
+    /// The full trace.
+    pub trace: Trace,
+}
+
+/// Called with (simulated so far, total simulated) about every simulated second.
+pub type Progress = Box<dyn FnMut(Duration, Duration)>;
+
+/// Hooks into a run.
+#[derive(Default)]
+pub struct RunOptions {
+    /// Progress over simulated time (for progress bars).
+    pub progress: Option<Progress>,
+    /// Called once with the world's API server before the first step (`dovetail serve`
+    /// also serves it on 127.0.0.1).
+    pub on_start: Option<Box<dyn FnOnce(&ApiServer)>>,
+    /// Called before every step with the simulated time; may block (`dovetail serve`'s
+    /// real-time pacing and `--pause-at`). Deterministic runs leave it unset.
+    pub before_step: Option<Box<dyn FnMut(Duration)>>,
+}
+
+/// Runs `loaded` with `seed`.
+pub fn run(loaded: &Loaded, seed: u64) -> anyhow::Result<Outcome> {
+    run_with(loaded, seed, &mut RunOptions::default())
+}
+
+/// Something the runner does at a simulated time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    FaultStart(usize),
+    FaultStop(usize),
+    Heal,
+    Liveness,
+    Upgrade(usize, usize),
+}
+
+/// Runs `loaded` with `seed`, calling the hooks in `options`.
+pub fn run_with(loaded: &Loaded, seed: u64, options: &mut RunOptions) -> anyhow::Result<Outcome> {
+    let plan = loaded.plan(seed);
+    let total = plan.duration.0;
+    let mut cfg = WorldConfig::new(seed);
+    cfg.duration = total + Duration::from_secs(60);
+    let mut sim = build_sim(&cfg);
+    let trace = Trace::new();
+    let server = apiserver::sim_server(seed, trace.clone());
+
+    let (cloud, replicas) = match &loaded.scenario.controller {
+        ControllerSpec::None => {
+            apiserver::add_host(&mut sim, &server);
+            (None, None)
+        }
+        ControllerSpec::Run(config) => {
+            let cloud = add_cloud(&mut sim, &server, loaded, seed)?;
+            let mut settings = default_settings(&loaded.scenario.region);
+            config.apply_to(&mut settings);
+            let replicas = add_controller_replicas(&mut sim, seed, settings, config.replicas);
+            (Some(cloud), Some(replicas))
+        }
+    };
+    let objects = crate::scenario::render::workload_objects(&loaded.scenario.workloads, &plan);
+    let log = driver::add_driver(&mut sim, loaded, objects, &server, seed);
+    let observed = Arc::new(AtomicU64::new(0));
+    if cloud.is_none() {
+        add_watch_observer(&mut sim, observed.clone(), total);
+    }
+
+    let layers = Layers {
+        server: server.clone(),
+        cloud: cloud.clone(),
+        controllers: replicas.as_ref().map(|r| r.hosts.clone()).unwrap_or_default(),
+        trace: trace.clone(),
+    };
+    let mut faults = Faults::new(layers, derive_rng(seed, "fault-wiring"));
+    let mut events = timeline(&plan, loaded);
+    events.reverse();
+    let mut observer = observe::Observer::default();
+    let mut restarts = 0u64;
+    let mut next_sample = Duration::ZERO;
+    if let Some(f) = options.on_start.take() {
+        f(&server);
+    }
+    loop {
+        let now = sim.elapsed();
+        while events.last().is_some_and(|(at, _)| *at <= now) {
+            let Some((_, event)) = events.pop() else { break };
+            handle(&mut sim, &mut faults, &plan, loaded, replicas.as_ref(), &trace, event, now);
+        }
+        if let Some(r) = &replicas {
+            for host in r.take_exited() {
+                restarts += 1;
+                sim.bounce(host.as_str());
+            }
+        }
+        if now >= next_sample {
+            observer.sample(&server, cloud.as_ref(), now);
+            if let Some(p) = options.progress.as_mut() {
+                p(now.min(total), total);
+            }
+            next_sample += Duration::from_secs(1);
+        }
+        if now >= total {
+            break;
+        }
+        if let Some(f) = options.before_step.as_mut() {
+            f(now);
+        }
+        sim.step().map_err(|e| anyhow::anyhow!("simulation failed at {}: {e}", SimDuration(now)))?;
+    }
+    let end = sim.elapsed();
+    let report = assemble(
+        loaded,
+        seed,
+        &plan,
+        &server,
+        cloud.as_ref(),
+        &observer,
+        &faults,
+        &trace,
+        &log,
+        end,
+        restarts,
+        observed.load(Ordering::Relaxed),
+    );
+    Ok(Outcome { report, trace })
+}
+
+/// The fake cloud, served as host `aws`, with the cluster's actors beside the API server.
+fn add_cloud(
+    sim: &mut turmoil::Sim<'_>,
+    server: &ApiServer,
+    loaded: &Loaded,
+    seed: u64,
+) -> anyhow::Result<SharedCloud> {
+    let config = CloudConfig::new(derive_seed(seed, "cloud"), crate::world::clock::sim_epoch());
+    let catalog = Catalog::load(&loaded.scenario.region)?;
+    let cloud = shared(FakeCloud::new(config, catalog));
+    {
+        let mut c = lock(&cloud);
+        c.create_interruption_queue(INTERRUPTION_QUEUE);
+        if !loaded.scenario.zones.is_empty() {
+            c.restrict_subnets_to_zones(&loaded.zones);
+        }
+    }
+    crate::actors::add_cluster_host(sim, server, seed, Some(cloud.clone()));
+    let served = cloud.clone();
+    sim.host("aws", move || {
+        let served = served.clone();
+        async move {
+            let listener = turmoil::net::TcpListener::bind(("0.0.0.0", 80)).await?;
+            serve_turmoil(listener, Server::new(served, TurmoilClock, "http://aws:80")).await?;
+            Ok(())
+        }
+    });
+    Ok(cloud)
+}
+
+/// Counts pod and node watch events through kube-runtime's watcher (API-only scenarios).
+fn add_watch_observer(sim: &mut turmoil::Sim<'_>, observed: Arc<AtomicU64>, until: Duration) {
+    sim.client("observer", async move {
+        let client = sim_kube_client("apiserver", apiserver::API_PORT);
+        let pods = watcher(Api::<k8s_openapi::api::core::v1::Pod>::all(client.clone()), watcher::Config::default());
+        let nodes = watcher(Api::<k8s_openapi::api::core::v1::Node>::all(client), watcher::Config::default());
+        let events = futures::stream::select(pods.map(|e| e.is_ok()), nodes.map(|e| e.is_ok()));
+        let count = events.for_each(|ok| {
+            if ok {
+                observed.fetch_add(1, Ordering::Relaxed);
+            }
+            async {}
+        });
+        let _ = tokio::time::timeout(until, count).await;
+        Ok(())
+    });
+}
+
+/// The runner's events in time order (stable: equal times keep this order).
+fn timeline(plan: &Plan, loaded: &Loaded) -> Vec<(Duration, Event)> {
+    let mut events = Vec::new();
+    for (i, f) in plan.faults.iter().enumerate() {
+        events.push((f.at.0, Event::FaultStart(i)));
+        if let Some(until) = f.until {
+            events.push((until.0, Event::FaultStop(i)));
+        }
+    }
+    if plan.phases.faults_until < plan.duration {
+        events.push((plan.phases.faults_until.0, Event::Heal));
+    }
+    if plan.phases.liveness_from < plan.duration {
+        events.push((plan.phases.liveness_from.0, Event::Liveness));
+    }
+    if let ControllerSpec::Run(c) = &loaded.scenario.controller {
+        for (i, u) in c.upgrades.iter().enumerate() {
+            for r in 0..usize::from(c.replicas) {
+                events.push((u.at.0 + Duration::from_secs(30) * r as u32, Event::Upgrade(i, r)));
+            }
+        }
+    }
+    events.sort_by_key(|(at, _)| *at);
+    events
+}
+
+#[allow(clippy::too_many_arguments)]
+fn handle(
+    sim: &mut turmoil::Sim<'_>,
+    faults: &mut Faults,
+    plan: &Plan,
+    loaded: &Loaded,
+    replicas: Option<&Replicas>,
+    trace: &Trace,
+    event: Event,
+    now: Duration,
+) {
+    let phase = |name: &str| {
+        trace.record(TraceEntry { at: now, source: "runner", verb: "phase".into(), subject: name.into() });
+    };
+    match event {
+        Event::FaultStart(i) => {
+            let f = &plan.faults[i];
+            faults.start(sim, i, &f.fault, now);
+            if f.until.is_none() {
+                // Instant restarts: crash and start again at once.
+                faults.stop(sim, i, now);
+            }
+        }
+        Event::FaultStop(i) => faults.stop(sim, i, now),
+        Event::Heal => {
+            faults.heal_all(sim, now);
+            // The invariant checker's phase moves to Heal here.
+            phase("heal");
+        }
+        // The invariant checker's phase moves to Liveness here.
+        Event::Liveness => phase("liveness"),
+        Event::Upgrade(i, r) => {
+            let (ControllerSpec::Run(c), Some(replicas)) = (&loaded.scenario.controller, replicas) else { return };
+            if r == 0 {
+                let mut settings = replicas.settings.lock().unwrap_or_else(|e| e.into_inner());
+                c.upgrades[i].apply_to(&mut settings);
+            }
+            if let Some(host) = replicas.hosts.get(r) {
+                faults.bounce_controller(sim, host, now);
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn assemble(
+    loaded: &Loaded,
+    seed: u64,
+    plan: &Plan,
+    server: &ApiServer,
+    cloud: Option<&SharedCloud>,
+    observer: &observe::Observer,
+    faults: &Faults,
+    trace: &Trace,
+    log: &driver::DriverLog,
+    end: Duration,
+    restarts: u64,
+    watch_events: u64,
+) -> Report {
+    let store = server.store.lock().unwrap_or_else(|e| e.into_inner());
+    let mut objects = BTreeMap::new();
+    for t in store.registry().iter() {
+        let n = store.count(&t.key());
+        if n > 0 {
+            objects.insert(t.group_resource(), n);
+        }
+    }
+    let resource_version = store.resource_version();
+    drop(store);
+    let mut api_calls: BTreeMap<String, u64> = BTreeMap::new();
+    for e in trace.entries() {
+        if e.source == "apiserver" {
+            let resource = e.subject.split_whitespace().next().unwrap_or_default();
+            *api_calls.entry(format!("kube {} {resource}", e.verb)).or_default() += 1;
+        }
+    }
+    let (mut cost, mut launches) = (CostSection::default(), 0);
+    if let Some(cloud) = cloud {
+        let c = lock(cloud);
+        for call in &c.ledger().calls {
+            let name = match call.action.strip_prefix("SQS.") {
+                Some(a) => format!("sqs {a}"),
+                None => format!("ec2 {}", call.action),
+            };
+            *api_calls.entry(name).or_default() += 1;
+        }
+        launches = c.ledger().records.len() as u64;
+        let r = c.cost_report();
+        // The lower bound and gap come from the invariant checker once it lands.
+        cost = CostSection {
+            rate_per_hour: round(r.rate_usd_per_hour, 4),
+            lower_bound_per_hour: 0.0,
+            gap: 0.0,
+            total: round(r.total_usd, 4),
+        };
+    }
+    let p = observer.pending(end);
+    Report {
+        scenario: loaded.scenario.name.clone(),
+        seed,
+        simulated: plan.duration,
+        reproduce: format!("dovetail run {} --seed {seed}", loaded.path.display()),
+        trace_fingerprint: trace.fingerprint(),
+        trace_entries: trace.len(),
+        invariants: InvariantsSection::default(),
+        cost,
+        pending: PendingSection {
+            pods: p.pods,
+            p50_seconds: round(p.p50, 3),
+            p99_seconds: round(p.p99, 3),
+            max_seconds: round(p.max, 3),
+        },
+        launches,
+        interruptions: observer.interruptions(),
+        disruptions: observer.disruptions(),
+        api_calls,
+        faults: faults.started.clone(),
+        controller_restarts: restarts,
+        resource_version,
+        objects,
+        watch_events_observed: watch_events,
+        actions: log.actions.load(Ordering::Relaxed),
+        failures: log.failures.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+    }
+}

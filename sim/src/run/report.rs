@@ -1,0 +1,187 @@
+//! The machine-readable result of one run (the `--report` JSON) and its human summary.
+//!
+//! Nothing in it depends on the machine or the wall clock: two runs of the same scenario
+//! and seed serialise to the same bytes. Field names are camelCase; `dovetail compare`
+//! reads them.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::scenario::SimDuration;
+
+/// One run's report.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    /// Scenario name.
+    pub scenario: String,
+    /// Root seed.
+    pub seed: u64,
+    /// Simulated time covered.
+    pub simulated: SimDuration,
+    /// The one command that reproduces this run.
+    pub reproduce: String,
+    /// SHA-256 of the trace.
+    pub trace_fingerprint: String,
+    /// Trace length.
+    pub trace_entries: u64,
+    /// Invariants checked and violated.
+    pub invariants: InvariantsSection,
+    /// Cost at the end against the lower bound.
+    pub cost: CostSection,
+    /// How long pods waited for a node.
+    pub pending: PendingSection,
+    /// Instances that ran (billed).
+    pub launches: u64,
+    /// Instances interrupted (spot warnings, zone outages).
+    pub interruptions: u64,
+    /// NodeClaims deleted, by reason (Underutilized, Empty, Drifted, Expired, Interrupted, Other).
+    pub disruptions: BTreeMap<String, u64>,
+    /// API calls: `ec2 <Action>`, `sqs <Action>` (fake cloud) and `kube <verb> <resource>`
+    /// (API server mutations).
+    pub api_calls: BTreeMap<String, u64>,
+    /// Fault occurrences started, by kind.
+    pub faults: BTreeMap<String, u64>,
+    /// Controller replica restarts after an exit (leadership lost, controller error).
+    pub controller_restarts: u64,
+    /// The API server's final resourceVersion.
+    pub resource_version: u64,
+    /// Objects at the end, by `resource.group`.
+    pub objects: BTreeMap<String, usize>,
+    /// Watch events an observer received (API-only scenarios).
+    pub watch_events_observed: u64,
+    /// Scenario actions performed (each repetition counts).
+    pub actions: u64,
+    /// Actions that failed, with the API's answer. An action whose failure the scenario
+    /// expects (`expectCode`) is not listed.
+    pub failures: Vec<String>,
+}
+
+/// Invariants.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct InvariantsSection {
+    /// Names of the invariants checked.
+    pub checked: Vec<String>,
+    /// Violations found.
+    pub violations: Vec<ViolationReport>,
+}
+
+/// One violation.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ViolationReport {
+    /// Which invariant.
+    pub invariant: String,
+    /// Simulated time, e.g. `12m3s`.
+    pub at: SimDuration,
+    /// The objects involved, e.g. `Pod default/web-1`.
+    pub objects: Vec<String>,
+    /// What went wrong.
+    pub message: String,
+    /// Position in the trace.
+    pub trace_position: u64,
+}
+
+/// Cost.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CostSection {
+    /// USD per hour of the instances running at the end.
+    pub rate_per_hour: f64,
+    /// The provable lower bound (0 until the invariant checker provides it).
+    pub lower_bound_per_hour: f64,
+    /// rate / bound - 1 (0 when there is no bound).
+    pub gap: f64,
+    /// USD billed over the run.
+    pub total: f64,
+}
+
+/// Pending time.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingSection {
+    /// Pods observed.
+    pub pods: u64,
+    /// Median seconds from creation to binding.
+    pub p50_seconds: f64,
+    /// 99th percentile.
+    pub p99_seconds: f64,
+    /// Worst.
+    pub max_seconds: f64,
+}
+
+/// Rounds money and seconds so the JSON stays short (still deterministic).
+pub fn round(x: f64, places: i32) -> f64 {
+    let f = 10f64.powi(places);
+    (x * f).round() / f
+}
+
+impl Report {
+    /// Whether the run failed: an invariant was violated or an action failed.
+    pub fn failed(&self) -> bool {
+        !self.invariants.violations.is_empty() || !self.failures.is_empty()
+    }
+
+    /// The human summary `dovetail run` prints.
+    pub fn summary(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "scenario {} seed {}: {} simulated", self.scenario, self.seed, self.simulated);
+        let verdict = if self.invariants.violations.is_empty() { "ok" } else { "VIOLATED" };
+        let _ = writeln!(
+            s,
+            "  invariants   {verdict}: {} checked, {} violations",
+            self.invariants.checked.len(),
+            self.invariants.violations.len()
+        );
+        for v in &self.invariants.violations {
+            let _ = writeln!(
+                s,
+                "    {} at {} (trace #{}): {} [{}]",
+                v.invariant,
+                v.at,
+                v.trace_position,
+                v.message,
+                v.objects.join(", ")
+            );
+        }
+        let _ = writeln!(
+            s,
+            "  cost         ${:.3}/h (bound ${:.3}/h, gap {:.1}%), ${:.3} billed",
+            self.cost.rate_per_hour,
+            self.cost.lower_bound_per_hour,
+            self.cost.gap * 100.0,
+            self.cost.total
+        );
+        let _ = writeln!(
+            s,
+            "  pending      {} pods, p50 {:.1}s, p99 {:.1}s, max {:.1}s",
+            self.pending.pods, self.pending.p50_seconds, self.pending.p99_seconds, self.pending.max_seconds
+        );
+        let _ = writeln!(s, "  launches     {}", self.launches);
+        let _ = writeln!(s, "  interrupted  {}", self.interruptions);
+        let _ = writeln!(s, "  disruptions  {}", join(&self.disruptions));
+        let _ = writeln!(s, "  faults       {}", join(&self.faults));
+        if self.controller_restarts > 0 {
+            let _ = writeln!(s, "  restarts     {}", self.controller_restarts);
+        }
+        let total: u64 = self.api_calls.values().sum();
+        let mut top: Vec<(&String, &u64)> = self.api_calls.iter().collect();
+        top.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let top: Vec<String> = top.iter().take(8).map(|(k, v)| format!("{k} {v}")).collect();
+        let _ = writeln!(s, "  api calls    {total}: {}", top.join(", "));
+        for f in &self.failures {
+            let _ = writeln!(s, "  FAILED {f}");
+        }
+        s
+    }
+}
+
+fn join(m: &BTreeMap<String, u64>) -> String {
+    if m.is_empty() {
+        return "none".into();
+    }
+    m.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+}

@@ -1,0 +1,364 @@
+//! `faults:` — what goes wrong, and when.
+//!
+//! An entry names one fault kind (one key) and is either scheduled (`at`, with `for` for
+//! faults that last) or random (`perHour`: a Poisson process whose rate each seed draws,
+//! live in a seed with probability `live`, swarm-style, so a sweep explores fault mixes as
+//! well as timings). Every parameter may be a distribution, drawn per occurrence.
+
+use serde::{Deserialize, Serialize};
+
+use super::SimDuration;
+use super::dist::Dist;
+
+/// One fault entry.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct FaultSpec {
+    /// Scheduled: when it starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<SimDuration>,
+    /// Random: occurrences per hour (the rate is drawn once per seed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_hour: Option<Dist<f64>>,
+    /// Random: the probability that this entry is live at all in a seed (0.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<f64>,
+    /// Random: occurrences start from here (`0s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<SimDuration>,
+    /// How long each occurrence lasts (faults that last; drawn per occurrence). Everything
+    /// still active heals at `phases.faultsUntil`.
+    #[serde(default, rename = "for", skip_serializing_if = "Option::is_none")]
+    pub lasts: Option<Dist<SimDuration>>,
+
+    /// EC2 has no capacity in matching pools (`InsufficientInstanceCapacity`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insufficient_capacity: Option<IceSpec>,
+    /// Spot interruption warnings (2-minute notice, rebalance recommendations first per the
+    /// cloud's rebalance probability) for a share of running spot instances.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spot_interruption: Option<SpotStormSpec>,
+    /// A zone goes dark: its instances stop, launches there fail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone_outage: Option<ZoneSpec>,
+    /// EC2 throttles every action with a small token bucket (`RequestLimitExceeded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ec2_throttling: Option<ThrottleSpec>,
+    /// EC2 answers 500/503 at a rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ec2_errors: Option<RateSpec>,
+    /// New instances are invisible to DescribeInstances for a while.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub describe_lag: Option<LagSpec>,
+    /// SQS delivers late, twice, or out of order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sqs: Option<SqsSpec>,
+    /// The API server answers 429, 5xx or 409 at rates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_server_errors: Option<ApiErrorsSpec>,
+    /// Watch events arrive late (watches opened while it lasts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch_delay: Option<LagSpec>,
+    /// Every watch ends with 410 Gone and clients relist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch_expiry: Option<Empty>,
+    /// No packets between two endpoints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<LinkSpec>,
+    /// Extra latency between two endpoints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencySpec>,
+    /// A controller replica crashes, and restarts after `for` (immediately without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller_crash: Option<CrashSpec>,
+    /// The leader of two replicas crashes for `for` (30s); the other takes over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_failover: Option<Empty>,
+}
+
+/// The fault kinds, as written.
+pub const KINDS: &[&str] = &[
+    "insufficientCapacity",
+    "spotInterruption",
+    "zoneOutage",
+    "ec2Throttling",
+    "ec2Errors",
+    "describeLag",
+    "sqs",
+    "apiServerErrors",
+    "watchDelay",
+    "watchExpiry",
+    "partition",
+    "latency",
+    "controllerCrash",
+    "leaderFailover",
+];
+
+/// No parameters: `watchExpiry: {}`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Empty {}
+
+/// Which pools run dry.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct IceSpec {
+    /// Instance type names or prefixes ending in `*` (`m5.*`, `c*`); default every type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instance_types: Vec<String>,
+    /// Only the N cheapest (on-demand price) of the matching types.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cheapest: Option<u32>,
+    /// Zones (names, or `random` for one drawn zone); default every zone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zones: Vec<String>,
+    /// `spot` and/or `on-demand`; default both.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capacity_types: Vec<String>,
+}
+
+/// A spot interruption storm.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SpotStormSpec {
+    /// A zone name, `random`, or `all` (default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+    /// Share of matching spot instances interrupted (1.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fraction: Option<Dist<f64>>,
+}
+
+/// One zone.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ZoneSpec {
+    /// A zone name or `random`.
+    pub zone: String,
+}
+
+/// A token bucket per EC2 action.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ThrottleSpec {
+    /// Burst (10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<Dist<f64>>,
+    /// Tokens per second (1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refill_per_second: Option<Dist<f64>>,
+}
+
+/// A probability per call.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RateSpec {
+    /// In `[0, 1]`.
+    pub rate: Dist<f64>,
+}
+
+/// A delay.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LagSpec {
+    /// How long.
+    pub delay: Dist<SimDuration>,
+}
+
+/// SQS misbehaviour; unset parts stay off.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SqsSpec {
+    /// Extra delivery delay, up to this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<Dist<SimDuration>>,
+    /// P(a message is delivered twice).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_rate: Option<Dist<f64>>,
+    /// Shuffle delivery order.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reorder: bool,
+}
+
+/// API server error rates; unset rates stay 0.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ApiErrorsSpec {
+    /// P(429) per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttle_rate: Option<Dist<f64>>,
+    /// P(5xx) per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_rate: Option<Dist<f64>>,
+    /// P(409) per write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conflict_rate: Option<Dist<f64>>,
+}
+
+/// Endpoints a network fault sits between.
+pub const ENDPOINTS: &[&str] = &["controller", "leader", "apiserver", "aws"];
+
+/// Two endpoints: `controller` (every replica), `leader`, `apiserver`, `aws`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LinkSpec {
+    /// The pair.
+    pub between: [String; 2],
+}
+
+/// Latency on a link.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LatencySpec {
+    /// The pair.
+    pub between: [String; 2],
+    /// One-way latency.
+    pub latency: Dist<SimDuration>,
+}
+
+/// Which replica crashes.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CrashSpec {
+    /// `leader` (default) or `controller` (every replica).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+}
+
+impl FaultSpec {
+    /// The kind this entry sets, if exactly one.
+    pub fn kind(&self) -> Result<&'static str, String> {
+        let set: Vec<&'static str> = [
+            self.insufficient_capacity.is_some(),
+            self.spot_interruption.is_some(),
+            self.zone_outage.is_some(),
+            self.ec2_throttling.is_some(),
+            self.ec2_errors.is_some(),
+            self.describe_lag.is_some(),
+            self.sqs.is_some(),
+            self.api_server_errors.is_some(),
+            self.watch_delay.is_some(),
+            self.watch_expiry.is_some(),
+            self.partition.is_some(),
+            self.latency.is_some(),
+            self.controller_crash.is_some(),
+            self.leader_failover.is_some(),
+        ]
+        .iter()
+        .zip(KINDS)
+        .filter(|(on, _)| **on)
+        .map(|(_, k)| *k)
+        .collect();
+        match set.as_slice() {
+            [one] => Ok(one),
+            [] => Err(format!("no fault kind set; set one of: {}", KINDS.join(", "))),
+            many => Err(format!("one fault kind per entry, found {}", many.join(", "))),
+        }
+    }
+
+    /// Whether the kind happens at an instant (no `for`).
+    pub fn instantaneous(kind: &str) -> bool {
+        matches!(kind, "spotInterruption" | "watchExpiry")
+    }
+
+    /// Checks timing fields, the kind, zones, endpoints and distributions.
+    pub fn validate(&self, zones: &[String], replicas: u8) -> Result<(), String> {
+        let kind = self.kind()?;
+        if self.at.is_some() == self.per_hour.is_some() {
+            return Err(format!("{kind}: set exactly one of `at` (scheduled) and `perHour` (random)"));
+        }
+        if self.at.is_some() && (self.live.is_some() || self.from.is_some()) {
+            return Err(format!("{kind}: `live` and `from` are for random faults (`perHour`)"));
+        }
+        if let Some(live) = self.live
+            && !(0.0..=1.0).contains(&live)
+        {
+            return Err(format!("{kind}.live: {live} is not a probability in [0, 1]"));
+        }
+        if Self::instantaneous(kind) && self.lasts.is_some() {
+            return Err(format!("{kind} happens at an instant; remove `for`"));
+        }
+        if let Some(r) = &self.per_hour {
+            r.validate().map_err(|e| format!("{kind}.perHour: {e}"))?;
+        }
+        if let Some(d) = &self.lasts {
+            d.validate().map_err(|e| format!("{kind}.for: {e}"))?;
+        }
+        let zone_ok = |z: &str, extra: &[&str]| -> Result<(), String> {
+            if zones.iter().any(|x| x == z) || extra.contains(&z) {
+                Ok(())
+            } else {
+                let mut allowed: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+                allowed.extend(zones.iter().cloned());
+                Err(format!("{kind}: unknown zone `{z}`, expected one of {}", allowed.join(", ")))
+            }
+        };
+        let endpoint_ok = |e: &str| -> Result<(), String> {
+            if ENDPOINTS.contains(&e) {
+                Ok(())
+            } else {
+                Err(format!("{kind}: unknown endpoint `{e}`, expected one of {}", ENDPOINTS.join(", ")))
+            }
+        };
+        let rate_ok = |name: &str, d: &Option<Dist<f64>>| -> Result<(), String> {
+            if let Some(d) = d {
+                d.validate().map_err(|e| format!("{kind}.{name}: {e}"))?;
+                let max = d.max();
+                if !(0.0..=1.0).contains(&max) {
+                    return Err(format!("{kind}.{name}: {max} is not a probability in [0, 1]"));
+                }
+            }
+            Ok(())
+        };
+        if let Some(s) = &self.insufficient_capacity {
+            for z in &s.zones {
+                zone_ok(z, &["random"])?;
+            }
+            for c in &s.capacity_types {
+                if c != "spot" && c != "on-demand" {
+                    return Err(format!("{kind}: unknown capacity type `{c}`, expected one of spot, on-demand"));
+                }
+            }
+        }
+        if let Some(s) = &self.spot_interruption {
+            if let Some(z) = &s.zone {
+                zone_ok(z, &["random", "all"])?;
+            }
+            rate_ok("fraction", &s.fraction)?;
+        }
+        if let Some(s) = &self.zone_outage {
+            zone_ok(&s.zone, &["random"])?;
+        }
+        if let Some(s) = &self.ec2_errors {
+            rate_ok("rate", &Some(s.rate.clone()))?;
+        }
+        if let Some(s) = &self.sqs {
+            rate_ok("duplicateRate", &s.duplicate_rate)?;
+        }
+        if let Some(s) = &self.api_server_errors {
+            rate_ok("throttleRate", &s.throttle_rate)?;
+            rate_ok("errorRate", &s.error_rate)?;
+            rate_ok("conflictRate", &s.conflict_rate)?;
+        }
+        if let Some(s) = &self.partition {
+            s.between.iter().try_for_each(|e| endpoint_ok(e))?;
+        }
+        if let Some(s) = &self.latency {
+            s.between.iter().try_for_each(|e| endpoint_ok(e))?;
+        }
+        if let Some(s) = &self.controller_crash
+            && let Some(t) = &s.target
+            && t != "leader"
+            && t != "controller"
+        {
+            return Err(format!("{kind}.target: unknown target `{t}`, expected one of leader, controller"));
+        }
+        if matches!(kind, "controllerCrash" | "leaderFailover" | "partition" | "latency") && replicas == 0 {
+            return Err(format!("{kind} needs a controller, but the scenario has `controller: none`"));
+        }
+        if kind == "leaderFailover" && replicas < 2 {
+            return Err("leaderFailover needs `controller: {replicas: 2}`".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,113 @@
+//! `dovetail serve` as a process: the whole world (API server, actors, fake cloud,
+//! controller) paced at 50× real time, read over plain HTTP on 127.0.0.1 the way kubectl
+//! reads it. A pod created by hand gets a node launched by the controller; `--pause-at`
+//! freezes simulated time.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// Kills the server when the test ends, pass or fail.
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(args: &[&str]) -> Server {
+    let dir = std::env::temp_dir().join(format!("dovetail-serve-{}-{}", std::process::id(), args.len()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dovetail"))
+        .args(["serve", "--port", "0", "--kubeconfig"])
+        .arg(dir.join("kubeconfig"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("dovetail serve starts");
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    reader.read_line(&mut first).unwrap();
+    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+    let addr = first.trim().strip_prefix("serving on http://").unwrap_or_else(|| panic!("{first}")).to_string();
+    let kubeconfig = std::fs::read_to_string(dir.join("kubeconfig")).unwrap();
+    assert!(kubeconfig.contains(&format!("server: http://{addr}")), "{kubeconfig}");
+    Server { child, addr }
+}
+
+/// One HTTP/1.0 request (the server closes the connection after the response).
+fn request(addr: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let body = body.map(Value::to_string).unwrap_or_default();
+    write!(
+        s,
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nAccept: application/json\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no HTTP response: {raw}"));
+    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> Option<Value>) -> Value {
+    let mut waited = Duration::ZERO;
+    while waited < limit {
+        if let Some(v) = f() {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+        waited += Duration::from_millis(250);
+    }
+    panic!("{what}: not within {limit:?}");
+}
+
+#[test]
+fn serve_runs_the_controller_live_and_a_pending_pod_gets_a_node() {
+    let server = start(&["--karpenter", "--speed", "50"]);
+    let (code, pools) = request(&server.addr, "GET", "/apis/karpenter.sh/v1/nodepools", None);
+    assert_eq!(code, 200, "{pools}");
+    assert_eq!(pools["items"][0]["metadata"]["name"], "general-purpose");
+    let pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "by-hand", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "nginx",
+            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}
+    });
+    let (code, created) = request(&server.addr, "POST", "/api/v1/namespaces/default/pods", Some(&pod));
+    assert_eq!(code, 201, "{created}");
+    // Batching, launch, registration and readiness take a few simulated minutes: seconds here.
+    let node = wait_for("a node launched for the pod", Duration::from_secs(120), || {
+        let (_, nodes) = request(&server.addr, "GET", "/api/v1/nodes", None);
+        nodes["items"].as_array().and_then(|a| a.first().cloned())
+    });
+    assert_eq!(node["metadata"]["labels"]["karpenter.sh/nodepool"], "general-purpose", "{node}");
+    let bound = wait_for("the pod bound to a node", Duration::from_secs(120), || {
+        let (_, p) = request(&server.addr, "GET", "/api/v1/namespaces/default/pods/by-hand", None);
+        p["spec"]["nodeName"].as_str().map(|n| json!(n))
+    });
+    assert!(bound.as_str().is_some_and(|n| !n.is_empty()));
+}
+
+#[test]
+fn pause_at_freezes_simulated_time_while_the_api_keeps_serving() {
+    let server = start(&["--speed", "50", "--pause-at", "10s"]);
+    // Two real seconds would be 100 simulated seconds unpaused.
+    std::thread::sleep(Duration::from_secs(2));
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe", "namespace": "default"}});
+    let (code, created) = request(&server.addr, "POST", "/api/v1/namespaces/default/configmaps", Some(&cm));
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["metadata"]["creationTimestamp"], "2026-01-01T00:00:10Z", "{created}");
+}
