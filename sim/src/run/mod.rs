@@ -26,13 +26,14 @@ pub use report::Report;
 use crate::apiserver::{self, ApiServer};
 use crate::controller_host::{INTERRUPTION_QUEUE, Replicas, add_controller_replicas, default_settings};
 use crate::faults::{Faults, Layers};
+use crate::invariants::{Checker, InvariantsReport, Phase};
 use crate::kube_client::sim_kube_client;
 use crate::scenario::plan::Plan;
 use crate::scenario::{ControllerSpec, Loaded, SimDuration};
 use crate::world::{Trace, TraceEntry, WorldConfig, build_sim, derive_rng, derive_seed};
 use dovetail_fakecloud::wire::{Server, SharedCloud, TurmoilClock, lock, serve_turmoil, shared};
 use dovetail_fakecloud::{Catalog, CloudConfig, FakeCloud};
-use report::{CostSection, InvariantsSection, PendingSection, round};
+use report::{CostSection, InvariantsSection, PendingSection, ViolationReport, round};
 
 /// A finished run.
 pub struct Outcome {
@@ -113,6 +114,16 @@ pub fn run_with(loaded: &Loaded, seed: u64, options: &mut RunOptions) -> anyhow:
     let mut events = timeline(&plan, loaded);
     events.reverse();
     let mut observer = observe::Observer::default();
+    // The invariants are judged from outside the controller, over the API server's store
+    // and the fake cloud; API-only scenarios have no cloud to judge.
+    let invariant_config = loaded.scenario.invariants.clone().unwrap_or_default();
+    let mut checker = cloud.as_ref().map(|c| Checker::new(&invariant_config, &server, c));
+    if let Some(checker) = checker.as_mut()
+        && !plan.faults.is_empty()
+        && plan.phases.faults_until.0 > Duration::ZERO
+    {
+        checker.set_phase(Phase::Faults, Duration::ZERO);
+    }
     let mut restarts = 0u64;
     let mut next_sample = Duration::ZERO;
     if let Some(f) = options.on_start.take() {
@@ -122,6 +133,13 @@ pub fn run_with(loaded: &Loaded, seed: u64, options: &mut RunOptions) -> anyhow:
         let now = sim.elapsed();
         while events.last().is_some_and(|(at, _)| *at <= now) {
             let Some((_, event)) = events.pop() else { break };
+            if let Some(checker) = checker.as_mut() {
+                match event {
+                    Event::Heal => checker.set_phase(Phase::Heal, now),
+                    Event::Liveness => checker.set_phase(Phase::Liveness, now),
+                    _ => {}
+                }
+            }
             handle(&mut sim, &mut faults, &plan, loaded, replicas.as_ref(), &trace, event, now);
         }
         if let Some(r) = &replicas {
@@ -132,6 +150,9 @@ pub fn run_with(loaded: &Loaded, seed: u64, options: &mut RunOptions) -> anyhow:
         }
         if now >= next_sample {
             observer.sample(&server, cloud.as_ref(), now);
+            if let Some(checker) = checker.as_mut() {
+                checker.tick(now);
+            }
             if let Some(p) = options.progress.as_mut() {
                 p(now.min(total), total);
             }
@@ -146,6 +167,7 @@ pub fn run_with(loaded: &Loaded, seed: u64, options: &mut RunOptions) -> anyhow:
         sim.step().map_err(|e| anyhow::anyhow!("simulation failed at {}: {e}", SimDuration(now)))?;
     }
     let end = sim.elapsed();
+    let judged = checker.map(|c| c.finish(end));
     let report = assemble(
         loaded,
         seed,
@@ -159,6 +181,7 @@ pub fn run_with(loaded: &Loaded, seed: u64, options: &mut RunOptions) -> anyhow:
         end,
         restarts,
         observed.load(Ordering::Relaxed),
+        judged,
     );
     Ok(Outcome { report, trace })
 }
@@ -295,6 +318,7 @@ fn assemble(
     end: Duration,
     restarts: u64,
     watch_events: u64,
+    judged: Option<InvariantsReport>,
 ) -> Report {
     let store = server.store.lock().unwrap_or_else(|e| e.into_inner());
     let mut objects = BTreeMap::new();
@@ -325,15 +349,44 @@ fn assemble(
         }
         launches = c.ledger().records.len() as u64;
         let r = c.cost_report();
-        // The lower bound and gap come from the invariant checker once it lands.
+        let (bound, gap) =
+            judged.as_ref().map_or((0.0, 0.0), |j| (j.cost.lower_bound_per_hour, j.cost.gap.unwrap_or(0.0)));
         cost = CostSection {
             rate_per_hour: round(r.rate_usd_per_hour, 4),
-            lower_bound_per_hour: 0.0,
-            gap: 0.0,
+            lower_bound_per_hour: round(bound, 4),
+            gap: round(gap, 4),
             total: round(r.total_usd, 4),
         };
     }
     let p = observer.pending(end);
+    let pending = match &judged {
+        Some(j) => PendingSection {
+            pods: j.pending.pods as u64,
+            p50_seconds: round(j.pending.p50_seconds, 3),
+            p99_seconds: round(j.pending.p99_seconds, 3),
+            max_seconds: round(j.pending.max_seconds, 3),
+        },
+        None => PendingSection {
+            pods: p.pods,
+            p50_seconds: round(p.p50, 3),
+            p99_seconds: round(p.p99, 3),
+            max_seconds: round(p.max, 3),
+        },
+    };
+    let invariants = judged.map_or_else(InvariantsSection::default, |j| InvariantsSection {
+        checked: j.checked,
+        violations: j
+            .violations
+            .into_iter()
+            .map(|v| ViolationReport {
+                invariant: v.invariant,
+                at: SimDuration(v.at),
+                objects: v.objects,
+                message: v.message,
+                trace_position: v.trace_position,
+            })
+            .collect(),
+    });
     Report {
         scenario: loaded.scenario.name.clone(),
         seed,
@@ -341,14 +394,9 @@ fn assemble(
         reproduce: format!("dovetail run {} --seed {seed}", loaded.path.display()),
         trace_fingerprint: trace.fingerprint(),
         trace_entries: trace.len(),
-        invariants: InvariantsSection::default(),
+        invariants,
         cost,
-        pending: PendingSection {
-            pods: p.pods,
-            p50_seconds: round(p.p50, 3),
-            p99_seconds: round(p.p99, 3),
-            max_seconds: round(p.max, 3),
-        },
+        pending,
         launches,
         interruptions: observer.interruptions(),
         disruptions: observer.disruptions(),

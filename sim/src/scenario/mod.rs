@@ -162,7 +162,7 @@ pub struct Scenario {
     pub faults: Vec<FaultSpec>,
     /// The invariant checker's configuration (passed through to it).
     #[serde(default)]
-    pub invariants: Option<Value>,
+    pub invariants: Option<crate::invariants::InvariantConfig>,
     /// Phase boundaries.
     #[serde(default)]
     pub phases: Phases,
