@@ -44,7 +44,12 @@ fn spread_deployment(name: &str, replicas: u32, cpu: &str) -> serde_json::Value 
 }
 
 /// Waits until `count` pods of `app` run; returns the names of the nodes they run on.
-async fn wait_running(client: &kube::Client, app: &str, count: usize, limit: Duration) -> anyhow::Result<BTreeSet<String>> {
+async fn wait_running(
+    client: &kube::Client,
+    app: &str,
+    count: usize,
+    limit: Duration,
+) -> anyhow::Result<BTreeSet<String>> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let mut waited = Duration::ZERO;
     loop {
@@ -105,8 +110,12 @@ fn a_new_ami_release_drifts_every_node_claim_within_the_refresh_period() {
         for name in before.keys() {
             let claim = claims.get(name).await?;
             let annotations = claim.metadata.annotations.clone().unwrap_or_default();
-            for key in ["karpenter.sh/nodepool-hash", "karpenter.sh/nodepool-hash-version",
-                "karpenter.k8s.aws/ec2nodeclass-hash", "karpenter.k8s.aws/ec2nodeclass-hash-version"] {
+            for key in [
+                "karpenter.sh/nodepool-hash",
+                "karpenter.sh/nodepool-hash-version",
+                "karpenter.k8s.aws/ec2nodeclass-hash",
+                "karpenter.k8s.aws/ec2nodeclass-hash-version",
+            ] {
                 anyhow::ensure!(annotations.contains_key(key), "{name} lacks {key}: {annotations:?}");
             }
         }
@@ -179,10 +188,7 @@ fn a_template_edit_drifts_the_pool_but_a_still_satisfied_requirements_change_doe
             let now = drifted(&client).await?;
             let of_before: Vec<&Option<String>> = before.keys().filter_map(|n| now.get(n)).collect();
             if of_before.len() == before.len() && of_before.iter().all(|r| r.is_some()) {
-                anyhow::ensure!(
-                    of_before.iter().all(|r| r.as_deref() == Some("NodePoolDrifted")),
-                    "reasons: {now:?}"
-                );
+                anyhow::ensure!(of_before.iter().all(|r| r.as_deref() == Some("NodePoolDrifted")), "reasons: {now:?}");
                 eprintln!("every NodeClaim drifted {waited:?} after the template edit");
                 break;
             }

@@ -8,8 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use dovetail_controller::apis::NodeClaim;
-use dovetail_sim::controller_host::SimClock;
 use dovetail_controller::runtime::Clock;
+use dovetail_controller::runtime::clock::{add, elapsed};
+use dovetail_sim::controller_host::SimClock;
 use dovetail_tests::{client, general_purpose, install, karpenter_crds, karpenter_world};
 use k8s_openapi::api::core::v1::{Event, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -65,7 +66,12 @@ async fn app_pods(client: &kube::Client, app: &str) -> anyhow::Result<Vec<Pod>> 
 }
 
 /// Waits until `count` pods of `app` are Ready; returns their nodes.
-async fn wait_ready(client: &kube::Client, app: &str, count: usize, limit: Duration) -> anyhow::Result<BTreeSet<String>> {
+async fn wait_ready(
+    client: &kube::Client,
+    app: &str,
+    count: usize,
+    limit: Duration,
+) -> anyhow::Result<BTreeSet<String>> {
     let mut waited = Duration::ZERO;
     loop {
         let pods = app_pods(client, app).await?;
@@ -88,7 +94,10 @@ async fn claim_times(client: &kube::Client) -> anyhow::Result<BTreeMap<String, (
         .items
         .into_iter()
         .map(|c| {
-            (c.metadata.name.clone().unwrap_or_default(), (c.metadata.creation_timestamp, c.metadata.deletion_timestamp))
+            (
+                c.metadata.name.clone().unwrap_or_default(),
+                (c.metadata.creation_timestamp, c.metadata.deletion_timestamp),
+            )
         })
         .collect())
 }
@@ -119,7 +128,9 @@ fn expired_nodes_are_replaced_after_thirty_minutes_within_the_pdb() {
                 if let (Some(created), Some(deleted)) = (created, deleted)
                     && original.contains_key(name)
                 {
-                    deleted_after.entry(name.clone()).or_insert_with(|| deleted.0.duration_since(created.0).unsigned_abs());
+                    deleted_after
+                        .entry(name.clone())
+                        .or_insert_with(|| deleted.0.duration_since(created.0).unsigned_abs());
                 }
             }
             let gone = original.keys().all(|name| !now.contains_key(name));
@@ -179,14 +190,16 @@ fn an_expired_node_behind_a_blocking_pdb_is_drained_by_force_at_the_grace_period
         let deleted = deleted.expect("a deletion time");
         // The PDB allows no eviction: the pods stay until deletion + TGP, then are deleted with
         // the remaining grace (their deletionTimestamp lands at the deadline).
-        let deadline = deleted.0 + jiff::SignedDuration::from_secs(300);
+        let deadline = add(deleted.0, Duration::from_secs(300));
         let mut forced: Option<Time> = None;
         loop {
             let pods = app_pods(&client, "db").await?;
-            let on_old: Vec<&Pod> = pods.iter().filter(|p| node_of(p).is_some_and(|n| old_nodes.contains(&n))).collect();
+            let on_old: Vec<&Pod> =
+                pods.iter().filter(|p| node_of(p).is_some_and(|n| old_nodes.contains(&n))).collect();
             let now = SimClock.now();
             if forced.is_none()
-                && let Some(at) = on_old.iter().filter_map(|p| p.metadata.deletion_timestamp.clone()).min_by_key(|t| t.0)
+                && let Some(at) =
+                    on_old.iter().filter_map(|p| p.metadata.deletion_timestamp.clone()).min_by_key(|t| t.0)
             {
                 forced = Some(at);
             }
@@ -199,14 +212,14 @@ fn an_expired_node_behind_a_blocking_pdb_is_drained_by_force_at_the_grace_period
             if forced.is_some() && on_old.is_empty() {
                 break;
             }
-            anyhow::ensure!(now < deadline + jiff::SignedDuration::from_secs(120), "not drained 2 min past the deadline");
+            anyhow::ensure!(now < add(deadline, Duration::from_secs(120)), "not drained 2 min past the deadline");
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
         let forced = forced.expect("the pods were deleted");
-        let early = deadline.duration_since(forced.0);
+        let off = elapsed(forced.0, deadline) + elapsed(deadline, forced.0);
         anyhow::ensure!(
-            early.abs() <= jiff::SignedDuration::from_secs(15),
-            "pods deleted at {forced:?}, {early:?} from the deadline {deadline}"
+            off <= Duration::from_secs(15),
+            "pods deleted at {forced:?}, {off:?} from the deadline {deadline}"
         );
         // The node goes away and the pods run on a new one.
         let new_nodes = wait_ready(&client, "db", 2, Duration::from_secs(600)).await?;

@@ -157,7 +157,12 @@ spec:
             ..Default::default()
         }]);
         let mut old_version = claim(&pool);
-        old_version.metadata.annotations.as_mut().unwrap().insert(NODE_POOL_HASH_VERSION_ANNOTATION.into(), "v2".into());
+        old_version
+            .metadata
+            .annotations
+            .as_mut()
+            .unwrap()
+            .insert(NODE_POOL_HASH_VERSION_ANNOTATION.into(), "v2".into());
         assert_eq!(node_pool_drift(&edited, &old_version), None);
         let mut unstamped = claim(&pool);
         unstamped.metadata.annotations = None;

@@ -93,7 +93,11 @@ impl DriftController {
             let class = snapshot.node_classes.get(&claim.spec.node_class_ref.name).map(AsRef::as_ref);
             let launched = claim.is_condition_true(CONDITION_LAUNCHED);
             if let Some(annotations) = restamp(claim, pool, class, launched) {
-                tracing::info!(nodeclaim = claim.name_any(), ?annotations, "re-stamping hash annotations of an older hash version");
+                tracing::info!(
+                    nodeclaim = claim.name_any(),
+                    ?annotations,
+                    "re-stamping hash annotations of an older hash version"
+                );
                 patch_annotations(&self.client, claim.as_ref(), annotations).await;
                 continue;
             }

@@ -27,8 +27,7 @@ use crate::state::Cluster;
 
 /// Starts the drift and expiration controllers on the current runtime.
 pub fn spawn(client: kube::Client, cluster: Arc<Cluster>, cloud: Arc<dyn CloudProvider>, env: &Environment) {
-    let drift =
-        DriftController::new(client.clone(), cluster.clone(), cloud, env.clock.clone(), env.metrics.clone());
+    let drift = DriftController::new(client.clone(), cluster.clone(), cloud, env.clock.clone(), env.metrics.clone());
     tokio::spawn(drift.run());
     let expiration = Expiration::new(client, cluster, env.clock.clone(), env.events.clone(), env.metrics.clone());
     tokio::spawn(expiration.run());

@@ -12,9 +12,9 @@ use kube::ResourceExt;
 
 use super::instance_types::ami_requirements;
 use crate::apis::EC2NodeClass;
+use crate::apis::NodeClaim;
 use crate::apis::hash::ec2_node_class_hash;
 use crate::apis::labels::{EC2_NODE_CLASS_HASH_ANNOTATION, EC2_NODE_CLASS_HASH_VERSION_ANNOTATION};
-use crate::apis::NodeClaim;
 use crate::cloudprovider::{CloudError, DriftReason, InstanceType};
 
 /// What drift compares about a running instance (from DescribeInstances).
@@ -34,7 +34,12 @@ impl InstanceFacts {
         Self {
             image_id: instance.image_id().unwrap_or_default().to_owned(),
             subnet_id: instance.subnet_id().unwrap_or_default().to_owned(),
-            security_group_ids: instance.security_groups().iter().filter_map(|g| g.group_id()).map(str::to_owned).collect(),
+            security_group_ids: instance
+                .security_groups()
+                .iter()
+                .filter_map(|g| g.group_id())
+                .map(str::to_owned)
+                .collect(),
         }
     }
 }

@@ -314,9 +314,12 @@ impl AwsCloudProvider {
             launched_claim(claim, chosen, &self.settings.region, &zone, &plan.capacity_type, &instance_id, &image_id);
         // The class's static hash at launch, which NodeClassDrift compares against later.
         let annotations = launched.metadata.annotations.get_or_insert_with(BTreeMap::new);
-        annotations.insert(labels::EC2_NODE_CLASS_HASH_ANNOTATION.to_owned(), crate::apis::hash::ec2_node_class_hash(class));
         annotations
-            .insert(labels::EC2_NODE_CLASS_HASH_VERSION_ANNOTATION.to_owned(), labels::EC2_NODE_CLASS_HASH_VERSION.to_owned());
+            .insert(labels::EC2_NODE_CLASS_HASH_ANNOTATION.to_owned(), crate::apis::hash::ec2_node_class_hash(class));
+        annotations.insert(
+            labels::EC2_NODE_CLASS_HASH_VERSION_ANNOTATION.to_owned(),
+            labels::EC2_NODE_CLASS_HASH_VERSION.to_owned(),
+        );
         Ok(launched)
     }
 
