@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use dovetail_controller::apis::NodeClaim;
 use dovetail_controller::runtime::Clock;
+use dovetail_controller::runtime::clock::{add, elapsed};
 use dovetail_sim::controller_host::SimClock;
 use dovetail_tests::{client, general_purpose, install, karpenter_crds, karpenter_world};
 use k8s_openapi::api::core::v1::{Event, Pod};
@@ -189,7 +190,7 @@ fn an_expired_node_behind_a_blocking_pdb_is_drained_by_force_at_the_grace_period
         let deleted = deleted.expect("a deletion time");
         // The PDB allows no eviction: the pods stay until deletion + TGP, then are deleted with
         // the remaining grace (their deletionTimestamp lands at the deadline).
-        let deadline = deleted.0 + jiff::SignedDuration::from_secs(300);
+        let deadline = add(deleted.0, Duration::from_secs(300));
         let mut forced: Option<Time> = None;
         loop {
             let pods = app_pods(&client, "db").await?;
@@ -211,17 +212,14 @@ fn an_expired_node_behind_a_blocking_pdb_is_drained_by_force_at_the_grace_period
             if forced.is_some() && on_old.is_empty() {
                 break;
             }
-            anyhow::ensure!(
-                now < deadline + jiff::SignedDuration::from_secs(120),
-                "not drained 2 min past the deadline"
-            );
+            anyhow::ensure!(now < add(deadline, Duration::from_secs(120)), "not drained 2 min past the deadline");
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
         let forced = forced.expect("the pods were deleted");
-        let early = deadline.duration_since(forced.0);
+        let off = elapsed(forced.0, deadline) + elapsed(deadline, forced.0);
         anyhow::ensure!(
-            early.abs() <= jiff::SignedDuration::from_secs(15),
-            "pods deleted at {forced:?}, {early:?} from the deadline {deadline}"
+            off <= Duration::from_secs(15),
+            "pods deleted at {forced:?}, {off:?} from the deadline {deadline}"
         );
         // The node goes away and the pods run on a new one.
         let new_nodes = wait_ready(&client, "db", 2, Duration::from_secs(600)).await?;
