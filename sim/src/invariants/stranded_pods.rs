@@ -10,12 +10,15 @@ use super::resources::{Offering, allowed_offerings, daemonset_overhead, pod_allo
 use super::view::PodView;
 use super::{Ctx, Invariant, Violation, format_duration};
 
+/// Each NodePool's name with the offerings it allows.
+type PoolOfferings = Vec<(String, Vec<Offering>)>;
+
 /// The invariant; reports each pod once.
 #[derive(Default)]
 pub struct StrandedPods {
     reported: BTreeSet<String>,
     /// Offerings per pool, refreshed at most once a minute (prices and capacity drift).
-    offerings: Option<(Duration, Vec<(String, Vec<Offering>)>)>,
+    offerings: Option<(Duration, PoolOfferings)>,
 }
 
 impl StrandedPods {

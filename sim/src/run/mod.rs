@@ -46,6 +46,9 @@ pub struct Outcome {
 /// Called with (simulated so far, total simulated) about every simulated second.
 pub type Progress = Box<dyn FnMut(Duration, Duration)>;
 
+/// Called once with the world's API server before the first step.
+pub type OnStart = Box<dyn FnOnce(&ApiServer)>;
+
 /// Hooks into a run.
 #[derive(Default)]
 pub struct RunOptions {
@@ -53,7 +56,7 @@ pub struct RunOptions {
     pub progress: Option<Progress>,
     /// Called once with the world's API server before the first step (`dovetail serve`
     /// also serves it on 127.0.0.1).
-    pub on_start: Option<Box<dyn FnOnce(&ApiServer)>>,
+    pub on_start: Option<OnStart>,
     /// Called before every step with the simulated time; may block (`dovetail serve`'s
     /// real-time pacing and `--pause-at`). Deterministic runs leave it unset.
     pub before_step: Option<Box<dyn FnMut(Duration)>>,
