@@ -199,7 +199,7 @@ fn pod_blocker(pods: &[&Arc<Pod>], pdbs: &[PdbLimit], now: jiff::Timestamp) -> O
         }
         if let Some(pdb) = matching.first()
             && pdb.disruptions_allowed <= 0
-            && !(pdb.always_allow_unhealthy && !is_pod_ready(pod))
+            && (!pdb.always_allow_unhealthy || is_pod_ready(pod))
         {
             return Some(format!("pdb {:?} prevents pod evictions", pdb.key));
         }
