@@ -431,6 +431,17 @@ fn consolidate_after_ten_minutes_waits_ten_simulated_minutes() {
     assert!(first <= Duration::from_secs(900), "took {first:?}");
 }
 
+/// `deployment` with its pods spread evenly over zones (maxSkew 1, DoNotSchedule), so the
+/// settled cluster keeps a node in every zone and consolidation has several nodes to weigh.
+fn zone_spread(mut deployment: serde_json::Value) -> serde_json::Value {
+    let app = deployment["metadata"]["name"].clone();
+    deployment["spec"]["template"]["spec"]["topologySpreadConstraints"] = json!([{
+        "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": app}}
+    }]);
+    deployment
+}
+
 /// Consolidation actions (NodeClaims deleted by disruption) in the two simulated hours after a
 /// steady workload settled for 40 minutes.
 fn churn(seed: u64) -> (usize, usize) {
@@ -441,14 +452,15 @@ fn churn(seed: u64) -> (usize, usize) {
         install(
             &client,
             &[
-                deployment("a", 20, "700m", "1536Mi"),
+                deployment("a", 5, "700m", "1536Mi"),
                 deployment("b", 9, "1500m", "3Gi"),
-                deployment("c", 30, "250m", "512Mi"),
+                zone_spread(deployment("c", 30, "250m", "512Mi")),
             ],
         )
         .await?;
-        wait_running(&client, "a", 20, Duration::from_secs(900)).await?;
         wait_running(&client, "c", 30, Duration::from_secs(900)).await?;
+        wait_running(&client, "a", 5, Duration::from_secs(900)).await?;
+        scale_in_steps(&client, "a", &[10, 15, 20]).await?;
         scale(&client, "a", 11).await?;
         tokio::time::sleep(Duration::from_secs(40 * 60)).await;
         let settled: BTreeSet<String> =
