@@ -10,7 +10,7 @@ use std::time::Duration;
 use dovetail_controller::apis::NodeClaim;
 use dovetail_controller::apis::condition::StatusConditions;
 use dovetail_fakecloud::wire::{SharedCloud, lock};
-use dovetail_tests::{client, general_purpose, install, karpenter_crds, karpenter_world};
+use dovetail_tests::{client, general_purpose, install, karpenter_crds, karpenter_world_for};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::Api;
@@ -72,6 +72,16 @@ fn is_ready(pod: &Pod) -> bool {
             .as_ref()
             .and_then(|s| s.conditions.as_ref())
             .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// Scales `name` through `steps` replicas, waiting for each step to run, so that every step
+/// launches its own node(s) and the cluster ends up with several nodes to consolidate.
+async fn scale_in_steps(client: &kube::Client, name: &str, steps: &[u32]) -> anyhow::Result<()> {
+    for &replicas in steps {
+        scale(client, name, replicas).await?;
+        wait_running(client, name, replicas as usize, Duration::from_secs(900)).await?;
+    }
+    Ok(())
 }
 
 /// Waits until `count` pods with label `app` run.
@@ -216,15 +226,18 @@ async fn events(client: &kube::Client) -> anyhow::Result<Vec<Event>> {
 
 #[test]
 fn consolidation_reaches_a_careful_cost_without_breaking_pdbs_or_do_not_disrupt() {
-    let (mut sim, _server, cloud) = karpenter_world(3);
+    let (mut sim, _server, cloud) = karpenter_world_for(3, Duration::from_secs(2 * 3600));
     let shared = cloud.clone();
     let scenario = async move {
         let client = client();
         install(&client, &karpenter_crds()).await?;
         tokio::time::sleep(Duration::from_secs(1)).await;
         install(&client, &manifests(json!({"consolidateAfter": "30s"}))).await?;
-        install(&client, &[deployment("web", 40, "1", "2Gi")]).await?;
         install(&client, &[bare_pod("pinned", "250m", "256Mi", true)]).await?;
+        wait_running(&client, "pinned", 1, Duration::from_secs(300)).await?;
+        install(&client, &[deployment("web", 8, "1", "2Gi")]).await?;
+        wait_running(&client, "web", 8, Duration::from_secs(900)).await?;
+        scale_in_steps(&client, "web", &[16, 24, 32, 40]).await?;
         install(
             &client,
             &[json!({
@@ -294,12 +307,33 @@ fn consolidation_reaches_a_careful_cost_without_breaking_pdbs_or_do_not_disrupt(
     assert!(cost <= 1.5 * careful, "${cost:.3}/h is more than 1.5 × a careful ${careful:.3}/h");
 }
 
+/// Controller logs on stderr when `RUST_LOG` is set (e.g. `dovetail_controller::disruption=debug`).
+fn init_logs() {
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .without_time()
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
+}
+
 /// Runs `scenario` in a fresh world with `seed` and returns what it returned.
 fn run<T: Send + 'static>(
     seed: u64,
     scenario: impl std::future::Future<Output = anyhow::Result<T>> + 'static,
 ) -> (T, SharedCloud) {
-    let (mut sim, _server, cloud) = karpenter_world(seed);
+    run_for(seed, Duration::from_secs(2 * 3600), scenario)
+}
+
+/// [`run`] with a simulation allowed to last `duration` of simulated time.
+fn run_for<T: Send + 'static>(
+    seed: u64,
+    duration: Duration,
+    scenario: impl std::future::Future<Output = anyhow::Result<T>> + 'static,
+) -> (T, SharedCloud) {
+    init_logs();
+    let (mut sim, _server, cloud) = karpenter_world_for(seed, duration);
     let out = std::sync::Arc::new(std::sync::Mutex::new(None));
     let slot = out.clone();
     sim.client("test", async move {
@@ -323,9 +357,10 @@ fn a_budget_of_one_node_never_has_two_nodes_disrupting() {
     let ((max, total, nodes_before, nodes_after), _) = run(5, async move {
         let client = client();
         setup(&client, json!({"consolidateAfter": "30s", "budgets": [{"nodes": "1"}]})).await?;
-        install(&client, &[deployment("a", 24, "1", "2Gi"), deployment("b", 12, "500m", "1Gi")]).await?;
-        wait_running(&client, "a", 24, Duration::from_secs(900)).await?;
+        install(&client, &[deployment("a", 6, "1", "2Gi"), deployment("b", 12, "500m", "1Gi")]).await?;
+        wait_running(&client, "a", 6, Duration::from_secs(900)).await?;
         wait_running(&client, "b", 12, Duration::from_secs(900)).await?;
+        scale_in_steps(&client, "a", &[12, 18, 24]).await?;
         let nodes_before = look(&client).await?.nodes.len();
         scale(&client, "a", 4).await?;
         scale(&client, "b", 3).await?;
@@ -343,6 +378,7 @@ fn a_budget_of_one_node_never_has_two_nodes_disrupting() {
     });
     eprintln!("nodes {nodes_before} → {nodes_after}; {total} disrupted one at a time (max concurrent {max})");
     assert_eq!(max, 1);
+    assert!(total >= 2, "at least two nodes were consolidated, one at a time: {total}");
     assert!(nodes_after < nodes_before, "consolidation happened");
 }
 
@@ -395,23 +431,36 @@ fn consolidate_after_ten_minutes_waits_ten_simulated_minutes() {
     assert!(first <= Duration::from_secs(900), "took {first:?}");
 }
 
+/// `deployment` with its pods spread evenly over zones (maxSkew 1, DoNotSchedule), so the
+/// settled cluster keeps a node in every zone and consolidation has several nodes to weigh.
+fn zone_spread(mut deployment: serde_json::Value) -> serde_json::Value {
+    let app = deployment["metadata"]["name"].clone();
+    deployment["spec"]["template"]["spec"]["topologySpreadConstraints"] = json!([{
+        "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": app}}
+    }]);
+    deployment
+}
+
 /// Consolidation actions (NodeClaims deleted by disruption) in the two simulated hours after a
 /// steady workload settled for 40 minutes.
 fn churn(seed: u64) -> (usize, usize) {
-    let (counts, _) = run(seed, async move {
+    // Provisioning, 40 minutes settling and two hours watching: four simulated hours suffice.
+    let (counts, _) = run_for(seed, Duration::from_secs(4 * 3600), async move {
         let client = client();
         setup(&client, json!({"consolidateAfter": "30s"})).await?;
         install(
             &client,
             &[
-                deployment("a", 20, "700m", "1536Mi"),
+                deployment("a", 5, "700m", "1536Mi"),
                 deployment("b", 9, "1500m", "3Gi"),
-                deployment("c", 30, "250m", "512Mi"),
+                zone_spread(deployment("c", 30, "250m", "512Mi")),
             ],
         )
         .await?;
-        wait_running(&client, "a", 20, Duration::from_secs(900)).await?;
         wait_running(&client, "c", 30, Duration::from_secs(900)).await?;
+        wait_running(&client, "a", 5, Duration::from_secs(900)).await?;
+        scale_in_steps(&client, "a", &[10, 15, 20]).await?;
         scale(&client, "a", 11).await?;
         tokio::time::sleep(Duration::from_secs(40 * 60)).await;
         let settled: BTreeSet<String> =
@@ -440,8 +489,9 @@ fn when_empty_only_deletes_empty_nodes() {
     let ((terminating, nodes_before, nodes_after), _) = run(19, async move {
         let client = client();
         setup(&client, json!({"consolidateAfter": "30s", "consolidationPolicy": "WhenEmpty"})).await?;
-        install(&client, &[deployment("a", 16, "1", "2Gi")]).await?;
-        wait_running(&client, "a", 16, Duration::from_secs(900)).await?;
+        install(&client, &[deployment("a", 4, "1", "2Gi")]).await?;
+        wait_running(&client, "a", 4, Duration::from_secs(900)).await?;
+        scale_in_steps(&client, "a", &[8, 12, 16]).await?;
         let nodes_before = look(&client).await?.nodes.len();
         scale(&client, "a", 5).await?;
         tokio::time::sleep(Duration::from_secs(30 * 60)).await;

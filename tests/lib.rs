@@ -48,9 +48,18 @@ pub fn ready_node(name: &str, zone: &str, cpu: u32, mem_gi: u32) -> k8s_openapi:
 /// A cluster world whose nodes are the fake cloud's instances (us-east-1), with the
 /// cloud also served as the `aws` host.
 pub fn cloud_world<'a>(seed: u64) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::wire::SharedCloud) {
+    cloud_world_for(seed, WorldConfig::new(seed).duration)
+}
+
+/// [`cloud_world`] whose simulation may run for `duration` of simulated time.
+pub fn cloud_world_for<'a>(
+    seed: u64,
+    duration: std::time::Duration,
+) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::wire::SharedCloud) {
     use dovetail_fakecloud::wire::{Server, TurmoilClock, serve_turmoil, shared};
     use dovetail_fakecloud::{Catalog, CloudConfig, FakeCloud};
-    let cfg = WorldConfig::new(seed);
+    let mut cfg = WorldConfig::new(seed);
+    cfg.duration = duration;
     let mut sim = build_sim(&cfg);
     let server = apiserver::sim_server(seed, Trace::new());
     let config =
@@ -121,7 +130,15 @@ pub fn general_purpose(capacity_types: &[&str], limits: Option<serde_json::Value
 /// A world with the API server and cluster actors, the fake cloud (`aws`) and the production
 /// controller (`controller`). The caller installs CRDs and manifests through a client.
 pub fn karpenter_world<'a>(seed: u64) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::wire::SharedCloud) {
-    karpenter_world_with(seed, dovetail_sim::kube_client::ClientFaults::default())
+    karpenter_world_for(seed, WorldConfig::new(seed).duration)
+}
+
+/// [`karpenter_world`] whose simulation may run for `duration` of simulated time.
+pub fn karpenter_world_for<'a>(
+    seed: u64,
+    duration: std::time::Duration,
+) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::wire::SharedCloud) {
+    karpenter_world_full(seed, duration, dovetail_sim::kube_client::ClientFaults::default())
 }
 
 /// [`karpenter_world`] whose controller's kube client injects `faults`.
@@ -129,7 +146,16 @@ pub fn karpenter_world_with<'a>(
     seed: u64,
     faults: dovetail_sim::kube_client::ClientFaults,
 ) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::wire::SharedCloud) {
-    let (mut sim, server, cloud) = cloud_world(seed);
+    karpenter_world_full(seed, WorldConfig::new(seed).duration, faults)
+}
+
+/// [`karpenter_world`] with a simulation length and client-side faults.
+pub fn karpenter_world_full<'a>(
+    seed: u64,
+    duration: std::time::Duration,
+    faults: dovetail_sim::kube_client::ClientFaults,
+) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::wire::SharedCloud) {
+    let (mut sim, server, cloud) = cloud_world_for(seed, duration);
     dovetail_fakecloud::wire::lock(&cloud).create_interruption_queue(dovetail_sim::controller_host::INTERRUPTION_QUEUE);
     let settings = dovetail_sim::controller_host::default_settings("us-east-1");
     dovetail_sim::controller_host::add_controller_host_with_faults(&mut sim, seed, settings, faults);
