@@ -203,7 +203,6 @@ fn a_template_edit_drifts_the_pool_but_a_still_satisfied_requirements_change_doe
 }
 
 #[test]
-#[ignore = "needs the disruption loop (issue 6)"]
 fn drift_rollout_respects_budget() {
     let (mut sim, _server, cloud) = karpenter_world(33);
     let scenario = async move {
