@@ -190,27 +190,15 @@ fn allowed_types(cloud: &SharedCloud) -> Vec<(f64, f64, f64)> {
         .collect()
 }
 
-/// The cheapest fractional mix of at most two types covering `cpu` vCPUs and `mem` GiB (an LP
-/// with two constraints has an optimal vertex using at most two variables).
+/// The LP lower bound over `(cpu, memory, price)` types: the invariant checker's own bound.
 fn lp_lower_bound(types: &[(f64, f64, f64)], cpu: f64, mem: f64) -> f64 {
-    let mut best = f64::MAX;
-    for &(c, m, p) in types {
-        best = best.min((cpu / c).max(mem / m) * p);
-    }
-    for (i, &(c1, m1, p1)) in types.iter().enumerate() {
-        for &(c2, m2, p2) in &types[i + 1..] {
-            let det = c1 * m2 - c2 * m1;
-            if det.abs() < 1e-9 {
-                continue;
-            }
-            let x = (cpu * m2 - c2 * mem) / det;
-            let y = (c1 * mem - cpu * m1) / det;
-            if x >= 0.0 && y >= 0.0 {
-                best = best.min(x * p1 + y * p2);
-            }
-        }
-    }
-    best
+    use dovetail_sim::invariants::cost_bound::{Supply, lower_bound};
+    use dovetail_sim::invariants::resources::Resources;
+    let supply: Vec<Supply> = types
+        .iter()
+        .map(|&(c, m, price)| Supply { capacity: Resources { cpu: c, memory: m, pods: 0.0 }, price })
+        .collect();
+    lower_bound(&supply, &Resources { cpu, memory: mem, pods: 0.0 }).expect("an allowed type covers the demand")
 }
 
 /// The cheapest single allowed type that holds `cpu` vCPUs and `mem` GiB plus ~10% kubelet
