@@ -194,6 +194,7 @@ impl FakeCloud {
         let (candidates, mut errors) = self.fleet_candidates(req)?;
         self.fleet_count += 1;
         let fleet_id = format!("fleet-{}", self.ids.uuid());
+        self.fleet_targets.insert(fleet_id.clone(), req.total_target_capacity);
         let reservation_id = self.ids.long("r");
         let (spot_units, od_units) = split_target(req);
         let mut out = CreateFleetOutput { fleet_id: fleet_id.clone(), instances: Vec::new(), errors: Vec::new() };

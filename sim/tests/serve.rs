@@ -77,8 +77,12 @@ fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> Option<Value>) -
 #[test]
 fn serve_runs_the_controller_live_and_a_pending_pod_gets_a_node() {
     let server = start(&["--karpenter", "--speed", "50"]);
-    let (code, pools) = request(&server.addr, "GET", "/apis/karpenter.sh/v1/nodepools", None);
-    assert_eq!(code, 200, "{pools}");
+    // The world installs Karpenter's CRDs and the NodePool in its first simulated moments,
+    // as a scenario's manifests are: wait for them rather than race them.
+    let pools = wait_for("the default NodePool installed", Duration::from_secs(60), || {
+        let (code, pools) = request(&server.addr, "GET", "/apis/karpenter.sh/v1/nodepools", None);
+        (code == 200 && pools["items"].as_array().is_some_and(|a| !a.is_empty())).then_some(pools)
+    });
     assert_eq!(pools["items"][0]["metadata"]["name"], "general-purpose");
     let pod = json!({
         "apiVersion": "v1", "kind": "Pod",

@@ -76,6 +76,8 @@ pub struct FakeCloud {
     pub(crate) run_tokens: BTreeMap<String, (String, crate::launch::RunInstancesOutput)>,
     pub(crate) vcpu_in_use: BTreeMap<CapacityType, u32>,
     pub(crate) fleet_count: u64,
+    /// Every instant fleet's requested total target capacity, by fleet id.
+    pub(crate) fleet_targets: BTreeMap<String, u32>,
 }
 
 impl FakeCloud {
@@ -143,6 +145,7 @@ impl FakeCloud {
             run_tokens: BTreeMap::new(),
             vcpu_in_use: BTreeMap::new(),
             fleet_count: 0,
+            fleet_targets: BTreeMap::new(),
             catalog,
             config,
         }
@@ -200,6 +203,12 @@ impl FakeCloud {
     /// Every instance not yet purged, by id.
     pub fn instances(&self) -> impl Iterator<Item = &Instance> {
         self.instances.values()
+    }
+
+    /// The total target capacity CreateFleet `fleet_id` asked for: an outside observer
+    /// compares it with the instances that carry the fleet id to see a double launch.
+    pub fn fleet_target(&self, fleet_id: &str) -> Option<u32> {
+        self.fleet_targets.get(fleet_id).copied()
     }
 
     /// One instance.

@@ -4,6 +4,7 @@
 //! grace 0). One actor plays every node's kubelet: nodes are state, not hosts.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::Rng;
@@ -11,7 +12,8 @@ use serde_json::{Value, json};
 
 use super::runtime::Reconciler;
 use super::workloads::RUN_DURATION;
-use crate::apiserver::store::{DeleteOptions, Part, Store, WriteOptions};
+use crate::apiserver::resources::ResourceKey;
+use crate::apiserver::store::{DeleteOptions, EventType, Part, Store, WriteOptions};
 use crate::scenario::SimDuration;
 use crate::world::SimRng;
 use crate::world::clock::{parse_rfc3339, sim_epoch};
@@ -75,6 +77,14 @@ impl Reconciler for Kubelets {
         vec![("", "pods"), ("", "nodes")]
     }
 
+    /// Only bound pods (and deletions) concern a kubelet; the scheduler's condition writes
+    /// on pending pods do not.
+    fn wakes_on(&mut self, key: &ResourceKey, event: EventType, obj: &Value) -> bool {
+        key.plural != "pods"
+            || event == EventType::Deleted
+            || obj.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty())
+    }
+
     fn reconcile(&mut self, store: &mut Store, now: Duration) -> Option<Duration> {
         let pods_t = store.registry().get("", "pods").expect("built in");
         let nodes_t = store.registry().get("", "nodes").expect("built in");
@@ -82,10 +92,11 @@ impl Reconciler for Kubelets {
             .iter(&nodes_t.key(), None)
             .map(|n| (n["metadata"]["name"].as_str().unwrap_or("").to_string(), node_ready(n)))
             .collect();
-        let pods: Vec<Value> = store
+        // Shared handles, not deep copies: this runs on every pod change.
+        let pods: Vec<Arc<Value>> = store
             .iter(&pods_t.key(), None)
             .filter(|p| p.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty()))
-            .map(|p| (**p).clone())
+            .cloned()
             .collect();
         let mut live = BTreeSet::new();
         for pod in pods {

@@ -12,7 +12,13 @@ use std::time::Duration;
 
 use crate::apiserver::ApiServer;
 use crate::apiserver::resources::ResourceKey;
-use crate::apiserver::store::{Store, WatchMsg, WatchStart};
+use serde_json::Value;
+
+use crate::apiserver::store::{EventType, Store, WatchMsg, WatchStart};
+
+/// How long an actor waits after an outside change before it reconciles, so the changes of
+/// one tick are handled in one pass (a millisecond: turmoil's default tick).
+const COALESCE: Duration = Duration::from_millis(1);
 
 /// A controller that converges the store towards what it wants.
 pub trait Reconciler: Send {
@@ -20,6 +26,14 @@ pub trait Reconciler: Send {
     fn name(&self) -> &'static str;
     /// `(group, plural)` of the types whose changes should wake it.
     fn watches(&self) -> Vec<(&'static str, &'static str)>;
+    /// Whether this change to a watched type should wake it (default: every change). A
+    /// controller that only cares about some objects (the Job controller and its pods)
+    /// says so here, so unrelated churn (the scheduler's condition writes on thousands of
+    /// pending pods) does not cost it a pass; it may also note which objects changed, as
+    /// a workqueue would, to reconcile only those.
+    fn wakes_on(&mut self, _key: &ResourceKey, _event: EventType, _obj: &Value) -> bool {
+        true
+    }
     /// Converges everything once. `now` is simulated time since the epoch. Returns when
     /// it next wants to run even if nothing changes (a timer), if ever.
     fn reconcile(&mut self, store: &mut Store, now: Duration) -> Option<Duration>;
@@ -34,7 +48,7 @@ pub async fn run(server: ApiServer, mut actors: Vec<Box<dyn Reconciler>>) {
         .flat_map(|a| a.watches())
         .map(|(g, p)| ResourceKey { group: g.to_string(), plural: p.to_string() })
         .collect();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ResourceKey>();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Change>();
     {
         let mut store = server.store.lock().unwrap_or_else(|e| e.into_inner());
         for key in keys {
@@ -44,7 +58,8 @@ pub async fn run(server: ApiServer, mut actors: Vec<Box<dyn Reconciler>>) {
             let tx = tx.clone();
             tokio::spawn(async move {
                 while let Some(msg) = w.rx.recv().await {
-                    if matches!(msg, WatchMsg::Expired(_)) || tx.send(key.clone()).is_err() {
+                    let WatchMsg::Event(event, obj, _) = msg else { return };
+                    if tx.send((key.clone(), event, obj)).is_err() {
                         return;
                     }
                 }
@@ -72,7 +87,7 @@ pub async fn run(server: ApiServer, mut actors: Vec<Box<dyn Reconciler>>) {
         // instant (a ReplicaSet created by the Deployment controller gets its pods now).
         let mut woke = false;
         while let Ok(key) = rx.try_recv() {
-            mark(&watched, &mut dirty, &key);
+            mark(&mut actors, &watched, &mut dirty, &key);
             woke = true;
         }
         if woke {
@@ -84,7 +99,16 @@ pub async fn run(server: ApiServer, mut actors: Vec<Box<dyn Reconciler>>) {
         tokio::select! {
             biased;
             key = rx.recv() => match key {
-                Some(key) => mark(&watched, &mut dirty, &key),
+                Some(key) => {
+                    mark(&mut actors, &watched, &mut dirty, &key);
+                    // Coalesce: everything else that changes in this tick (other clients'
+                    // writes land one request at a time) joins the same reconcile pass,
+                    // as a workqueue's batching would, instead of one pass per event.
+                    tokio::time::sleep(COALESCE).await;
+                    while let Ok(key) = rx.try_recv() {
+                        mark(&mut actors, &watched, &mut dirty, &key);
+                    }
+                }
                 None => return,
             },
             _ = sleep_or_forever(sleep) => {}
@@ -92,9 +116,15 @@ pub async fn run(server: ApiServer, mut actors: Vec<Box<dyn Reconciler>>) {
     }
 }
 
-fn mark(watched: &[Vec<ResourceKey>], dirty: &mut [bool], key: &ResourceKey) {
+/// One change from a watch: the type, what happened, the object.
+type Change = (ResourceKey, EventType, Arc<Value>);
+
+fn mark(actors: &mut [Box<dyn Reconciler>], watched: &[Vec<ResourceKey>], dirty: &mut [bool], change: &Change) {
+    let (key, event, obj) = change;
     for (i, w) in watched.iter().enumerate() {
-        if w.contains(key) {
+        // Every actor sees every change it watches (it may be noting which objects to
+        // reconcile), even when it is already due to run.
+        if w.contains(key) && actors[i].wakes_on(key, *event, obj) {
             dirty[i] = true;
         }
     }

@@ -3,8 +3,8 @@
 //! The world is the same turmoil world a run builds: with a scenario, the runner's own
 //! world (API server and actors, fake cloud, controller, faults, workloads) through
 //! [`dovetail_sim::run::RunOptions`]' `on_start`/`before_step` hooks; without one, the API
-//! server with the cluster's actors, and with `--karpenter` the fake cloud and the
-//! production controller with a default NodePool. It is stepped on this thread and paced at real time × `--speed`. The same
+//! server with the cluster's actors, and with `--karpenter` the runner's world for an
+//! embedded scenario with Karpenter's general-purpose NodePool and nothing else. It is stepped on this thread and paced at real time × `--speed`. The same
 //! `ApiServer` is also served over real TCP on 127.0.0.1 by a second thread, and a
 //! kubeconfig is written, so `kubectl get nodes,pods -w` shows the simulated cluster as it
 //! evolves and a user can create, delete and describe objects by hand. `--pause-at T`
@@ -28,7 +28,7 @@ use anyhow::Context;
 use dovetail_sim::apiserver::{self, ApiServer};
 use dovetail_sim::scenario::SimDuration;
 use dovetail_sim::world::clock::mirror_sim_elapsed;
-use dovetail_sim::world::{Trace, WorldConfig, build_sim, derive_seed};
+use dovetail_sim::world::{Trace, WorldConfig, build_sim};
 
 /// What to serve and how fast.
 #[derive(Clone, Debug)]
@@ -57,18 +57,18 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--speed {}: must be greater than 0 (1 is real time, 50 is 50× faster)", args.speed);
     }
     if let Some(path) = &args.scenario {
-        return serve_scenario(path, args);
+        let loaded = dovetail_sim::scenario::Loaded::from_file(path)?;
+        return serve_scenario(&path.display().to_string(), &loaded, args);
+    }
+    if args.karpenter {
+        return serve_scenario("<serve --karpenter>", &empty_karpenter_cluster()?, args);
     }
     let mut cfg = WorldConfig::new(args.seed);
     // No client hosts, so turmoil never ends the world on its own: a year is "forever".
     cfg.duration = Duration::from_secs(365 * 24 * 3600);
     let mut sim = build_sim(&cfg);
     let server = apiserver::sim_server(args.seed, Trace::hash_only());
-    if args.karpenter {
-        karpenter::add(&mut sim, &server, args.seed)?;
-    } else {
-        dovetail_sim::actors::add_cluster_host(&mut sim, &server, args.seed, None);
-    }
+    dovetail_sim::actors::add_cluster_host(&mut sim, &server, args.seed, None);
     let addr = expose(&server, args.port)?;
     announce(addr, &args.kubeconfig)?;
     let mut pacer = Pacer::new(args.speed, args.pause_at.map(|p| p.0));
@@ -81,9 +81,8 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<ExitCode> {
 
 /// Plays a scenario's world through the runner, paced, with its API server exposed; when
 /// the scenario's duration is over the world stays frozen at its end for inspection.
-fn serve_scenario(path: &Path, args: &ServeArgs) -> anyhow::Result<ExitCode> {
-    let loaded = dovetail_sim::scenario::Loaded::from_file(path)?;
-    eprint!("# expanded scenario: {} --seed {}\n{}", path.display(), args.seed, loaded.expanded(args.seed));
+fn serve_scenario(name: &str, loaded: &dovetail_sim::scenario::Loaded, args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    eprint!("# expanded scenario: {name} --seed {}\n{}", args.seed, loaded.expanded(args.seed));
     let (port, kubeconfig) = (args.port, args.kubeconfig.clone());
     let mut pacer = Pacer::new(args.speed, args.pause_at.map(|p| p.0));
     let mut options = dovetail_sim::run::RunOptions {
@@ -99,7 +98,7 @@ fn serve_scenario(path: &Path, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         })),
         ..dovetail_sim::run::RunOptions::default()
     };
-    let outcome = dovetail_sim::run::run_with(&loaded, args.seed, &mut options)?;
+    let outcome = dovetail_sim::run::run_with(loaded, args.seed, &mut options)?;
     eprint!("{}", outcome.report.summary());
     eprintln!(
         "the scenario is over at simulated {}: the world is frozen, kubectl still works; Ctrl-C to stop",
@@ -215,99 +214,42 @@ impl Pacer {
     }
 }
 
-/// The fake cloud and the production controller, with Karpenter's CRDs and a default
-/// NodePool installed (`dovetail serve --karpenter`).
-mod karpenter {
-    use super::*;
-    use dovetail_fakecloud::wire::{Server, TurmoilClock, lock, serve_turmoil, shared};
-    use dovetail_fakecloud::{Catalog, CloudConfig, FakeCloud};
-    use dovetail_sim::controller_host::{INTERRUPTION_QUEUE, add_controller_host, default_settings};
-
-    /// Karpenter's general-purpose NodePool and its EC2NodeClass, for cluster `dovetail`.
-    const DEFAULT_POOL: &str = r#"
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  role: KarpenterNodeRole-dovetail
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: dovetail}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: dovetail}}]
-  amiSelectorTerms: [{alias: al2023@latest}]
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: general-purpose}
-spec:
-  template:
+/// `dovetail serve --karpenter` without a scenario: the runner's world (fake cloud,
+/// production controller, Karpenter's CRDs) with Karpenter's general-purpose NodePool and
+/// its EC2NodeClass, no workloads and no faults, for a year of simulated time. Built by the
+/// same runner as every scenario, so the two worlds cannot drift apart.
+const EMPTY_KARPENTER_CLUSTER: &str = r#"
+name: empty-cluster
+description: dovetail serve --karpenter without a scenario
+duration: 8760h
+manifests:
+  - apiVersion: karpenter.k8s.aws/v1
+    kind: EC2NodeClass
+    metadata: {name: default}
     spec:
-      requirements:
-        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
-        - {key: kubernetes.io/os, operator: In, values: [linux]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}
-        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
-        - {key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["2"]}
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-  limits: {cpu: "1000"}
+      role: KarpenterNodeRole-dovetail
+      subnetSelectorTerms: [{tags: {karpenter.sh/discovery: dovetail}}]
+      securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: dovetail}}]
+      amiSelectorTerms: [{alias: al2023@latest}]
+  - apiVersion: karpenter.sh/v1
+    kind: NodePool
+    metadata: {name: general-purpose}
+    spec:
+      template:
+        spec:
+          requirements:
+            - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+            - {key: kubernetes.io/os, operator: In, values: [linux]}
+            - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}
+            - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
+            - {key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["2"]}
+          nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      limits: {cpu: "1000"}
 "#;
 
-    /// Karpenter's CRD manifests from `../shared/data/crds` (or `$DOVETAIL_CRDS`).
-    fn crds() -> anyhow::Result<Vec<serde_json::Value>> {
-        let dir = match std::env::var_os("DOVETAIL_CRDS") {
-            Some(d) => PathBuf::from(d),
-            None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/crds"),
-        };
-        let mut out = Vec::new();
-        for file in
-            ["karpenter.sh_nodepools.yaml", "karpenter.sh_nodeclaims.yaml", "karpenter.k8s.aws_ec2nodeclasses.yaml"]
-        {
-            let path = dir.join(file);
-            let text = std::fs::read_to_string(&path).with_context(|| {
-                format!("{}: Karpenter's CRDs (set DOVETAIL_CRDS to their directory)", path.display())
-            })?;
-            out.push(serde_saphyr::from_str(&text).with_context(|| path.display().to_string())?);
-        }
-        Ok(out)
-    }
-
-    pub fn add(sim: &mut turmoil::Sim<'_>, server: &ApiServer, seed: u64) -> anyhow::Result<()> {
-        let crds = crds()?;
-        let pool: Vec<serde_json::Value> = serde_saphyr::from_multiple(DEFAULT_POOL)?;
-        let config = CloudConfig::new(derive_seed(seed, "cloud"), dovetail_sim::world::clock::sim_epoch());
-        let cloud = shared(FakeCloud::new(config, Catalog::load("us-east-1")?));
-        lock(&cloud).create_interruption_queue(INTERRUPTION_QUEUE);
-        // Installed through the server's own request handler before anything runs, so the
-        // controller's first list finds them, with the same admission as kubectl apply.
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        for (obj, path) in crds.iter().map(|c| (c, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")).chain(
-            pool.iter().map(|o| {
-                let path = match o["kind"].as_str() {
-                    Some("NodePool") => "/apis/karpenter.sh/v1/nodepools",
-                    _ => "/apis/karpenter.k8s.aws/v1/ec2nodeclasses",
-                };
-                (o, path)
-            }),
-        ) {
-            let req = http::Request::post(path)
-                .header(http::header::CONTENT_TYPE, "application/json")
-                .body(http_body_util::Full::new(bytes::Bytes::from(obj.to_string())))?;
-            let resp = rt.block_on(server.handle(req));
-            if !resp.status().is_success() {
-                anyhow::bail!("installing {} {}: HTTP {}", obj["kind"], obj["metadata"]["name"], resp.status());
-            }
-        }
-        dovetail_sim::actors::add_cluster_host(sim, server, seed, Some(cloud.clone()));
-        let served = cloud.clone();
-        sim.host("aws", move || {
-            let served = served.clone();
-            async move {
-                let listener = turmoil::net::TcpListener::bind(("0.0.0.0", 80)).await?;
-                serve_turmoil(listener, Server::new(served, TurmoilClock, "http://aws:80")).await?;
-                Ok(())
-            }
-        });
-        add_controller_host(sim, seed, default_settings("us-east-1"));
-        Ok(())
-    }
+/// The embedded empty Karpenter cluster as a scenario.
+fn empty_karpenter_cluster() -> anyhow::Result<dovetail_sim::scenario::Loaded> {
+    Ok(dovetail_sim::scenario::Loaded::from_str(Path::new("<serve --karpenter>"), EMPTY_KARPENTER_CLUSTER)?)
 }
 
 fn kubeconfig_yaml(server: &str) -> String {

@@ -1,4 +1,5 @@
-//! Fake-cloud faults: empty capacity pools, spot interruption storms, zone outages, and the
+//! Fake-cloud faults: empty capacity pools, spot interruption storms, zone outages, AMI
+//! releases, and the
 //! cloud's switchable knobs (throttling, 5xx, DescribeInstances lag, SQS misbehaviour).
 
 use std::collections::BTreeMap;
@@ -50,6 +51,10 @@ impl CloudState {
                     SpotStorm { zone: zone.clone(), instance_types: Vec::new(), fraction: *fraction },
                 );
                 c.advance_to(now);
+            }
+            DrawnFault::AmiRelease { version } => {
+                let version = version.clone().unwrap_or_else(|| format!("v{}", now.as_secs()));
+                c.release_ami(&version);
             }
             DrawnFault::ZoneOutage { zone } => {
                 // Validated against the catalog's zones when the scenario loaded.

@@ -119,6 +119,12 @@ pub enum DrawnFault {
     },
     /// The leader crashes; the other replica takes over.
     LeaderFailover,
+    /// A new EKS-optimized AMI is published.
+    AmiRelease {
+        /// The release's version suffix (`None`: derived from the time it happens).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        version: Option<String>,
+    },
 }
 
 impl DrawnFault {
@@ -194,6 +200,9 @@ impl DrawnFault {
         if let Some(s) = &spec.controller_crash {
             return DrawnFault::ControllerCrash { target: s.target.clone().unwrap_or_else(|| "leader".into()) };
         }
+        if let Some(s) = &spec.ami_release {
+            return DrawnFault::AmiRelease { version: s.version.clone() };
+        }
         DrawnFault::LeaderFailover
     }
 
@@ -245,7 +254,8 @@ impl Faults {
         match fault {
             DrawnFault::InsufficientCapacity { .. }
             | DrawnFault::SpotInterruption { .. }
-            | DrawnFault::ZoneOutage { .. } => {
+            | DrawnFault::ZoneOutage { .. }
+            | DrawnFault::AmiRelease { .. } => {
                 if let Some(c) = &self.layers.cloud {
                     self.cloud.start(c, id, fault, now);
                 }
@@ -259,7 +269,10 @@ impl Faults {
             }
             _ => {}
         }
-        if !matches!(fault, DrawnFault::SpotInterruption { .. } | DrawnFault::WatchExpiry) {
+        if !matches!(
+            fault,
+            DrawnFault::SpotInterruption { .. } | DrawnFault::WatchExpiry | DrawnFault::AmiRelease { .. }
+        ) {
             self.active.insert(id, fault.clone());
         }
         self.recompute();

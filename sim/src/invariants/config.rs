@@ -30,9 +30,11 @@ pub struct InvariantConfig {
     pub nodepool_limits: Toggle,
     /// Nodes the controller is disrupting never exceed the NodePool's disruption budget.
     pub disruption_budgets: Toggle,
-    /// At most one live instance per NodeClaim, and a NodeClaim's providerID never changes.
+    /// One instance per NodeClaim: no CreateFleet launches more than it asked for, no two
+    /// live instances carry one claim's tag, and a NodeClaim's providerID never changes.
     pub double_launch: Toggle,
-    /// A live instance tagged for a NodeClaim that does not exist is gone within `maxAge`.
+    /// A live instance the controller launched (NodePool-tagged) that no NodeClaim owns is
+    /// gone within `maxAge`.
     pub leaked_instance: LeakedInstance,
     /// NodeClaims initialize, and finish deleting, in bounded time (after faults heal).
     pub stuck_node_claim: StuckNodeClaim,
@@ -43,7 +45,8 @@ pub struct InvariantConfig {
     pub runaway_scale_up: RunawayScaleUp,
     /// Voluntary NodeClaim deletions per node-hour at steady state.
     pub churn: Churn,
-    /// At quiescence the cost rate is within `(1 + epsilon)` of the LP lower bound.
+    /// At quiescence the cost rate is within `(1 + epsilon)` of the LP lower bound, plus one
+    /// node for integrality.
     pub cost: Cost,
 }
 
@@ -185,7 +188,8 @@ impl Default for Churn {
 pub struct Cost {
     /// Check it (default true); the gap is reported either way.
     pub enabled: bool,
-    /// Allowed excess over the lower bound: rate ≤ (1 + epsilon) × bound.
+    /// Allowed excess over the lower bound: rate ≤ (1 + epsilon) × bound + one node (the
+    /// cheapest offering that fits the largest pod: nodes come whole).
     pub epsilon: f64,
 }
 

@@ -116,8 +116,11 @@ impl AuditObserver for Recorder {
         if !running || terminating {
             return;
         }
-        let pdb_breaches = if ready(&pod) { breaches(store, &pod, &r.namespace) } else { Vec::new() };
-        let do_not_disrupt = do_not_disrupt_active(&pod, r.at) && !forced(store, &pod, node.as_deref(), r.at);
+        // A NodeClaim's terminationGracePeriod overrides PDBs and do-not-disrupt alike: at
+        // `nodeclaim-termination-timestamp` minus the pod's grace, Karpenter deletes it.
+        let forced = forced(store, &pod, node.as_deref(), r.at);
+        let pdb_breaches = if ready(&pod) && !forced { breaches(store, &pod, &r.namespace) } else { Vec::new() };
+        let do_not_disrupt = do_not_disrupt_active(&pod, r.at) && !forced;
         let d = PodDisruption {
             at: r.at,
             host: r.host.clone(),

@@ -1,5 +1,10 @@
-//! `doubleLaunch`: one NodeClaim, one instance. Two live instances tagged with the same
-//! `karpenter.sh/nodeclaim`, or a NodeClaim whose providerID changes, is a double launch.
+//! `doubleLaunch`: one NodeClaim, one instance. It is a double launch when
+//! - a CreateFleet launched more instances than the capacity it asked for (the controller
+//!   asks for one instance per NodeClaim, batched: N claims, target N), seen from the
+//!   cloud's side because Karpenter tags `karpenter.sh/nodeclaim` only after registration,
+//!   so a twin carries nothing that names its claim;
+//! - two live instances are tagged with the same `karpenter.sh/nodeclaim`;
+//! - a NodeClaim's providerID changes.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -10,6 +15,7 @@ use super::{Ctx, Invariant, Violation};
 pub struct DoubleLaunch {
     reported: BTreeSet<String>,
     provider_ids: BTreeMap<String, String>,
+    reported_fleets: BTreeSet<String>,
 }
 
 impl Invariant for DoubleLaunch {
@@ -18,6 +24,7 @@ impl Invariant for DoubleLaunch {
     }
 
     fn tick(&mut self, ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
+        self.check_fleets(ctx, out);
         let mut by_claim: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         for i in ctx.view.instances.iter().filter(|i| i.live) {
             if let Some(c) = &i.nodeclaim {
@@ -60,6 +67,46 @@ impl Invariant for DoubleLaunch {
                     self.provider_ids.insert(c.uid.clone(), pid.clone());
                 }
             }
+        }
+    }
+}
+
+impl DoubleLaunch {
+    /// Fleets that launched more instances (live or not) than their target capacity.
+    fn check_fleets(&mut self, ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
+        let mut by_fleet: BTreeMap<&str, (u32, Vec<&str>)> = BTreeMap::new();
+        for i in &ctx.view.instances {
+            if let Some((fleet, target)) = &i.fleet {
+                by_fleet.entry(fleet.as_str()).or_insert((*target, Vec::new())).1.push(i.id.as_str());
+            }
+        }
+        let owners: BTreeMap<&str, &str> =
+            ctx.view.claims.values().filter_map(|c| c.provider_id.as_deref().map(|p| (p, c.name.as_str()))).collect();
+        for (fleet, (target, ids)) in by_fleet {
+            if ids.len() <= target as usize || !self.reported_fleets.insert(fleet.to_string()) {
+                continue;
+            }
+            let mut objects = Vec::new();
+            let mut claims = Vec::new();
+            for i in ctx.view.instances.iter().filter(|i| ids.contains(&i.id.as_str())) {
+                if let Some(claim) = owners.get(i.provider_id.as_str()) {
+                    objects.push(format!("NodeClaim {claim}"));
+                    claims.push(format!("{} owns {}", claim, i.id));
+                }
+            }
+            objects.extend(ids.iter().map(|id| format!("Instance {id}")));
+            let owned = if claims.is_empty() { String::new() } else { format!(" ({})", claims.join(", ")) };
+            out.push(Violation {
+                invariant: self.name().into(),
+                at: ctx.view.now,
+                objects,
+                message: format!(
+                    "CreateFleet {fleet} asked for {target} instance(s) and launched {}: {}{owned}",
+                    ids.len(),
+                    ids.join(", ")
+                ),
+                trace_position: ctx.view.trace_position,
+            });
         }
     }
 }

@@ -1,5 +1,6 @@
 //! `pdb`: no eviction or pod delete sent by the controller takes a PodDisruptionBudget
-//! below its budget (judged on the cluster just before the request; see [`super::disruptions`]).
+//! below its budget (judged on the cluster just before the request; see [`super::disruptions`]),
+//! unless its node's terminationGracePeriod has come, which overrides PDBs by design.
 
 use super::{Ctx, Invariant, Violation};
 

@@ -21,7 +21,10 @@ impl Invariant for RunawayScaleUp {
         let cfg = &ctx.config.runaway_scale_up;
         let live: Vec<_> = ctx.view.claims.values().filter(|c| c.deleting_since.is_none()).collect();
         let pods = ctx.pods.iter().filter(|p| p.active() && !p.daemonset).count();
-        let new = live.iter().filter(|c| c.created > ctx.previous || ctx.previous.is_zero()).count();
+        // creationTimestamp has whole seconds: a claim created since the last tick carries
+        // that tick's second or later.
+        let since = ctx.previous.saturating_sub(std::time::Duration::from_secs(1));
+        let new = live.iter().filter(|c| c.created > since || ctx.previous.is_zero()).count();
         let too_many = live.len() > pods + cfg.slack as usize && new > 0;
         let over_cap = cfg.max_nodes.is_some_and(|m| live.len() > m as usize);
         if !(too_many || over_cap) {

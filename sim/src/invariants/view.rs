@@ -98,6 +98,8 @@ pub struct InstanceView {
     pub provider_id: String,
     /// The cloud is taking it away (spot reclaim, scheduled event, state reason).
     pub involuntary: bool,
+    /// The CreateFleet that launched it, with the total target capacity it asked for.
+    pub fleet: Option<(String, u32)>,
 }
 
 /// The NodePool fields invariants need.
@@ -194,6 +196,7 @@ impl View {
                         && i.state != InstanceState::Running
                         && i.state != InstanceState::Pending)
                     || matches!(i.state, InstanceState::Stopping | InstanceState::Stopped),
+                fleet: i.fleet_id.as_ref().and_then(|f| cloud.fleet_target(f).map(|t| (f.clone(), t))),
             });
         }
         view

@@ -74,6 +74,10 @@ pub struct FaultSpec {
     /// The leader of two replicas crashes for `for` (30s); the other takes over.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leader_failover: Option<Empty>,
+    /// Amazon publishes a new EKS-optimized AMI: the `recommended` SSM parameters move to
+    /// new images, so NodeClasses on `al2023@latest` drift (an upgrade rollout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ami_release: Option<AmiReleaseSpec>,
 }
 
 /// The fault kinds, as written.
@@ -92,7 +96,18 @@ pub const KINDS: &[&str] = &[
     "latency",
     "controllerCrash",
     "leaderFailover",
+    "amiRelease",
 ];
+
+/// A new AMI release.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AmiReleaseSpec {
+    /// The release's version suffix (`v20261201`); default `v` + the simulated second it
+    /// happens at, so every occurrence is a new release.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
 
 /// No parameters: `watchExpiry: {}`.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
@@ -243,6 +258,7 @@ impl FaultSpec {
             self.latency.is_some(),
             self.controller_crash.is_some(),
             self.leader_failover.is_some(),
+            self.ami_release.is_some(),
         ]
         .iter()
         .zip(KINDS)
@@ -258,7 +274,7 @@ impl FaultSpec {
 
     /// Whether the kind happens at an instant (no `for`).
     pub fn instantaneous(kind: &str) -> bool {
-        matches!(kind, "spotInterruption" | "watchExpiry")
+        matches!(kind, "spotInterruption" | "watchExpiry" | "amiRelease")
     }
 
     /// Checks timing fields, the kind, zones, endpoints and distributions.
@@ -352,6 +368,11 @@ impl FaultSpec {
             && t != "controller"
         {
             return Err(format!("{kind}.target: unknown target `{t}`, expected one of leader, controller"));
+        }
+        if let Some(v) = self.ami_release.as_ref().and_then(|s| s.version.as_ref())
+            && (v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-'))
+        {
+            return Err(format!("{kind}.version: `{v}` must be non-empty letters, digits, `.` or `-`"));
         }
         if matches!(kind, "controllerCrash" | "leaderFailover" | "partition" | "latency") && replicas == 0 {
             return Err(format!("{kind} needs a controller, but the scenario has `controller: none`"));

@@ -90,6 +90,7 @@
 //! #   latency: {between: [controller, aws], latency: 200ms}
 //! #   controllerCrash: {target: leader | controller} # restarts after `for`, at once without it
 //! #   leaderFailover: {}                             # needs replicas: 2; the leader is down for `for` (30s)
+//! #   amiRelease: {version: v20261201}               # instant: a new EKS AMI; al2023@latest NodeClasses drift
 //!
 //! invariants: {...}               # the invariant checker's thresholds (passed through)
 //!

@@ -6,10 +6,13 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::pods::{controlled_by, create_from_template, delete_pod, is_active, is_ready, ty, write_status};
+use super::pods::{
+    controlled_by, create_from_template, delete_pod, is_active, is_ready, pod_change_matters, ty, write_status,
+};
 use crate::actors::runtime::Reconciler;
 use crate::apiserver::labels_of;
-use crate::apiserver::store::Store;
+use crate::apiserver::resources::ResourceKey;
+use crate::apiserver::store::{EventType, Store};
 
 /// Reconciles every DaemonSet.
 #[derive(Default)]
@@ -22,6 +25,10 @@ impl Reconciler for DaemonSetController {
 
     fn watches(&self) -> Vec<(&'static str, &'static str)> {
         vec![("apps", "daemonsets"), ("", "nodes"), ("", "pods")]
+    }
+
+    fn wakes_on(&mut self, key: &ResourceKey, event: EventType, obj: &Value) -> bool {
+        pod_change_matters("DaemonSet", key, event, obj)
     }
 
     fn reconcile(&mut self, store: &mut Store, _now: Duration) -> Option<Duration> {

@@ -6,9 +6,13 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::pods::{controlled_by, controller_ref, int_or_percent, is_active, is_ready, owned_pods, ty, write_status};
+use super::pods::{
+    controlled_by, controller_ref, int_or_percent, is_active, is_ready, owned_pods, pod_change_matters, ty,
+    write_status,
+};
 use crate::actors::runtime::Reconciler;
-use crate::apiserver::store::{DeleteOptions, Part, Store, WriteOptions};
+use crate::apiserver::resources::ResourceKey;
+use crate::apiserver::store::{DeleteOptions, EventType, Part, Store, WriteOptions};
 
 /// Label the controller adds to tell ReplicaSets (and their pods) of one template apart.
 pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
@@ -27,6 +31,10 @@ impl Reconciler for DeploymentController {
 
     fn watches(&self) -> Vec<(&'static str, &'static str)> {
         vec![("apps", "deployments"), ("apps", "replicasets"), ("", "pods")]
+    }
+
+    fn wakes_on(&mut self, key: &ResourceKey, event: EventType, obj: &Value) -> bool {
+        pod_change_matters("ReplicaSet", key, event, obj)
     }
 
     fn reconcile(&mut self, store: &mut Store, _now: Duration) -> Option<Duration> {

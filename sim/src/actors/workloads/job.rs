@@ -4,20 +4,33 @@
 //! How long a job pod runs is the workload's business: the simulated kubelet finishes a
 //! pod annotated with [`RUN_DURATION`] after that long in Running.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::pods::{create_from_template, is_active, owned_pods, phase, ty, write_status};
+use std::sync::Arc;
+
+use super::pods::{
+    controller_name, create_from_template, is_active, phase, pod_change_matters, pods_by_controller, ty, write_status,
+};
 use crate::actors::runtime::Reconciler;
-use crate::apiserver::store::Store;
+use crate::apiserver::resources::ResourceKey;
+use crate::apiserver::store::{EventType, Store};
 
 /// Pod annotation: how long the pod runs before it succeeds (a Go duration, e.g. `12m`).
 pub const RUN_DURATION: &str = "dovetail.dev/run-duration";
 
-/// Reconciles every Job.
+/// Reconciles Jobs, each when it or one of its pods changed (as the real controller's
+/// workqueue does): a burst of thousands of Jobs costs a pass per change over the changed
+/// Jobs, not over all of them.
 #[derive(Default)]
-pub struct JobController;
+pub struct JobController {
+    /// Jobs (namespace, name) to reconcile at the next pass.
+    dirty: BTreeSet<(String, String)>,
+    /// Every Job is reconciled at the first pass (state that existed before the watch).
+    synced: bool,
+}
 
 impl Reconciler for JobController {
     fn name(&self) -> &'static str {
@@ -28,28 +41,64 @@ impl Reconciler for JobController {
         vec![("batch", "jobs"), ("", "pods")]
     }
 
+    fn wakes_on(&mut self, key: &ResourceKey, event: EventType, obj: &Value) -> bool {
+        if !pod_change_matters("Job", key, event, obj) {
+            return false;
+        }
+        let namespace = obj["metadata"]["namespace"].as_str().unwrap_or("").to_string();
+        let name = if key.plural == "pods" { controller_name(obj) } else { obj["metadata"]["name"].as_str() };
+        if let Some(name) = name {
+            self.dirty.insert((namespace, name.to_string()));
+        }
+        true
+    }
+
     fn reconcile(&mut self, store: &mut Store, _now: Duration) -> Option<Duration> {
         let jt = ty(store, "batch", "jobs");
-        let all: Vec<Value> = store.iter(&jt.key(), None).map(|j| (**j).clone()).collect();
-        for job in all {
-            if job.pointer("/metadata/deletionTimestamp").is_none() {
-                reconcile_one(store, &job);
-            }
+        let keys: Vec<(String, String)> = if self.synced {
+            std::mem::take(&mut self.dirty).into_iter().collect()
+        } else {
+            self.synced = true;
+            self.dirty.clear();
+            store
+                .iter(&jt.key(), None)
+                .map(|j| {
+                    let m = &j["metadata"];
+                    (m["namespace"].as_str().unwrap_or("").to_string(), m["name"].as_str().unwrap_or("").to_string())
+                })
+                .collect()
+        };
+        // Finished Jobs never change again; deleted ones are the garbage collector's.
+        let jobs: Vec<Arc<Value>> = keys
+            .iter()
+            .filter_map(|(ns, name)| store.get(&jt, ns, name).ok())
+            .filter(|j| !finished(j) && j.pointer("/metadata/deletionTimestamp").is_none())
+            .collect();
+        if jobs.is_empty() {
+            return None;
+        }
+        let by_job = pods_by_controller(store);
+        for job in jobs {
+            let uid = job["metadata"]["uid"].as_str().unwrap_or("");
+            reconcile_one(store, &job, by_job.get(uid).map_or(&[][..], Vec::as_slice));
         }
         None
     }
 }
 
-fn reconcile_one(store: &mut Store, job: &Value) {
+/// The Job has a Complete or Failed condition.
+fn finished(job: &Value) -> bool {
+    job.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|c| c.iter().any(|c| (c["type"] == "Complete" || c["type"] == "Failed") && c["status"] == "True"))
+}
+
+/// One Job, given the pods it controls (as they were when this reconcile pass began).
+fn reconcile_one(store: &mut Store, job: &Value, pods: &[Arc<Value>]) {
     let jt = ty(store, "batch", "jobs");
     let ns = job["metadata"]["namespace"].as_str().unwrap_or("").to_string();
     let name = job["metadata"]["name"].as_str().unwrap_or("").to_string();
-    let uid = job["metadata"]["uid"].as_str().unwrap_or("");
-    let finished = job
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .is_some_and(|c| c.iter().any(|c| (c["type"] == "Complete" || c["type"] == "Failed") && c["status"] == "True"));
-    let pods = owned_pods(store, &ns, uid);
+    let finished = finished(job);
     let succeeded = pods.iter().filter(|p| phase(p) == "Succeeded").count() as i64;
     let failed = pods.iter().filter(|p| phase(p) == "Failed").count() as i64;
     let active = pods.iter().filter(|p| is_active(p)).count() as i64;

@@ -20,7 +20,7 @@ pub fn controllers() -> Vec<Box<dyn Reconciler>> {
     vec![
         Box::new(DeploymentController),
         Box::new(ReplicaSetController),
-        Box::new(JobController),
+        Box::new(JobController::default()),
         Box::new(DaemonSetController),
     ]
 }

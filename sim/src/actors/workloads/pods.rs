@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::apiserver::resources::ResourceType;
-use crate::apiserver::store::{DeleteOptions, Store, WriteOptions};
+use crate::apiserver::resources::{ResourceKey, ResourceType};
+use crate::apiserver::store::{DeleteOptions, EventType, Store, WriteOptions};
 
 /// The built-in type `group/plural`.
 pub(crate) fn ty(store: &Store, group: &str, plural: &str) -> Arc<ResourceType> {
@@ -17,6 +17,60 @@ pub(crate) fn controlled_by(obj: &Value, owner_uid: &str) -> bool {
     obj.pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
         .is_some_and(|refs| refs.iter().any(|r| r["uid"].as_str() == Some(owner_uid) && r["controller"] == true))
+}
+
+/// The uid of `obj`'s controlling ownerReference.
+pub(crate) fn controller_uid(obj: &Value) -> Option<&str> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|r| r["controller"] == true)
+        .and_then(|r| r["uid"].as_str())
+}
+
+/// The name of `obj`'s controlling ownerReference.
+pub(crate) fn controller_name(obj: &Value) -> Option<&str> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|r| r["controller"] == true)
+        .and_then(|r| r["name"].as_str())
+}
+
+/// The kind of `obj`'s controlling ownerReference.
+pub(crate) fn controller_kind(obj: &Value) -> Option<&str> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|r| r["controller"] == true)
+        .and_then(|r| r["kind"].as_str())
+}
+
+/// Whether a pod change matters to its workload controller: a pod `kind` controls
+/// appeared, went away, started terminating or finished. Condition-only writes (the
+/// scheduler's `PodScheduled=False` on pending pods) do not change what it counts.
+pub(crate) fn pod_change_matters(kind: &str, key: &ResourceKey, event: EventType, obj: &Value) -> bool {
+    if !(key.group.is_empty() && key.plural == "pods") {
+        return true;
+    }
+    controller_kind(obj) == Some(kind)
+        && (event != EventType::Modified
+            || obj.pointer("/metadata/deletionTimestamp").is_some()
+            || matches!(phase(obj), "Succeeded" | "Failed" | "Running"))
+}
+
+/// Every pod with a controller, grouped by the controller's uid (each group in the store's
+/// order: namespace, then name). One pass over the pods, so a controller of many objects
+/// (thousands of Jobs) reconciles in linear rather than quadratic time.
+pub(crate) fn pods_by_controller(store: &Store) -> std::collections::BTreeMap<String, Vec<Arc<Value>>> {
+    let pods = ty(store, "", "pods");
+    let mut out: std::collections::BTreeMap<String, Vec<Arc<Value>>> = std::collections::BTreeMap::new();
+    for p in store.iter(&pods.key(), None) {
+        if let Some(uid) = controller_uid(p) {
+            out.entry(uid.to_string()).or_default().push(p.clone());
+        }
+    }
+    out
 }
 
 /// Pods in `namespace` controlled by `owner_uid`, in name order.

@@ -4,9 +4,13 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::pods::{create_from_template, delete_pod, deletion_rank, is_active, is_ready, owned_pods, ty, write_status};
+use super::pods::{
+    create_from_template, delete_pod, deletion_rank, is_active, is_ready, owned_pods, pod_change_matters, ty,
+    write_status,
+};
 use crate::actors::runtime::Reconciler;
-use crate::apiserver::store::Store;
+use crate::apiserver::resources::ResourceKey;
+use crate::apiserver::store::{EventType, Store};
 
 /// Reconciles every ReplicaSet.
 #[derive(Default)]
@@ -19,6 +23,10 @@ impl Reconciler for ReplicaSetController {
 
     fn watches(&self) -> Vec<(&'static str, &'static str)> {
         vec![("apps", "replicasets"), ("", "pods")]
+    }
+
+    fn wakes_on(&mut self, key: &ResourceKey, event: EventType, obj: &Value) -> bool {
+        pod_change_matters("ReplicaSet", key, event, obj)
     }
 
     fn reconcile(&mut self, store: &mut Store, _now: Duration) -> Option<Duration> {
