@@ -19,31 +19,28 @@ pub(crate) fn controlled_by(obj: &Value, owner_uid: &str) -> bool {
         .is_some_and(|refs| refs.iter().any(|r| r["uid"].as_str() == Some(owner_uid) && r["controller"] == true))
 }
 
-/// The uid of `obj`'s controlling ownerReference.
-pub(crate) fn controller_uid(obj: &Value) -> Option<&str> {
+/// A field (`uid`, `name`, `kind`) of `obj`'s controlling ownerReference.
+fn controller_field<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
     obj.pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)?
         .iter()
         .find(|r| r["controller"] == true)
-        .and_then(|r| r["uid"].as_str())
+        .and_then(|r| r[field].as_str())
+}
+
+/// The uid of `obj`'s controlling ownerReference.
+pub(crate) fn controller_uid(obj: &Value) -> Option<&str> {
+    controller_field(obj, "uid")
 }
 
 /// The name of `obj`'s controlling ownerReference.
 pub(crate) fn controller_name(obj: &Value) -> Option<&str> {
-    obj.pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)?
-        .iter()
-        .find(|r| r["controller"] == true)
-        .and_then(|r| r["name"].as_str())
+    controller_field(obj, "name")
 }
 
 /// The kind of `obj`'s controlling ownerReference.
 pub(crate) fn controller_kind(obj: &Value) -> Option<&str> {
-    obj.pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)?
-        .iter()
-        .find(|r| r["controller"] == true)
-        .and_then(|r| r["kind"].as_str())
+    controller_field(obj, "kind")
 }
 
 /// Whether a pod change matters to its workload controller: a pod `kind` controls
