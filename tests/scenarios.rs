@@ -123,37 +123,12 @@ fn failures(finished: &[Finished]) -> Vec<String> {
             reproduce(&f.path, f.seed)
         );
         let note = problems.first().cloned().unwrap_or_default();
-        if !known_open(&message)
-            && let Err(e) = regressions::record(&regressions_dir(), &f.scenario, f.seed, &note)
-        {
+        if let Err(e) = regressions::record(&regressions_dir(), &f.scenario, f.seed, &note) {
             eprintln!("could not record seed {} of {}: {e}", f.seed, f.scenario);
         }
         out.push(message);
     }
     out
-}
-
-/// Findings the library exposes that are not fixed yet, as (scenario, invariant) at seed 1:
-/// the controller's consolidation ends these stories well above the cost bound (see the
-/// snapshots for the gaps). Every other invariant must hold in them, and every other
-/// scenario must be clean; a listed finding that stops failing fails the suite until it is
-/// removed here.
-const KNOWN_OPEN: &[(&str, &str)] = &[
-    ("consolidation-scale-down", "cost"),
-    ("do-not-disrupt-batch", "cost"),
-    ("drift-rollout", "cost"),
-    ("web-diurnal", "cost"),
-    ("zone-outage", "cost"),
-];
-
-/// Whether a failure message (see [`failures`]) is only known-open findings.
-fn known_open(failure: &str) -> bool {
-    let mut lines = failure.lines();
-    let Some(head) = lines.next() else { return false };
-    let Some((scenario, _)) = head.split_once(" seed 1:") else { return false };
-    let problems: Vec<&str> = lines.map(str::trim).filter(|l| !l.starts_with("reproduce:")).collect();
-    !problems.is_empty()
-        && problems.iter().all(|p| KNOWN_OPEN.iter().any(|(s, i)| *s == scenario && p.starts_with(&format!("{i} at "))))
 }
 
 #[test]
@@ -167,17 +142,8 @@ fn library_scenarios_hold_every_invariant_and_match_their_snapshots() {
         jobs.extend(seeds.into_iter().map(|seed| (name.clone(), path.clone(), seed)));
     }
     let finished = run_all(jobs);
-    let (open, failed): (Vec<String>, Vec<String>) = failures(&finished).into_iter().partition(|f| known_open(f));
+    let failed = failures(&finished);
     assert!(failed.is_empty(), "{} failing runs:\n{}", failed.len(), failed.join("\n"));
-    // Strict: a known finding that no longer fails must come off the list (and its snapshot
-    // shows the fix).
-    for (scenario, invariant) in KNOWN_OPEN {
-        assert!(
-            open.iter()
-                .any(|f| f.starts_with(&format!("{scenario} seed 1:")) && f.contains(&format!("{invariant} at "))),
-            "{scenario} no longer breaks {invariant}: remove it from KNOWN_OPEN"
-        );
-    }
     for f in &finished {
         if !fixed_seeds(&f.scenario).contains(&f.seed) {
             continue;
@@ -368,7 +334,6 @@ mod generated {
     }
 
     #[test]
-    #[ignore = "finds a real consolidation gap: scenarios/regressions/open/613674b1febb03b8.yaml ends with 2 pods on 2 nodes (471% over the LP bound, allowed 100% + one node) after a spot interruption; run with: cargo test --workspace --test scenarios -- --ignored generated_scenarios_hold"]
     fn generated_scenarios_hold_every_invariant() {
         // Deterministic: the same stories every run, so the suite's time and snapshots are
         // stable; failures shrink and are written out.

@@ -11,8 +11,15 @@
 //! perfect layout. The allowance is the price of the cheapest allowed offering that fits
 //! the largest pod: a layout can always be at least that much dearer than the LP, and on a
 //! large cluster it is negligible next to the multiplicative term.
+//!
+//! Why pinned nodes are set aside: Karpenter's rules let it keep some nodes whatever they
+//! cost. A spot node bought for a peak may only be deleted while the
+//! `SpotToSpotConsolidation` gate is off, and a node with a do-not-disrupt pod is never a
+//! candidate. When such a node's pods fit nowhere else ([`super::pinned`]), the check runs
+//! on the rest of the fleet against the bound for the pods the pinned nodes do not hold.
+//! The reported gap is still the whole fleet's, and the pinned rate is reported beside it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -20,6 +27,7 @@ use serde_json::Value;
 
 use super::config;
 use super::cost_bound::{Supply, lower_bound};
+use super::pinned::{PinnedNode, pinned_nodes};
 use super::resources::{Resources, allowed_offerings, daemonset_overhead};
 use super::{Ctx, Violation};
 
@@ -38,6 +46,11 @@ pub struct CostSummary {
     pub gap: Option<f64>,
     /// Whether the cluster was quiescent when judged.
     pub quiescent: bool,
+    /// USD per hour on nodes Karpenter's rules let it keep whatever they cost (spot nodes
+    /// it may only delete, nodes with do-not-disrupt pods; see [`super::pinned`]).
+    pub pinned_per_hour: f64,
+    /// The pinned nodes grouped by why Karpenter may keep them (empty when none).
+    pub kept: String,
 }
 
 /// The end-of-run judgement.
@@ -52,65 +65,128 @@ impl Cost {
     }
 
     /// Computes the summary and adds a violation when quiescent and over the bound.
-    pub fn judge(&self, ctx: &Ctx<'_>, daemonsets: &[Arc<Value>], out: &mut Vec<Violation>) -> CostSummary {
+    /// `spot_to_spot` is the controller's `SpotToSpotConsolidation` feature gate.
+    pub fn judge(
+        &self,
+        ctx: &Ctx<'_>,
+        daemonsets: &[Arc<Value>],
+        spot_to_spot: bool,
+        out: &mut Vec<Violation>,
+    ) -> CostSummary {
         let now = ctx.view.now;
         let rate = ctx.cloud.cost_report().rate_usd_per_hour;
-        let mut demand = Resources::default();
-        let mut pending = 0;
-        let mut largest = Resources::default();
-        for p in ctx.pods.iter().filter(|p| p.active() && !p.daemonset) {
-            demand.add(&p.requests);
-            pending += usize::from(p.node_name.is_none());
-            largest.cpu = largest.cpu.max(p.requests.cpu);
-            largest.memory = largest.memory.max(p.requests.memory);
-        }
         let overhead = daemonset_overhead(daemonsets.iter().map(|d| d.as_ref()));
-        // Cheapest price per instance type over every pool's allowed offerings: the same
-        // node shape at a higher price never helps the bound.
-        let mut cheapest: BTreeMap<String, Supply> = BTreeMap::new();
-        for pool in ctx.view.pools.values() {
-            for o in allowed_offerings(ctx.cloud, &pool.object, now) {
-                let capacity = Resources {
-                    cpu: o.allocatable.cpu - overhead.cpu,
-                    memory: o.allocatable.memory - overhead.memory,
-                    pods: o.allocatable.pods - overhead.pods,
-                };
-                let entry = cheapest.entry(o.instance_type.clone()).or_insert(Supply { capacity, price: o.price });
-                entry.price = entry.price.min(o.price);
+        let supply = cheapest_supply(ctx, &overhead);
+        let hosted = |pinned: &BTreeSet<&str>| {
+            let mut demand = Resources::default();
+            let mut largest = Resources::default();
+            for p in ctx.pods.iter().filter(|p| p.active() && !p.daemonset) {
+                if p.node_name.as_deref().is_some_and(|n| pinned.contains(n)) {
+                    continue;
+                }
+                demand.add(&p.requests);
+                largest.cpu = largest.cpu.max(p.requests.cpu);
+                largest.memory = largest.memory.max(p.requests.memory);
             }
-        }
-        let supply: Vec<Supply> = cheapest.into_values().collect();
-        let bound = lower_bound(&supply, &demand);
-        let allowance = one_node_allowance(&supply, &largest, demand.pods > 0.0);
+            (demand, largest)
+        };
+        let (demand, _) = hosted(&BTreeSet::new());
+        let pending = ctx.pods.iter().filter(|p| p.active() && !p.daemonset && p.node_name.is_none()).count();
+        let bound_value = lower_bound(&supply, &demand).unwrap_or(0.0);
         let quiescent = pending == 0
             && ctx
                 .view
                 .claims
                 .values()
                 .all(|c| c.deleting_since.is_none() && (c.initialized || c.provider_id.is_some()));
-        let bound_value = bound.unwrap_or(0.0);
         let gap = (bound_value > 0.0).then(|| rate / bound_value - 1.0);
-        let summary = CostSummary { rate_per_hour: rate, lower_bound_per_hour: bound_value, gap, quiescent };
+        // What Karpenter's rules let it keep whatever it costs is judged apart: the rest of
+        // the fleet must be near the bound for the pods the pinned nodes do not hold.
+        let pinned = pinned_nodes(ctx, &overhead, spot_to_spot);
+        let pinned_rate: f64 = pinned.iter().map(|p| p.price).sum();
+        let pinned_names: BTreeSet<&str> = pinned.iter().map(|p| p.node.as_str()).collect();
+        let (free_demand, largest) = hosted(&pinned_names);
+        let free_bound = lower_bound(&supply, &free_demand).unwrap_or(0.0);
+        let allowance = one_node_allowance(&supply, &largest, free_demand.pods > 0.0);
+        let judged_rate = rate - pinned_rate;
+        let summary = CostSummary {
+            rate_per_hour: rate,
+            lower_bound_per_hour: bound_value,
+            gap,
+            quiescent,
+            pinned_per_hour: pinned_rate,
+            kept: describe(&pinned),
+        };
+        let limit = (1.0 + self.config.epsilon) * free_bound + allowance;
         if self.config.enabled
             && quiescent
-            && let Some(g) = gap
-            && g > self.config.epsilon
-            && rate > (1.0 + self.config.epsilon) * bound_value + allowance
+            && gap.is_some_and(|g| g > self.config.epsilon)
+            && judged_rate > limit + PRICE_TOLERANCE
         {
+            let mut message = format!(
+                "cost rate ${rate:.4}/h is {:.0}% above the lower bound ${bound_value:.4}/h (allowed {:.0}% plus one node, ${allowance:.4}/h)",
+                gap.unwrap_or_default() * 100.0,
+                self.config.epsilon * 100.0
+            );
+            if !pinned.is_empty() {
+                message.push_str(&format!(
+                    "; without the nodes Karpenter may keep, ${judged_rate:.4}/h against a limit of ${limit:.4}/h; kept: {}",
+                    summary.kept
+                ));
+            }
             out.push(Violation {
                 invariant: NAME.into(),
                 at: now,
                 objects: ctx.view.pools.keys().map(|n| format!("NodePool {n}")).collect(),
-                message: format!(
-                    "cost rate ${rate:.4}/h is {:.0}% above the lower bound ${bound_value:.4}/h (allowed {:.0}% plus one node, ${allowance:.4}/h)",
-                    g * 100.0,
-                    self.config.epsilon * 100.0
-                ),
+                message,
                 trace_position: ctx.view.trace_position,
             });
         }
         summary
     }
+}
+
+/// Prices are quoted to six decimals; sums of them differ from the bill by rounding only.
+const PRICE_TOLERANCE: f64 = 1e-6;
+
+/// The pinned nodes grouped by reason: how many, what they cost, and the first few names.
+fn describe(pinned: &[PinnedNode]) -> String {
+    let mut by_reason: BTreeMap<&str, Vec<&PinnedNode>> = BTreeMap::new();
+    for p in pinned {
+        by_reason.entry(p.reason.as_str()).or_default().push(p);
+    }
+    let groups: Vec<String> = by_reason
+        .into_iter()
+        .map(|(reason, nodes)| {
+            let rate: f64 = nodes.iter().map(|n| n.price).sum();
+            let mut names: Vec<String> =
+                nodes.iter().take(3).map(|n| format!("{} ({})", n.node, n.instance_type)).collect();
+            if nodes.len() > 3 {
+                names.push(format!("and {} more", nodes.len() - 3));
+            }
+            format!("{} node(s) at ${rate:.4}/h, {reason}: {}", nodes.len(), names.join(", "))
+        })
+        .collect();
+    groups.join("; ")
+}
+
+/// The cheapest price per instance type over every pool's allowed offerings, with
+/// allocatable after DaemonSet overhead: the same node shape at a higher price never helps
+/// the bound.
+fn cheapest_supply(ctx: &Ctx<'_>, overhead: &Resources) -> Vec<Supply> {
+    let mut cheapest: BTreeMap<String, Supply> = BTreeMap::new();
+    for pool in ctx.view.pools.values() {
+        for o in allowed_offerings(ctx.cloud, &pool.object, ctx.view.now) {
+            let capacity = Resources {
+                cpu: o.allocatable.cpu - overhead.cpu,
+                memory: o.allocatable.memory - overhead.memory,
+                pods: o.allocatable.pods - overhead.pods,
+            };
+            let entry = cheapest.entry(o.instance_type.clone()).or_insert(Supply { capacity, price: o.price });
+            entry.price = entry.price.min(o.price);
+        }
+    }
+    cheapest.into_values().collect()
 }
 
 /// The integrality allowance: the price of the cheapest offering that fits `largest` (the

@@ -34,6 +34,7 @@ pub mod leaked_instance;
 pub mod nodepool_limits;
 pub mod pdb;
 pub mod pending;
+pub mod pinned;
 pub mod resources;
 pub mod runaway_scale_up;
 pub mod stranded_pods;
@@ -183,6 +184,7 @@ pub struct Checker {
     pending: PendingTracker,
     last_tick: Duration,
     cost: cost::Cost,
+    spot_to_spot: bool,
 }
 
 impl Checker {
@@ -237,7 +239,15 @@ impl Checker {
             pending: PendingTracker::default(),
             last_tick: Duration::ZERO,
             cost: cost::Cost::new(config.cost.clone()),
+            spot_to_spot: false,
         }
+    }
+
+    /// Tells the checker whether the controller runs with the `SpotToSpotConsolidation`
+    /// feature gate: with it off, Karpenter may keep a spot node it cannot delete whatever
+    /// it costs, and the cost invariant must not blame it (see [`pinned`]).
+    pub fn set_spot_to_spot_consolidation(&mut self, on: bool) {
+        self.spot_to_spot = on;
     }
 
     /// Enters `phase` at `now`. Leaving `Faults` starts the liveness clocks.
@@ -318,7 +328,7 @@ impl Checker {
         for inv in &mut self.invariants {
             inv.finish(&ctx, &mut self.violations);
         }
-        let summary = self.cost.judge(&ctx, &daemonsets, &mut self.violations);
+        let summary = self.cost.judge(&ctx, &daemonsets, self.spot_to_spot, &mut self.violations);
         drop(cloud);
         let checked = self.checked();
         // Deterministic order: by time, then by trace position and name.

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use dovetail_fakecloud::{FakeCloud, InstanceState};
+use dovetail_fakecloud::{CapacityType, FakeCloud, InstanceState};
 use serde_json::Value;
 
 use super::resources::Resources;
@@ -75,6 +75,8 @@ pub struct NodeView {
     pub disrupted: bool,
     /// Labelled `karpenter.sh/initialized=true`.
     pub initialized: bool,
+    /// Annotated `karpenter.sh/do-not-disrupt: "true"`.
+    pub do_not_disrupt: bool,
 }
 
 /// A fake-cloud instance as invariants see it.
@@ -86,6 +88,8 @@ pub struct InstanceView {
     pub instance_type: String,
     /// Zone.
     pub zone: String,
+    /// Spot or on-demand.
+    pub capacity_type: CapacityType,
     /// pending or running (or stopping/stopped): still an instance someone pays for.
     pub live: bool,
     /// Launch time.
@@ -177,6 +181,7 @@ impl View {
                     deleting: meta.get("deletionTimestamp").is_some_and(|v| !v.is_null()),
                     disrupted,
                     initialized: meta["labels"]["karpenter.sh/initialized"] == "true",
+                    do_not_disrupt: meta["annotations"]["karpenter.sh/do-not-disrupt"] == "true",
                 },
             );
         }
@@ -185,6 +190,7 @@ impl View {
                 id: i.id.clone(),
                 instance_type: i.instance_type.clone(),
                 zone: i.zone.clone(),
+                capacity_type: i.capacity_type,
                 live: i.state.is_live(),
                 launched: i.launch_time,
                 nodeclaim: i.tags.get(NODECLAIM_TAG).cloned(),

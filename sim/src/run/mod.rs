@@ -170,6 +170,12 @@ pub fn run_with(loaded: &Loaded, seed: u64, options: &mut RunOptions) -> anyhow:
         sim.step().map_err(|e| anyhow::anyhow!("simulation failed at {}: {e}", SimDuration(now)))?;
     }
     let end = sim.elapsed();
+    if let (Some(checker), Some(r)) = (checker.as_mut(), replicas.as_ref()) {
+        // The cost judgement at the end follows the gates the controller runs with then
+        // (after any rolling upgrade).
+        let settings = r.settings.lock().unwrap_or_else(|e| e.into_inner());
+        checker.set_spot_to_spot_consolidation(settings.feature_gates.spot_to_spot_consolidation);
+    }
     let judged = checker.map(|c| c.finish(end));
     let report = assemble(
         loaded,
@@ -352,12 +358,15 @@ fn assemble(
         }
         launches = c.ledger().records.len() as u64;
         let r = c.cost_report();
-        let (bound, gap) =
-            judged.as_ref().map_or((0.0, 0.0), |j| (j.cost.lower_bound_per_hour, j.cost.gap.unwrap_or(0.0)));
+        let (bound, gap, pinned, kept) = judged.as_ref().map_or((0.0, 0.0, 0.0, String::new()), |j| {
+            (j.cost.lower_bound_per_hour, j.cost.gap.unwrap_or(0.0), j.cost.pinned_per_hour, j.cost.kept.clone())
+        });
         cost = CostSection {
             rate_per_hour: round(r.rate_usd_per_hour, 4),
             lower_bound_per_hour: round(bound, 4),
             gap: round(gap, 4),
+            pinned_per_hour: round(pinned, 4),
+            kept,
             total: round(r.total_usd, 4),
         };
     }

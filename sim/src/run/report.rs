@@ -95,6 +95,12 @@ pub struct CostSection {
     pub lower_bound_per_hour: f64,
     /// rate / bound - 1 (0 when there is no bound).
     pub gap: f64,
+    /// USD per hour of that rate on nodes Karpenter's rules let it keep whatever they cost
+    /// (spot nodes it may only delete, nodes with do-not-disrupt pods).
+    pub pinned_per_hour: f64,
+    /// Which nodes those are and why Karpenter may keep them.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub kept: String,
     /// USD billed over the run.
     pub total: f64,
 }
@@ -149,12 +155,20 @@ impl Report {
         }
         let _ = writeln!(
             s,
-            "  cost         ${:.3}/h (bound ${:.3}/h, gap {:.1}%), ${:.3} billed",
+            "  cost         ${:.3}/h (bound ${:.3}/h, gap {:.1}%{}), ${:.3} billed",
             self.cost.rate_per_hour,
             self.cost.lower_bound_per_hour,
             self.cost.gap * 100.0,
+            if self.cost.pinned_per_hour > 0.0 {
+                format!("; ${:.3}/h on nodes Karpenter may keep", self.cost.pinned_per_hour)
+            } else {
+                String::new()
+            },
             self.cost.total
         );
+        if !self.cost.kept.is_empty() {
+            let _ = writeln!(s, "  kept         {}", self.cost.kept);
+        }
         let _ = writeln!(
             s,
             "  pending      {} pods, p50 {:.1}s, p99 {:.1}s, max {:.1}s",

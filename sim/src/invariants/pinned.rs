@@ -1,0 +1,236 @@
+//! Nodes that Karpenter's own rules forbid it to consolidate, so the cost invariant does
+//! not blame the controller for keeping them (karpenter-behaviour.md §5.2 and §5.6):
+//!
+//! - a node holding a pod with an active `karpenter.sh/do-not-disrupt`, or annotated so
+//!   itself, is never a candidate;
+//! - a spot node can only be *deleted* unless the `SpotToSpotConsolidation` feature gate is
+//!   on, and with the gate on a single spot node is replaced only when at least 15 spot
+//!   instance types that fit its pods are cheaper than it.
+//!
+//! - a NodePool with `consolidationPolicy: WhenEmpty` or `consolidateAfter: Never` keeps
+//!   every node that holds a pod.
+//!
+//! For do-not-disrupt and spot nodes, the node is pinned only when it cannot be deleted either: its pods do not fit
+//! in the free room of the cluster's other nodes. That test packs by CPU, memory and pod
+//! slots alone (first-fit decreasing), ignoring affinities and spread, so it finds room
+//! wherever room could exist: a node it calls deletable may in truth be pinned by a pod's
+//! constraints (a false alarm the scenario's epsilon must absorb), but a node it excuses is
+//! never one the controller could have deleted. Like every oracle here it is written apart
+//! from the controller's scheduler.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use dovetail_fakecloud::CapacityType;
+
+use super::Ctx;
+use super::disruptions::do_not_disrupt_active;
+use super::resources::{Resources, allocatable, allowed_offerings};
+
+/// Spot-to-spot replacement needs at least this many cheaper instance types (single node).
+pub const SPOT_TO_SPOT_MIN_CHEAPER_TYPES: usize = 15;
+
+/// A node the controller may keep whatever it costs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PinnedNode {
+    /// Node name.
+    pub node: String,
+    /// Its instance type.
+    pub instance_type: String,
+    /// What it costs now, USD per hour.
+    pub price: f64,
+    /// Why Karpenter may not consolidate it.
+    pub reason: String,
+}
+
+/// A live node as the packing sees it.
+struct Host {
+    name: String,
+    instance_type: String,
+    spot: bool,
+    price: f64,
+    nodepool: Option<String>,
+    /// Allocatable minus every active pod bound to it (DaemonSet pods included).
+    free: Resources,
+    /// Requests of its active, non-DaemonSet pods, largest CPU first.
+    movable: Vec<Resources>,
+    do_not_disrupt: bool,
+}
+
+/// The nodes Karpenter's rules pin in place at this moment, in node-name order.
+/// `overhead` is the DaemonSet overhead a replacement node would carry.
+pub fn pinned_nodes(ctx: &Ctx<'_>, overhead: &Resources, spot_to_spot: bool) -> Vec<PinnedNode> {
+    let hosts = hosts(ctx);
+    let mut out = Vec::new();
+    for (i, host) in hosts.iter().enumerate() {
+        if host.movable.is_empty() {
+            continue;
+        }
+        let pool = host.nodepool.as_ref().and_then(|n| ctx.view.pools.get(n));
+        if let Some(why) = pool.and_then(|p| keeps_nodes_with_pods(&p.object)) {
+            out.push(PinnedNode {
+                node: host.name.clone(),
+                instance_type: host.instance_type.clone(),
+                price: host.price,
+                reason: why.to_string(),
+            });
+            continue;
+        }
+        let reason = if host.do_not_disrupt {
+            "a do-not-disrupt pod or annotation keeps it out of consolidation".to_string()
+        } else if !host.spot {
+            continue;
+        } else if !spot_to_spot {
+            "spot, and spot-to-spot consolidation is off: it may only be deleted".to_string()
+        } else {
+            let cheaper = cheaper_spot_types(ctx, host, overhead);
+            if cheaper >= SPOT_TO_SPOT_MIN_CHEAPER_TYPES {
+                continue;
+            }
+            format!(
+                "spot, and only {cheaper} spot types that fit its pods are cheaper (spot-to-spot needs {SPOT_TO_SPOT_MIN_CHEAPER_TYPES})"
+            )
+        };
+        let others: Vec<Resources> = hosts.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, h)| h.free).collect();
+        if fits_elsewhere(&host.movable, others) {
+            continue;
+        }
+        out.push(PinnedNode {
+            node: host.name.clone(),
+            instance_type: host.instance_type.clone(),
+            price: host.price,
+            reason: format!("{reason}, and its pods fit on no other node"),
+        });
+    }
+    out
+}
+
+/// Why a NodePool's disruption settings keep every node that holds a pod, if they do:
+/// `consolidationPolicy: WhenEmpty` consolidates only empty nodes, and
+/// `consolidateAfter: Never` consolidates nothing.
+fn keeps_nodes_with_pods(pool: &serde_json::Value) -> Option<&'static str> {
+    let disruption = &pool["spec"]["disruption"];
+    if disruption["consolidateAfter"] == "Never" {
+        Some("its NodePool has consolidateAfter: Never")
+    } else if disruption["consolidationPolicy"] == "WhenEmpty" {
+        Some("its NodePool consolidates only empty nodes (consolidationPolicy: WhenEmpty)")
+    } else {
+        None
+    }
+}
+
+/// Live, not-deleting nodes backed by a live instance, with their free room.
+fn hosts(ctx: &Ctx<'_>) -> Vec<Host> {
+    let now = ctx.view.now;
+    let instances: BTreeMap<&str, _> =
+        ctx.view.instances.iter().filter(|i| i.live).map(|i| (i.provider_id.as_str(), i)).collect();
+    let mut pods_by_node: BTreeMap<&str, Vec<_>> = BTreeMap::new();
+    for p in ctx.pods.iter().filter(|p| p.active()) {
+        if let Some(n) = p.node_name.as_deref() {
+            pods_by_node.entry(n).or_default().push(p);
+        }
+    }
+    let mut hosts = Vec::new();
+    for (name, node) in &ctx.view.nodes {
+        if node.deleting {
+            continue;
+        }
+        let Some(instance) = instances.get(node.provider_id.as_str()) else { continue };
+        let Some(info) = ctx.cloud.catalog().get(&instance.instance_type) else { continue };
+        let spot = instance.capacity_type == CapacityType::Spot;
+        // Priced at the cloud's own clock, as its bill is.
+        let price = if spot {
+            ctx.cloud.spot_price(&info.name, &instance.zone, ctx.cloud.now()).unwrap_or(0.0)
+        } else {
+            info.on_demand_price.unwrap_or(0.0)
+        };
+        let mut used = Resources::default();
+        let mut movable = Vec::new();
+        let mut do_not_disrupt = node.do_not_disrupt;
+        for p in pods_by_node.get(name.as_str()).into_iter().flatten() {
+            used.add(&p.requests);
+            if !p.daemonset {
+                movable.push(p.requests);
+                do_not_disrupt |= do_not_disrupt_active(&p.object, now);
+            }
+        }
+        movable.sort_by(|a, b| b.cpu.total_cmp(&a.cpu).then(b.memory.total_cmp(&a.memory)));
+        let a = allocatable(info);
+        hosts.push(Host {
+            name: name.clone(),
+            instance_type: instance.instance_type.clone(),
+            spot,
+            price,
+            nodepool: node.nodepool.clone(),
+            free: Resources { cpu: a.cpu - used.cpu, memory: a.memory - used.memory, pods: a.pods - used.pods },
+            movable,
+            do_not_disrupt,
+        });
+    }
+    hosts
+}
+
+/// Distinct spot instance types the node's NodePool allows, in any zone, that are cheaper
+/// than the node and whose allocatable (after DaemonSet overhead) holds all its pods.
+fn cheaper_spot_types(ctx: &Ctx<'_>, host: &Host, overhead: &Resources) -> usize {
+    let Some(pool) = host.nodepool.as_ref().and_then(|n| ctx.view.pools.get(n)) else { return 0 };
+    let mut need = Resources::default();
+    for r in &host.movable {
+        need.add(r);
+    }
+    need.add(overhead);
+    let types: BTreeSet<String> = allowed_offerings(ctx.cloud, &pool.object, ctx.view.now)
+        .into_iter()
+        .filter(|o| o.capacity_type == CapacityType::Spot && o.price < host.price && need.fits_in(&o.allocatable))
+        .map(|o| o.instance_type)
+        .collect();
+    types.len()
+}
+
+/// First-fit decreasing of `pods` (largest CPU first) into `free` rooms.
+fn fits_elsewhere(pods: &[Resources], mut free: Vec<Resources>) -> bool {
+    'pods: for pod in pods {
+        for room in free.iter_mut() {
+            if pod.fits_in(room) {
+                room.cpu -= pod.cpu;
+                room.memory -= pod.memory;
+                room.pods -= pod.pods;
+                continue 'pods;
+            }
+        }
+        return false;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(cpu: f64, memory: f64, pods: f64) -> Resources {
+        Resources { cpu, memory, pods }
+    }
+
+    #[test]
+    fn when_empty_and_never_keep_every_node_with_pods() {
+        let pool = |disruption: serde_json::Value| serde_json::json!({"spec": {"disruption": disruption}});
+        let when_empty = pool(serde_json::json!({"consolidationPolicy": "WhenEmpty", "consolidateAfter": "1m"}));
+        assert!(keeps_nodes_with_pods(&when_empty).is_some_and(|r| r.contains("WhenEmpty")));
+        let never =
+            pool(serde_json::json!({"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "Never"}));
+        assert!(keeps_nodes_with_pods(&never).is_some_and(|r| r.contains("Never")));
+        let underutilized = pool(serde_json::json!({"consolidationPolicy": "WhenEmptyOrUnderutilized"}));
+        assert_eq!(keeps_nodes_with_pods(&underutilized), None);
+        assert_eq!(keeps_nodes_with_pods(&serde_json::json!({})), None, "the default policy consolidates");
+    }
+
+    #[test]
+    fn pods_fit_elsewhere_only_when_every_one_finds_room() {
+        let pods = [r(1_000.0, 1.0, 1.0), r(500.0, 1.0, 1.0)];
+        assert!(fits_elsewhere(&pods, vec![r(1_000.0, 1.0, 1.0), r(600.0, 1.0, 1.0)]));
+        assert!(fits_elsewhere(&pods, vec![r(1_500.0, 2.0, 2.0)]));
+        assert!(!fits_elsewhere(&pods, vec![r(1_500.0, 2.0, 1.0)]), "pod slots count");
+        assert!(!fits_elsewhere(&pods, vec![r(900.0, 5.0, 5.0), r(900.0, 5.0, 5.0)]), "no room for the 1-CPU pod");
+        assert!(!fits_elsewhere(&pods, vec![]));
+        assert!(fits_elsewhere(&[], vec![]));
+    }
+}
