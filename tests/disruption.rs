@@ -10,29 +10,13 @@ use std::time::Duration;
 use dovetail_controller::apis::NodeClaim;
 use dovetail_controller::apis::condition::StatusConditions;
 use dovetail_fakecloud::wire::{SharedCloud, lock};
+use dovetail_tests::workloads::{deployment, is_ready, is_running, wait_pods};
 use dovetail_tests::{client, general_purpose, install, karpenter_crds, karpenter_world_for};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams};
 use serde_json::json;
-
-/// A Deployment of `replicas` pods each requesting `cpu` and `memory`.
-fn deployment(name: &str, replicas: u32, cpu: &str, memory: &str) -> serde_json::Value {
-    json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10",
-                    "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}
-            }
-        }
-    })
-}
 
 /// A bare pod (no controller), optionally with `karpenter.sh/do-not-disrupt: "true"`.
 fn bare_pod(name: &str, cpu: &str, memory: &str, do_not_disrupt: bool) -> serde_json::Value {
@@ -61,19 +45,6 @@ async fn scale(client: &kube::Client, name: &str, replicas: u32) -> anyhow::Resu
     Ok(())
 }
 
-fn is_running(pod: &Pod) -> bool {
-    pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running") && pod.metadata.deletion_timestamp.is_none()
-}
-
-fn is_ready(pod: &Pod) -> bool {
-    is_running(pod)
-        && pod
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
 /// Scales `name` through `steps` replicas, waiting for each step to run, so that every step
 /// launches its own node(s) and the cluster ends up with several nodes to consolidate.
 async fn scale_in_steps(client: &kube::Client, name: &str, steps: &[u32]) -> anyhow::Result<()> {
@@ -86,18 +57,7 @@ async fn scale_in_steps(client: &kube::Client, name: &str, steps: &[u32]) -> any
 
 /// Waits until `count` pods with label `app` run.
 async fn wait_running(client: &kube::Client, app: &str, count: usize, limit: Duration) -> anyhow::Result<()> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    let mut waited = Duration::ZERO;
-    loop {
-        let list = pods.list(&ListParams::default().labels(&format!("app={app}"))).await?;
-        let running = list.items.iter().filter(|p| is_running(p)).count();
-        if running == count {
-            return Ok(());
-        }
-        anyhow::ensure!(waited < limit, "{running}/{count} {app} pods running after {waited:?}");
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        waited += Duration::from_secs(5);
-    }
+    wait_pods(client, app, count, is_running, limit).await.map(|_| ())
 }
 
 /// One look at the cluster through the API server.

@@ -10,8 +10,8 @@ use std::time::Duration;
 use dovetail_controller::apis::NodeClaim;
 use dovetail_controller::apis::condition::StatusConditions;
 use dovetail_fakecloud::wire::lock;
+use dovetail_tests::workloads::{deployment, is_running, one_per_node, wait_pods, with_grace};
 use dovetail_tests::{client, general_purpose, install, karpenter_crds, karpenter_world};
-use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams};
 use serde_json::json;
@@ -22,25 +22,7 @@ const AMI_DRIFT_DEADLINE: Duration = Duration::from_secs(6 * 60 + 30);
 
 /// A Deployment of `replicas` pods of `cpu`, one per node (required anti-affinity on hostname).
 fn spread_deployment(name: &str, replicas: u32, cpu: &str) -> serde_json::Value {
-    json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {
-                    "terminationGracePeriodSeconds": 5,
-                    "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                        {"labelSelector": {"matchLabels": {"app": name}}, "topologyKey": "kubernetes.io/hostname"}
-                    ]}},
-                    "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10",
-                        "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]
-                }
-            }
-        }
-    })
+    one_per_node(with_grace(deployment(name, replicas, cpu, "1Gi"), 5))
 }
 
 /// Waits until `count` pods of `app` run; returns the names of the nodes they run on.
@@ -50,23 +32,7 @@ async fn wait_running(
     count: usize,
     limit: Duration,
 ) -> anyhow::Result<BTreeSet<String>> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    let mut waited = Duration::ZERO;
-    loop {
-        let list = pods.list(&ListParams::default().labels(&format!("app={app}"))).await?;
-        let running: Vec<&Pod> = list
-            .items
-            .iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
-            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-            .collect();
-        if running.len() == count {
-            return Ok(running.iter().filter_map(|p| p.spec.as_ref()?.node_name.clone()).collect());
-        }
-        anyhow::ensure!(waited < limit, "{}/{count} {app} pods running after {waited:?}", running.len());
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        waited += Duration::from_secs(5);
-    }
+    wait_pods(client, app, count, is_running, limit).await
 }
 
 /// Every NodeClaim by name, with its Drifted condition's reason when it is True.

@@ -11,6 +11,7 @@ use dovetail_controller::apis::NodeClaim;
 use dovetail_controller::runtime::Clock;
 use dovetail_controller::runtime::clock::{add, elapsed};
 use dovetail_sim::controller_host::SimClock;
+use dovetail_tests::workloads::{app_pods, deployment, is_ready, node_of, one_per_node, wait_pods, with_grace};
 use dovetail_tests::{client, general_purpose, install, karpenter_crds, karpenter_world};
 use k8s_openapi::api::core::v1::{Event, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -29,40 +30,15 @@ fn pool_and_class(template_spec: serde_json::Value) -> Vec<serde_json::Value> {
 
 /// `replicas` pods of `app`, one per node when `spread`, behind a PDB with `maxUnavailable`.
 fn workload(app: &str, replicas: u32, spread: bool, max_unavailable: u32) -> Vec<serde_json::Value> {
-    let mut spec = json!({
-        "terminationGracePeriodSeconds": 10,
-        "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10",
-            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]
-    });
+    let mut web = with_grace(deployment(app, replicas, "1", "1Gi"), 10);
     if spread {
-        spec["affinity"] = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "kubernetes.io/hostname"}]}});
+        web = one_per_node(web);
     }
     vec![
-        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": app, "namespace": "default"},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": app}},
-                "template": {"metadata": {"labels": {"app": app}}, "spec": spec}}}),
+        web,
         json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": app, "namespace": "default"},
             "spec": {"maxUnavailable": max_unavailable, "selector": {"matchLabels": {"app": app}}}}),
     ]
-}
-
-fn is_ready(pod: &Pod) -> bool {
-    pod.metadata.deletion_timestamp.is_none()
-        && pod
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
-fn node_of(pod: &Pod) -> Option<String> {
-    pod.spec.as_ref()?.node_name.clone()
-}
-
-async fn app_pods(client: &kube::Client, app: &str) -> anyhow::Result<Vec<Pod>> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    Ok(pods.list(&ListParams::default().labels(&format!("app={app}"))).await?.items)
 }
 
 /// Waits until `count` pods of `app` are Ready; returns their nodes.
@@ -72,17 +48,7 @@ async fn wait_ready(
     count: usize,
     limit: Duration,
 ) -> anyhow::Result<BTreeSet<String>> {
-    let mut waited = Duration::ZERO;
-    loop {
-        let pods = app_pods(client, app).await?;
-        let ready: Vec<&Pod> = pods.iter().filter(|p| is_ready(p)).collect();
-        if ready.len() == count {
-            return Ok(ready.iter().filter_map(|p| node_of(p)).collect());
-        }
-        anyhow::ensure!(waited < limit, "{}/{count} {app} pods ready after {waited:?}", ready.len());
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        waited += Duration::from_secs(5);
-    }
+    wait_pods(client, app, count, is_ready, limit).await
 }
 
 /// Every NodeClaim's (creation, deletion) times by name.

@@ -1,5 +1,7 @@
 //! Shared helpers for the integration tests.
 
+pub mod workloads;
+
 use dovetail_sim::apiserver::{self, ApiServer};
 use dovetail_sim::world::{Trace, WorldConfig, build_sim};
 

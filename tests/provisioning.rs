@@ -5,28 +5,11 @@ use std::time::Duration;
 
 use dovetail_sim::invariants::cost_bound::{Supply, lower_bound};
 use dovetail_sim::invariants::resources::Resources;
+use dovetail_tests::workloads::deployment;
 use dovetail_tests::{client, general_purpose, install, karpenter_crds, karpenter_world};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::ListParams;
-use serde_json::json;
-
-/// A Deployment of `replicas` pods each requesting `cpu` and `memory`.
-fn deployment(name: &str, replicas: u32, cpu: &str, memory: &str) -> serde_json::Value {
-    json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10",
-                    "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}
-            }
-        }
-    })
-}
 
 /// Counts pods by phase.
 async fn phases(client: &kube::Client) -> anyhow::Result<(usize, usize)> {

@@ -191,11 +191,16 @@ pub struct Cost {
     /// Allowed excess over the lower bound: rate ≤ (1 + epsilon) × bound + one node (the
     /// cheapest offering that fits the largest pod: nodes come whole).
     pub epsilon: f64,
+    /// The cost is judged only once the pods' total requests have stayed the same for the
+    /// NodePools' longest `consolidateAfter` plus this long (default 2m): the controller
+    /// must have had its chance to consolidate. A consolidation's own evictions change the
+    /// requests for a moment, so a cluster still being repacked is not judged mid-way.
+    pub settled_for: SimDuration,
 }
 
 impl Default for Cost {
     fn default() -> Self {
-        Self { enabled: true, epsilon: 1.0 }
+        Self { enabled: true, epsilon: 1.0, settled_for: mins(2) }
     }
 }
 

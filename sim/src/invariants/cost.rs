@@ -1,4 +1,5 @@
-//! `cost`: at quiescence (no pending pods, no NodeClaim deleting or uninitialized) the
+//! `cost`: at quiescence (no pending pods, no NodeClaim deleting or uninitialized, and the
+//! pods' total requests unchanged for the longest `consolidateAfter` plus `settledFor`) the
 //! cloud's cost rate (its ledger: running instances at their current prices) is at most
 //! `(1 + epsilon)` × the LP lower bound ([`super::cost_bound`]) over the NodePools' allowed,
 //! available offerings, with allocatable after kubelet reservations and DaemonSet overhead,
@@ -21,6 +22,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -29,7 +31,9 @@ use super::config;
 use super::cost_bound::{Supply, lower_bound};
 use super::pinned::{PinnedNode, pinned_nodes};
 use super::resources::{Resources, allowed_offerings, daemonset_overhead};
+use super::view::PodView;
 use super::{Ctx, Violation};
+use crate::scenario::SimDuration;
 
 /// The invariant's name.
 pub const NAME: &str = "cost";
@@ -71,6 +75,7 @@ impl Cost {
         ctx: &Ctx<'_>,
         daemonsets: &[Arc<Value>],
         spot_to_spot: bool,
+        demand_since: Duration,
         out: &mut Vec<Violation>,
     ) -> CostSummary {
         let now = ctx.view.now;
@@ -93,7 +98,9 @@ impl Cost {
         let (demand, _) = hosted(&BTreeSet::new());
         let pending = ctx.pods.iter().filter(|p| p.active() && !p.daemonset && p.node_name.is_none()).count();
         let bound_value = lower_bound(&supply, &demand).unwrap_or(0.0);
+        let settle = longest_consolidate_after(ctx) + self.config.settled_for.0;
         let quiescent = pending == 0
+            && now.saturating_sub(demand_since) >= settle
             && ctx
                 .view
                 .claims
@@ -103,7 +110,7 @@ impl Cost {
         // What Karpenter's rules let it keep whatever it costs is judged apart: the rest of
         // the fleet must be near the bound for the pods the pinned nodes do not hold.
         let pinned = pinned_nodes(ctx, &overhead, spot_to_spot);
-        let pinned_rate: f64 = pinned.iter().map(|p| p.price).sum();
+        let pinned_rate: f64 = pinned.iter().fold(0.0, |sum, p| sum + p.price);
         let pinned_names: BTreeSet<&str> = pinned.iter().map(|p| p.node.as_str()).collect();
         let (free_demand, largest) = hosted(&pinned_names);
         let free_bound = lower_bound(&supply, &free_demand).unwrap_or(0.0);
@@ -144,6 +151,46 @@ impl Cost {
         }
         summary
     }
+}
+
+/// When the pods' total requests last changed: the cost is judged only after they have
+/// held still long enough for the controller to consolidate.
+#[derive(Debug, Default)]
+pub struct DemandClock {
+    last: Option<Resources>,
+    since: Duration,
+}
+
+impl DemandClock {
+    /// Looks at the active, non-DaemonSet pods at `now`.
+    pub fn observe(&mut self, pods: &[PodView], now: Duration) {
+        let mut demand = Resources::default();
+        for p in pods.iter().filter(|p| p.active() && !p.daemonset) {
+            demand.add(&p.requests);
+        }
+        if self.last != Some(demand) {
+            self.last = Some(demand);
+            self.since = now;
+        }
+    }
+
+    /// When the demand last changed.
+    pub fn since(&self) -> Duration {
+        self.since
+    }
+}
+
+/// The longest `spec.disruption.consolidateAfter` over the NodePools (`Never` and
+/// unparsable values count as zero: such pools keep their nodes, see [`super::pinned`]).
+fn longest_consolidate_after(ctx: &Ctx<'_>) -> Duration {
+    ctx.view
+        .pools
+        .values()
+        .filter_map(|p| p.object["spec"]["disruption"]["consolidateAfter"].as_str())
+        .filter_map(|d| SimDuration::parse(d).ok())
+        .map(|d| d.0)
+        .max()
+        .unwrap_or_default()
 }
 
 /// Prices are quoted to six decimals; sums of them differ from the bill by rounding only.

@@ -185,6 +185,7 @@ pub struct Checker {
     last_tick: Duration,
     cost: cost::Cost,
     spot_to_spot: bool,
+    demand: cost::DemandClock,
 }
 
 impl Checker {
@@ -240,6 +241,7 @@ impl Checker {
             last_tick: Duration::ZERO,
             cost: cost::Cost::new(config.cost.clone()),
             spot_to_spot: false,
+            demand: cost::DemandClock::default(),
         }
     }
 
@@ -274,6 +276,7 @@ impl Checker {
             self.pods_rv = Some(view.resource_version);
             self.pending.observe(&self.pods, now);
             self.pending.forget_missing(&self.pods);
+            self.demand.observe(&self.pods, now);
         }
         drop(store);
         let ctx = Ctx {
@@ -328,7 +331,7 @@ impl Checker {
         for inv in &mut self.invariants {
             inv.finish(&ctx, &mut self.violations);
         }
-        let summary = self.cost.judge(&ctx, &daemonsets, self.spot_to_spot, &mut self.violations);
+        let summary = self.cost.judge(&ctx, &daemonsets, self.spot_to_spot, self.demand.since(), &mut self.violations);
         drop(cloud);
         let checked = self.checked();
         // Deterministic order: by time, then by trace position and name.

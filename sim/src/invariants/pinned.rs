@@ -10,13 +10,14 @@
 //! - a NodePool with `consolidationPolicy: WhenEmpty` or `consolidateAfter: Never` keeps
 //!   every node that holds a pod.
 //!
-//! For do-not-disrupt and spot nodes, the node is pinned only when it cannot be deleted either: its pods do not fit
-//! in the free room of the cluster's other nodes. That test packs by CPU, memory and pod
-//! slots alone (first-fit decreasing), ignoring affinities and spread, so it finds room
-//! wherever room could exist: a node it calls deletable may in truth be pinned by a pod's
-//! constraints (a false alarm the scenario's epsilon must absorb), but a node it excuses is
-//! never one the controller could have deleted. Like every oracle here it is written apart
-//! from the controller's scheduler.
+//! A do-not-disrupt or spot node is pinned only when it cannot be deleted either. That is
+//! assumed when one of its pods has topology spread or pod-affinity rules: Karpenter's
+//! consolidation simulation treats even `ScheduleAnyway` spread as required, and relaxes
+//! it only after trying a new node, so such a pod may need a node of its own. Otherwise the
+//! node is pinned when its pods do not fit in the free room of the cluster's other nodes,
+//! packed by CPU, memory and pod slots (first-fit decreasing): a node this test calls
+//! deletable could have been deleted. Like every oracle here it is written apart from the
+//! controller's scheduler.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -53,6 +54,8 @@ struct Host {
     free: Resources,
     /// Requests of its active, non-DaemonSet pods, largest CPU first.
     movable: Vec<Resources>,
+    /// Some movable pod has topology spread or pod (anti-)affinity rules.
+    constrained: bool,
     do_not_disrupt: bool,
 }
 
@@ -90,15 +93,21 @@ pub fn pinned_nodes(ctx: &Ctx<'_>, overhead: &Resources, spot_to_spot: bool) -> 
                 "spot, and only {cheaper} spot types that fit its pods are cheaper (spot-to-spot needs {SPOT_TO_SPOT_MIN_CHEAPER_TYPES})"
             )
         };
-        let others: Vec<Resources> = hosts.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, h)| h.free).collect();
-        if fits_elsewhere(&host.movable, others) {
-            continue;
-        }
+        let why_not_deleted = if host.constrained {
+            "and its pods carry spread or pod-affinity rules (Karpenter's simulation treats even ScheduleAnyway as required first)"
+        } else {
+            let others: Vec<Resources> =
+                hosts.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, h)| h.free).collect();
+            if fits_elsewhere(&host.movable, others) {
+                continue;
+            }
+            "and its pods fit on no other node"
+        };
         out.push(PinnedNode {
             node: host.name.clone(),
             instance_type: host.instance_type.clone(),
             price: host.price,
-            reason: format!("{reason}, and its pods fit on no other node"),
+            reason: format!("{reason}, {why_not_deleted}"),
         });
     }
     out
@@ -146,11 +155,13 @@ fn hosts(ctx: &Ctx<'_>) -> Vec<Host> {
         let mut used = Resources::default();
         let mut movable = Vec::new();
         let mut do_not_disrupt = node.do_not_disrupt;
+        let mut constrained = false;
         for p in pods_by_node.get(name.as_str()).into_iter().flatten() {
             used.add(&p.requests);
             if !p.daemonset {
                 movable.push(p.requests);
                 do_not_disrupt |= do_not_disrupt_active(&p.object, now);
+                constrained |= has_placement_rules(&p.object);
             }
         }
         movable.sort_by(|a, b| b.cpu.total_cmp(&a.cpu).then(b.memory.total_cmp(&a.memory)));
@@ -163,10 +174,20 @@ fn hosts(ctx: &Ctx<'_>) -> Vec<Host> {
             nodepool: node.nodepool.clone(),
             free: Resources { cpu: a.cpu - used.cpu, memory: a.memory - used.memory, pods: a.pods - used.pods },
             movable,
+            constrained,
             do_not_disrupt,
         });
     }
     hosts
+}
+
+/// Whether a pod has topology spread constraints or pod (anti-)affinity: rules under which
+/// room elsewhere may not be a place it can go.
+fn has_placement_rules(pod: &serde_json::Value) -> bool {
+    let spec = &pod["spec"];
+    spec["topologySpreadConstraints"].as_array().is_some_and(|c| !c.is_empty())
+        || !spec["affinity"]["podAffinity"].is_null()
+        || !spec["affinity"]["podAntiAffinity"].is_null()
 }
 
 /// Distinct spot instance types the node's NodePool allows, in any zone, that are cheaper

@@ -358,13 +358,21 @@ fn assemble(
         }
         launches = c.ledger().records.len() as u64;
         let r = c.cost_report();
-        let (bound, gap, pinned, kept) = judged.as_ref().map_or((0.0, 0.0, 0.0, String::new()), |j| {
-            (j.cost.lower_bound_per_hour, j.cost.gap.unwrap_or(0.0), j.cost.pinned_per_hour, j.cost.kept.clone())
-        });
+        let (bound, gap, pinned, kept, quiescent) =
+            judged.as_ref().map_or((0.0, 0.0, 0.0, String::new(), false), |j| {
+                (
+                    j.cost.lower_bound_per_hour,
+                    j.cost.gap.unwrap_or(0.0),
+                    j.cost.pinned_per_hour,
+                    j.cost.kept.clone(),
+                    j.cost.quiescent,
+                )
+            });
         cost = CostSection {
             rate_per_hour: round(r.rate_usd_per_hour, 4),
             lower_bound_per_hour: round(bound, 4),
             gap: round(gap, 4),
+            judged: quiescent,
             pinned_per_hour: round(pinned, 4),
             kept,
             total: round(r.total_usd, 4),

@@ -95,6 +95,8 @@ pub struct CostSection {
     pub lower_bound_per_hour: f64,
     /// rate / bound - 1 (0 when there is no bound).
     pub gap: f64,
+    /// Whether the cluster had settled at the end, so the cost invariant judged it.
+    pub judged: bool,
     /// USD per hour of that rate on nodes Karpenter's rules let it keep whatever they cost
     /// (spot nodes it may only delete, nodes with do-not-disrupt pods).
     pub pinned_per_hour: f64,
@@ -155,10 +157,11 @@ impl Report {
         }
         let _ = writeln!(
             s,
-            "  cost         ${:.3}/h (bound ${:.3}/h, gap {:.1}%{}), ${:.3} billed",
+            "  cost         ${:.3}/h (bound ${:.3}/h, gap {:.1}%{}{}), ${:.3} billed",
             self.cost.rate_per_hour,
             self.cost.lower_bound_per_hour,
             self.cost.gap * 100.0,
+            if self.cost.judged { "" } else { ", not judged: the cluster had not settled" },
             if self.cost.pinned_per_hour > 0.0 {
                 format!("; ${:.3}/h on nodes Karpenter may keep", self.cost.pinned_per_hour)
             } else {
