@@ -2,16 +2,15 @@
 //! not blame the controller for keeping them (karpenter-behaviour.md §5.2 and §5.6):
 //!
 //! - a node holding a pod with an active `karpenter.sh/do-not-disrupt`, or annotated so
-//!   itself, is never a candidate;
+//!   itself, is never a candidate, so it keeps whatever it holds;
 //! - a spot node can only be *deleted* unless the `SpotToSpotConsolidation` feature gate is
 //!   on, and with the gate on a single spot node is replaced only when at least 15 spot
-//!   instance types that fit its pods are cheaper than it.
-//!
+//!   instance types that fit its pods are cheaper than it;
 //! - a NodePool with `consolidationPolicy: WhenEmpty` or `consolidateAfter: Never` keeps
 //!   every node that holds a pod.
 //!
-//! A do-not-disrupt or spot node is pinned only when it cannot be deleted either. That is
-//! assumed when one of its pods has topology spread or pod-affinity rules: Karpenter's
+//! A spot node is pinned only when it cannot be deleted either. That is assumed when one
+//! of its pods has topology spread or pod-affinity rules: Karpenter's
 //! consolidation simulation treats even `ScheduleAnyway` spread as required, and relaxes
 //! it only after trying a new node, so such a pod may need a node of its own. Otherwise the
 //! node is pinned when its pods do not fit in the free room of the cluster's other nodes,
@@ -62,30 +61,47 @@ struct Host {
 /// The nodes Karpenter's rules pin in place at this moment, in node-name order.
 /// `overhead` is the DaemonSet overhead a replacement node would carry.
 pub fn pinned_nodes(ctx: &Ctx<'_>, overhead: &Resources, spot_to_spot: bool) -> Vec<PinnedNode> {
-    let hosts = hosts(ctx);
+    let pool_rule = |h: &Host| {
+        let pool = h.nodepool.as_ref().and_then(|n| ctx.view.pools.get(n))?;
+        keeps_nodes_with_pods(&pool.object)
+    };
+    decide(&hosts(ctx), spot_to_spot, pool_rule, |h| cheaper_spot_types(ctx, h, overhead))
+}
+
+/// The rules over the cluster's `hosts`: `pool_rule` says why a host's NodePool keeps nodes
+/// with pods (if it does), `cheaper_types` counts the spot types cheaper than a host that
+/// fit its pods.
+fn decide(
+    hosts: &[Host],
+    spot_to_spot: bool,
+    pool_rule: impl Fn(&Host) -> Option<&'static str>,
+    cheaper_types: impl Fn(&Host) -> usize,
+) -> Vec<PinnedNode> {
     let mut out = Vec::new();
     for (i, host) in hosts.iter().enumerate() {
         if host.movable.is_empty() {
             continue;
         }
-        let pool = host.nodepool.as_ref().and_then(|n| ctx.view.pools.get(n));
-        if let Some(why) = pool.and_then(|p| keeps_nodes_with_pods(&p.object)) {
-            out.push(PinnedNode {
-                node: host.name.clone(),
-                instance_type: host.instance_type.clone(),
-                price: host.price,
-                reason: why.to_string(),
-            });
+        let pin = |reason: String| PinnedNode {
+            node: host.name.clone(),
+            instance_type: host.instance_type.clone(),
+            price: host.price,
+            reason,
+        };
+        if let Some(why) = pool_rule(host) {
+            out.push(pin(why.to_string()));
             continue;
         }
-        let reason = if host.do_not_disrupt {
-            "a do-not-disrupt pod or annotation keeps it out of consolidation".to_string()
-        } else if !host.spot {
+        if host.do_not_disrupt {
+            out.push(pin("a do-not-disrupt pod or annotation keeps it out of consolidation".to_string()));
+            continue;
+        }
+        let reason = if !host.spot {
             continue;
         } else if !spot_to_spot {
             "spot, and spot-to-spot consolidation is off: it may only be deleted".to_string()
         } else {
-            let cheaper = cheaper_spot_types(ctx, host, overhead);
+            let cheaper = cheaper_types(host);
             if cheaper >= SPOT_TO_SPOT_MIN_CHEAPER_TYPES {
                 continue;
             }
@@ -103,12 +119,7 @@ pub fn pinned_nodes(ctx: &Ctx<'_>, overhead: &Resources, spot_to_spot: bool) -> 
             }
             "and its pods fit on no other node"
         };
-        out.push(PinnedNode {
-            node: host.name.clone(),
-            instance_type: host.instance_type.clone(),
-            price: host.price,
-            reason: format!("{reason}, {why_not_deleted}"),
-        });
+        out.push(pin(format!("{reason}, {why_not_deleted}")));
     }
     out
 }
@@ -229,6 +240,72 @@ mod tests {
 
     fn r(cpu: f64, memory: f64, pods: f64) -> Resources {
         Resources { cpu, memory, pods }
+    }
+
+    /// A node with `pods` one-CPU pods and `free_cpu` millicores to spare (memory and pod
+    /// slots plentiful).
+    fn host(name: &str, spot: bool, pods: usize, free_cpu: f64) -> Host {
+        Host {
+            name: name.into(),
+            instance_type: "m5.large".into(),
+            spot,
+            price: 0.05,
+            nodepool: Some("default".into()),
+            free: r(free_cpu, 1e12, 100.0),
+            movable: vec![r(1_000.0, 1.0, 1.0); pods],
+            constrained: false,
+            do_not_disrupt: false,
+        }
+    }
+
+    fn names(pinned: &[PinnedNode]) -> Vec<&str> {
+        pinned.iter().map(|p| p.node.as_str()).collect()
+    }
+
+    fn no_pool_rule(_: &Host) -> Option<&'static str> {
+        None
+    }
+
+    #[test]
+    fn a_spot_node_whose_pods_fit_elsewhere_is_never_excused() {
+        // a's one pod fits in b's spare CPU: Karpenter may delete a, gate or no gate.
+        let hosts = [host("a", true, 1, 0.0), host("b", true, 1, 1_500.0)];
+        let pinned = decide(&hosts, false, no_pool_rule, |_| 0);
+        assert_eq!(names(&pinned), ["b"], "b's pod fits nowhere, a's fits on b");
+        assert!(pinned[0].reason.contains("spot-to-spot consolidation is off"), "{}", pinned[0].reason);
+    }
+
+    #[test]
+    fn spot_to_spot_needs_fifteen_cheaper_types_to_replace() {
+        let hosts = [host("a", true, 2, 0.0)];
+        assert!(decide(&hosts, true, no_pool_rule, |_| 15).is_empty(), "15 cheaper types: replaceable");
+        let pinned = decide(&hosts, true, no_pool_rule, |_| 14);
+        assert_eq!(names(&pinned), ["a"]);
+        assert!(pinned[0].reason.contains("only 14 spot types"), "{}", pinned[0].reason);
+    }
+
+    #[test]
+    fn on_demand_and_empty_nodes_are_never_excused() {
+        let hosts = [host("od", false, 3, 0.0), host("empty", true, 0, 0.0)];
+        assert!(decide(&hosts, false, no_pool_rule, |_| 0).is_empty());
+    }
+
+    #[test]
+    fn do_not_disrupt_spread_and_pool_rules_pin() {
+        let mut keep = host("keep", false, 1, 0.0);
+        keep.do_not_disrupt = true;
+        let mut spread = host("spread", true, 1, 0.0);
+        spread.constrained = true;
+        let roomy = host("roomy", false, 0, 10_000.0);
+        // Room exists on `roomy` for both, but a do-not-disrupt node is never a candidate,
+        // and spread pods get the benefit of the doubt.
+        let pinned = decide(&[keep, spread, roomy], false, no_pool_rule, |_| 0);
+        assert_eq!(names(&pinned), ["keep", "spread"]);
+        assert!(pinned[0].reason.contains("do-not-disrupt"), "{}", pinned[0].reason);
+        assert!(pinned[1].reason.contains("spread"), "{}", pinned[1].reason);
+        let od = host("od", false, 1, 0.0);
+        let pinned = decide(&[od], false, |_| Some("WhenEmpty"), |_| 0);
+        assert_eq!(names(&pinned), ["od"], "a WhenEmpty pool keeps nodes with pods whatever they are");
     }
 
     #[test]
