@@ -97,7 +97,8 @@ impl Cost {
         };
         let (demand, _) = hosted(&BTreeSet::new());
         let pending = ctx.pods.iter().filter(|p| p.active() && !p.daemonset && p.node_name.is_none()).count();
-        let bound_value = lower_bound(&supply, &demand).unwrap_or(0.0);
+        let bound = lower_bound(&supply, &demand);
+        let bound_value = bound.unwrap_or(0.0);
         let settle = longest_consolidate_after(ctx) + self.config.settled_for.0;
         let quiescent = pending == 0
             && now.saturating_sub(demand_since) >= settle
@@ -113,7 +114,7 @@ impl Cost {
         let pinned_rate: f64 = pinned.iter().fold(0.0, |sum, p| sum + p.price);
         let pinned_names: BTreeSet<&str> = pinned.iter().map(|p| p.node.as_str()).collect();
         let (free_demand, largest) = hosted(&pinned_names);
-        let free_bound = lower_bound(&supply, &free_demand).unwrap_or(0.0);
+        let free_bound = lower_bound(&supply, &free_demand);
         let allowance = one_node_allowance(&supply, &largest, free_demand.pods > 0.0);
         let judged_rate = rate - pinned_rate;
         let summary = CostSummary {
@@ -124,17 +125,25 @@ impl Cost {
             pinned_per_hour: pinned_rate,
             kept: describe(&pinned),
         };
-        let limit = (1.0 + self.config.epsilon) * free_bound + allowance;
+        let limit = (1.0 + self.config.epsilon) * free_bound.unwrap_or(0.0) + allowance;
+        // With nothing to host the bound is 0 and there is no gap to speak of: then every
+        // node Karpenter's rules do not keep is waste. An uncoverable demand (no offering
+        // available now) has no bound and is not judged.
         if self.config.enabled
             && quiescent
-            && gap.is_some_and(|g| g > self.config.epsilon)
+            && bound.is_some()
+            && free_bound.is_some()
+            && gap.is_none_or(|g| g > self.config.epsilon)
             && judged_rate > limit + PRICE_TOLERANCE
         {
-            let mut message = format!(
-                "cost rate ${rate:.4}/h is {:.0}% above the lower bound ${bound_value:.4}/h (allowed {:.0}% plus one node, ${allowance:.4}/h)",
-                gap.unwrap_or_default() * 100.0,
-                self.config.epsilon * 100.0
-            );
+            let mut message = match gap {
+                Some(g) => format!(
+                    "cost rate ${rate:.4}/h is {:.0}% above the lower bound ${bound_value:.4}/h (allowed {:.0}% plus one node, ${allowance:.4}/h)",
+                    g * 100.0,
+                    self.config.epsilon * 100.0
+                ),
+                None => format!("cost rate ${rate:.4}/h with no pod to host (lower bound $0/h)"),
+            };
             if !pinned.is_empty() {
                 message.push_str(&format!(
                     "; without the nodes Karpenter may keep, ${judged_rate:.4}/h against a limit of ${limit:.4}/h; kept: {}",

@@ -6,8 +6,8 @@
 //! - a spot node can only be *deleted* unless the `SpotToSpotConsolidation` feature gate is
 //!   on, and with the gate on a single spot node is replaced only when at least 15 spot
 //!   instance types that fit its pods are cheaper than it;
-//! - a NodePool with `consolidationPolicy: WhenEmpty` or `consolidateAfter: Never` keeps
-//!   every node that holds a pod.
+//! - a NodePool with `consolidationPolicy: WhenEmpty` keeps every node that holds a pod,
+//!   and one with `consolidateAfter: Never` keeps every node.
 //!
 //! A spot node is pinned only when it cannot be deleted either. That is assumed when one
 //! of its pods has topology spread or pod-affinity rules: Karpenter's
@@ -63,33 +63,37 @@ struct Host {
 pub fn pinned_nodes(ctx: &Ctx<'_>, overhead: &Resources, spot_to_spot: bool) -> Vec<PinnedNode> {
     let pool_rule = |h: &Host| {
         let pool = h.nodepool.as_ref().and_then(|n| ctx.view.pools.get(n))?;
-        keeps_nodes_with_pods(&pool.object)
+        pool_keeps(&pool.object)
     };
     decide(&hosts(ctx), spot_to_spot, pool_rule, |h| cheaper_spot_types(ctx, h, overhead))
 }
 
-/// The rules over the cluster's `hosts`: `pool_rule` says why a host's NodePool keeps nodes
-/// with pods (if it does), `cheaper_types` counts the spot types cheaper than a host that
+/// The rules over the cluster's `hosts`: `pool_rule` says why a host's NodePool keeps its
+/// nodes (if it does; see [`pool_keeps`]), `cheaper_types` counts the spot types cheaper than a host that
 /// fit its pods.
 fn decide(
     hosts: &[Host],
     spot_to_spot: bool,
-    pool_rule: impl Fn(&Host) -> Option<&'static str>,
+    pool_rule: impl Fn(&Host) -> Option<PoolRule>,
     cheaper_types: impl Fn(&Host) -> usize,
 ) -> Vec<PinnedNode> {
     let mut out = Vec::new();
     for (i, host) in hosts.iter().enumerate() {
-        if host.movable.is_empty() {
-            continue;
-        }
         let pin = |reason: String| PinnedNode {
             node: host.name.clone(),
             instance_type: host.instance_type.clone(),
             price: host.price,
             reason,
         };
-        if let Some(why) = pool_rule(host) {
-            out.push(pin(why.to_string()));
+        let pool = pool_rule(host);
+        if host.movable.is_empty() {
+            if let Some(rule) = pool.filter(|r| r.even_empty) {
+                out.push(pin(rule.reason.to_string()));
+            }
+            continue;
+        }
+        if let Some(rule) = pool {
+            out.push(pin(rule.reason.to_string()));
             continue;
         }
         if host.do_not_disrupt {
@@ -124,15 +128,26 @@ fn decide(
     out
 }
 
-/// Why a NodePool's disruption settings keep every node that holds a pod, if they do:
-/// `consolidationPolicy: WhenEmpty` consolidates only empty nodes, and
-/// `consolidateAfter: Never` consolidates nothing.
-fn keeps_nodes_with_pods(pool: &serde_json::Value) -> Option<&'static str> {
+/// A NodePool setting that keeps nodes out of consolidation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct PoolRule {
+    reason: &'static str,
+    /// It keeps empty nodes too.
+    even_empty: bool,
+}
+
+/// Why a NodePool's disruption settings keep its nodes, if they do:
+/// `consolidateAfter: Never` consolidates nothing, not even empty nodes, and
+/// `consolidationPolicy: WhenEmpty` consolidates only empty nodes.
+fn pool_keeps(pool: &serde_json::Value) -> Option<PoolRule> {
     let disruption = &pool["spec"]["disruption"];
     if disruption["consolidateAfter"] == "Never" {
-        Some("its NodePool has consolidateAfter: Never")
+        Some(PoolRule { reason: "its NodePool has consolidateAfter: Never", even_empty: true })
     } else if disruption["consolidationPolicy"] == "WhenEmpty" {
-        Some("its NodePool consolidates only empty nodes (consolidationPolicy: WhenEmpty)")
+        Some(PoolRule {
+            reason: "its NodePool consolidates only empty nodes (consolidationPolicy: WhenEmpty)",
+            even_empty: false,
+        })
     } else {
         None
     }
@@ -262,7 +277,7 @@ mod tests {
         pinned.iter().map(|p| p.node.as_str()).collect()
     }
 
-    fn no_pool_rule(_: &Host) -> Option<&'static str> {
+    fn no_pool_rule(_: &Host) -> Option<PoolRule> {
         None
     }
 
@@ -303,22 +318,25 @@ mod tests {
         assert_eq!(names(&pinned), ["keep", "spread"]);
         assert!(pinned[0].reason.contains("do-not-disrupt"), "{}", pinned[0].reason);
         assert!(pinned[1].reason.contains("spread"), "{}", pinned[1].reason);
-        let od = host("od", false, 1, 0.0);
-        let pinned = decide(&[od], false, |_| Some("WhenEmpty"), |_| 0);
-        assert_eq!(names(&pinned), ["od"], "a WhenEmpty pool keeps nodes with pods whatever they are");
+        let when_empty = PoolRule { reason: "WhenEmpty", even_empty: false };
+        let hosts = [host("od", false, 1, 0.0), host("empty", false, 0, 0.0)];
+        let pinned = decide(&hosts, false, |_| Some(when_empty), |_| 0);
+        assert_eq!(names(&pinned), ["od"], "a WhenEmpty pool keeps nodes with pods whatever they are, not empty ones");
+        let never = PoolRule { reason: "Never", even_empty: true };
+        assert_eq!(names(&decide(&hosts, false, |_| Some(never), |_| 0)), ["od", "empty"]);
     }
 
     #[test]
-    fn when_empty_and_never_keep_every_node_with_pods() {
+    fn when_empty_keeps_nodes_with_pods_and_never_keeps_every_node() {
         let pool = |disruption: serde_json::Value| serde_json::json!({"spec": {"disruption": disruption}});
         let when_empty = pool(serde_json::json!({"consolidationPolicy": "WhenEmpty", "consolidateAfter": "1m"}));
-        assert!(keeps_nodes_with_pods(&when_empty).is_some_and(|r| r.contains("WhenEmpty")));
+        assert!(pool_keeps(&when_empty).is_some_and(|r| r.reason.contains("WhenEmpty") && !r.even_empty));
         let never =
             pool(serde_json::json!({"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "Never"}));
-        assert!(keeps_nodes_with_pods(&never).is_some_and(|r| r.contains("Never")));
+        assert!(pool_keeps(&never).is_some_and(|r| r.reason.contains("Never") && r.even_empty));
         let underutilized = pool(serde_json::json!({"consolidationPolicy": "WhenEmptyOrUnderutilized"}));
-        assert_eq!(keeps_nodes_with_pods(&underutilized), None);
-        assert_eq!(keeps_nodes_with_pods(&serde_json::json!({})), None, "the default policy consolidates");
+        assert_eq!(pool_keeps(&underutilized), None);
+        assert_eq!(pool_keeps(&serde_json::json!({})), None, "the default policy consolidates");
     }
 
     #[test]
