@@ -15,8 +15,8 @@
 //!
 //! Why pinned nodes are set aside: Karpenter's rules let it keep some nodes whatever they
 //! cost. A spot node bought for a peak may only be deleted while the
-//! `SpotToSpotConsolidation` gate is off, and a node with a do-not-disrupt pod is never a
-//! candidate. When such a node's pods fit nowhere else ([`super::pinned`]), the check runs
+//! `SpotToSpotConsolidation` gate is off, a node with a do-not-disrupt pod is never a
+//! candidate, and consolidation never splits one node into two. When such a node's pods fit nowhere else ([`super::pinned`]), the check runs
 //! on the rest of the fleet against the bound for the pods the pinned nodes do not hold.
 //! The reported gap is still the whole fleet's, and the pinned rate is reported beside it.
 

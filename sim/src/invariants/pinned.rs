@@ -3,13 +3,15 @@
 //!
 //! - a node holding a pod with an active `karpenter.sh/do-not-disrupt`, or annotated so
 //!   itself, is never a candidate, so it keeps whatever it holds;
+//! - consolidation never splits a node: an on-demand node is replaced only by one strictly
+//!   cheaper node that holds all its pods;
 //! - a spot node can only be *deleted* unless the `SpotToSpotConsolidation` feature gate is
 //!   on, and with the gate on a single spot node is replaced only when at least 15 spot
 //!   instance types that fit its pods are cheaper than it;
 //! - a NodePool with `consolidationPolicy: WhenEmpty` keeps every node that holds a pod,
 //!   and one with `consolidateAfter: Never` keeps every node.
 //!
-//! A spot node is pinned only when it cannot be deleted either. That is assumed when one
+//! An on-demand or spot node is pinned only when it cannot be deleted either. That is assumed when one
 //! of its pods has topology spread or pod-affinity rules: Karpenter's
 //! consolidation simulation treats even `ScheduleAnyway` spread as required, and relaxes
 //! it only after trying a new node, so such a pod may need a node of its own. Otherwise the
@@ -65,7 +67,7 @@ pub fn pinned_nodes(ctx: &Ctx<'_>, overhead: &Resources, spot_to_spot: bool) -> 
         let pool = h.nodepool.as_ref().and_then(|n| ctx.view.pools.get(n))?;
         pool_keeps(&pool.object)
     };
-    decide(&hosts(ctx), spot_to_spot, pool_rule, |h| cheaper_spot_types(ctx, h, overhead))
+    decide(&hosts(ctx), spot_to_spot, pool_rule, |h| cheaper_types(ctx, h, overhead))
 }
 
 /// The rules over the cluster's `hosts`: `pool_rule` says why a host's NodePool keeps its
@@ -101,7 +103,10 @@ fn decide(
             continue;
         }
         let reason = if !host.spot {
-            continue;
+            if cheaper_types(host) > 0 {
+                continue;
+            }
+            "no cheaper instance type fits its pods, so no replacement is cheaper".to_string()
         } else if !spot_to_spot {
             "spot, and spot-to-spot consolidation is off: it may only be deleted".to_string()
         } else {
@@ -216,9 +221,10 @@ fn has_placement_rules(pod: &serde_json::Value) -> bool {
         || !spec["affinity"]["podAntiAffinity"].is_null()
 }
 
-/// Distinct spot instance types the node's NodePool allows, in any zone, that are cheaper
-/// than the node and whose allocatable (after DaemonSet overhead) holds all its pods.
-fn cheaper_spot_types(ctx: &Ctx<'_>, host: &Host, overhead: &Resources) -> usize {
+/// Distinct instance types the node's NodePool allows, in any zone, that are cheaper than
+/// the node and whose allocatable (after DaemonSet overhead) holds all its pods: spot
+/// offerings for a spot node (the spot-to-spot path), any capacity type for an on-demand one.
+fn cheaper_types(ctx: &Ctx<'_>, host: &Host, overhead: &Resources) -> usize {
     let Some(pool) = host.nodepool.as_ref().and_then(|n| ctx.view.pools.get(n)) else { return 0 };
     let mut need = Resources::default();
     for r in &host.movable {
@@ -227,7 +233,8 @@ fn cheaper_spot_types(ctx: &Ctx<'_>, host: &Host, overhead: &Resources) -> usize
     need.add(overhead);
     let types: BTreeSet<String> = allowed_offerings(ctx.cloud, &pool.object, ctx.view.now)
         .into_iter()
-        .filter(|o| o.capacity_type == CapacityType::Spot && o.price < host.price && need.fits_in(&o.allocatable))
+        .filter(|o| !host.spot || o.capacity_type == CapacityType::Spot)
+        .filter(|o| o.price < host.price && need.fits_in(&o.allocatable))
         .map(|o| o.instance_type)
         .collect();
     types.len()
@@ -300,14 +307,19 @@ mod tests {
     }
 
     #[test]
-    fn on_demand_and_empty_nodes_are_never_excused() {
+    fn an_on_demand_node_is_excused_only_when_no_move_helps() {
         let hosts = [host("od", false, 3, 0.0), host("empty", true, 0, 0.0)];
-        assert!(decide(&hosts, false, no_pool_rule, |_| 0).is_empty());
+        assert!(decide(&hosts, false, no_pool_rule, |_| 1).is_empty(), "one cheaper type: replaceable");
+        let pinned = decide(&hosts, false, no_pool_rule, |_| 0);
+        assert_eq!(names(&pinned), ["od"], "no cheaper type and no room elsewhere: a local optimum");
+        assert!(pinned[0].reason.contains("no cheaper instance type"), "{}", pinned[0].reason);
+        let roomy = [host("od", false, 3, 0.0), host("roomy", false, 0, 5_000.0)];
+        assert!(decide(&roomy, false, no_pool_rule, |_| 0).is_empty(), "its pods fit elsewhere: deletable");
     }
 
     #[test]
     fn do_not_disrupt_spread_and_pool_rules_pin() {
-        let mut keep = host("keep", false, 1, 0.0);
+        let mut keep = host("keep", true, 1, 0.0);
         keep.do_not_disrupt = true;
         let mut spread = host("spread", true, 1, 0.0);
         spread.constrained = true;
