@@ -30,7 +30,7 @@ use serde_json::Value;
 use super::config;
 use super::cost_bound::{Supply, lower_bound};
 use super::pinned::{PinnedNode, pinned_nodes};
-use super::resources::{Resources, allowed_offerings, daemonset_overhead};
+use super::resources::{Offering, Resources, allowed_offerings, daemonset_overhead};
 use super::view::PodView;
 use super::{Ctx, Violation};
 use crate::scenario::SimDuration;
@@ -81,7 +81,13 @@ impl Cost {
         let now = ctx.view.now;
         let rate = ctx.cloud.cost_report().rate_usd_per_hour;
         let overhead = daemonset_overhead(daemonsets.iter().map(|d| d.as_ref()));
-        let supply = cheapest_supply(ctx, &overhead);
+        let offerings: BTreeMap<String, Vec<Offering>> = ctx
+            .view
+            .pools
+            .iter()
+            .map(|(name, pool)| (name.clone(), allowed_offerings(ctx.cloud, &pool.object, now)))
+            .collect();
+        let supply = cheapest_supply(&offerings, &overhead);
         let hosted = |pinned: &BTreeSet<&str>| {
             let mut demand = Resources::default();
             let mut largest = Resources::default();
@@ -110,7 +116,7 @@ impl Cost {
         let gap = (bound_value > 0.0).then(|| rate / bound_value - 1.0);
         // What Karpenter's rules let it keep whatever it costs is judged apart: the rest of
         // the fleet must be near the bound for the pods the pinned nodes do not hold.
-        let pinned = pinned_nodes(ctx, &overhead, spot_to_spot);
+        let pinned = pinned_nodes(ctx, &offerings, &overhead, spot_to_spot);
         let pinned_rate: f64 = pinned.iter().fold(0.0, |sum, p| sum + p.price);
         let pinned_names: BTreeSet<&str> = pinned.iter().map(|p| p.node.as_str()).collect();
         let (free_demand, largest) = hosted(&pinned_names);
@@ -226,21 +232,15 @@ fn describe(pinned: &[PinnedNode]) -> String {
     groups.join("; ")
 }
 
-/// The cheapest price per instance type over every pool's allowed offerings, with
+/// The cheapest price per instance type over every pool's allowed `offerings`, with
 /// allocatable after DaemonSet overhead: the same node shape at a higher price never helps
 /// the bound.
-fn cheapest_supply(ctx: &Ctx<'_>, overhead: &Resources) -> Vec<Supply> {
+fn cheapest_supply(offerings: &BTreeMap<String, Vec<Offering>>, overhead: &Resources) -> Vec<Supply> {
     let mut cheapest: BTreeMap<String, Supply> = BTreeMap::new();
-    for pool in ctx.view.pools.values() {
-        for o in allowed_offerings(ctx.cloud, &pool.object, ctx.view.now) {
-            let capacity = Resources {
-                cpu: o.allocatable.cpu - overhead.cpu,
-                memory: o.allocatable.memory - overhead.memory,
-                pods: o.allocatable.pods - overhead.pods,
-            };
-            let entry = cheapest.entry(o.instance_type.clone()).or_insert(Supply { capacity, price: o.price });
-            entry.price = entry.price.min(o.price);
-        }
+    for o in offerings.values().flatten() {
+        let capacity = o.allocatable.minus(overhead);
+        let entry = cheapest.entry(o.instance_type.clone()).or_insert(Supply { capacity, price: o.price });
+        entry.price = entry.price.min(o.price);
     }
     cheapest.into_values().collect()
 }

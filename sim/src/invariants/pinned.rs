@@ -26,7 +26,7 @@ use dovetail_fakecloud::CapacityType;
 
 use super::Ctx;
 use super::disruptions::do_not_disrupt_active;
-use super::resources::{Resources, allocatable, allowed_offerings};
+use super::resources::{Offering, Resources, allocatable};
 
 /// Spot-to-spot replacement needs at least this many cheaper instance types (single node).
 pub const SPOT_TO_SPOT_MIN_CHEAPER_TYPES: usize = 15;
@@ -61,13 +61,19 @@ struct Host {
 }
 
 /// The nodes Karpenter's rules pin in place at this moment, in node-name order.
+/// `offerings` are each NodePool's allowed offerings now (see [`super::resources::allowed_offerings`]), and
 /// `overhead` is the DaemonSet overhead a replacement node would carry.
-pub fn pinned_nodes(ctx: &Ctx<'_>, overhead: &Resources, spot_to_spot: bool) -> Vec<PinnedNode> {
+pub fn pinned_nodes(
+    ctx: &Ctx<'_>,
+    offerings: &BTreeMap<String, Vec<Offering>>,
+    overhead: &Resources,
+    spot_to_spot: bool,
+) -> Vec<PinnedNode> {
     let pool_rule = |h: &Host| {
         let pool = h.nodepool.as_ref().and_then(|n| ctx.view.pools.get(n))?;
         pool_keeps(&pool.object)
     };
-    decide(&hosts(ctx), spot_to_spot, pool_rule, |h| cheaper_types(ctx, h, overhead))
+    decide(&hosts(ctx), spot_to_spot, pool_rule, |h| cheaper_types(offerings, h, overhead))
 }
 
 /// The rules over the cluster's `hosts`: `pool_rule` says why a host's NodePool keeps its
@@ -196,14 +202,13 @@ fn hosts(ctx: &Ctx<'_>) -> Vec<Host> {
             }
         }
         movable.sort_by(|a, b| b.cpu.total_cmp(&a.cpu).then(b.memory.total_cmp(&a.memory)));
-        let a = allocatable(info);
         hosts.push(Host {
             name: name.clone(),
             instance_type: instance.instance_type.clone(),
             spot,
             price,
             nodepool: node.nodepool.clone(),
-            free: Resources { cpu: a.cpu - used.cpu, memory: a.memory - used.memory, pods: a.pods - used.pods },
+            free: allocatable(info).minus(&used),
             movable,
             constrained,
             do_not_disrupt,
@@ -224,18 +229,18 @@ fn has_placement_rules(pod: &serde_json::Value) -> bool {
 /// Distinct instance types the node's NodePool allows, in any zone, that are cheaper than
 /// the node and whose allocatable (after DaemonSet overhead) holds all its pods: spot
 /// offerings for a spot node (the spot-to-spot path), any capacity type for an on-demand one.
-fn cheaper_types(ctx: &Ctx<'_>, host: &Host, overhead: &Resources) -> usize {
-    let Some(pool) = host.nodepool.as_ref().and_then(|n| ctx.view.pools.get(n)) else { return 0 };
+fn cheaper_types(offerings: &BTreeMap<String, Vec<Offering>>, host: &Host, overhead: &Resources) -> usize {
+    let Some(allowed) = host.nodepool.as_ref().and_then(|n| offerings.get(n)) else { return 0 };
     let mut need = Resources::default();
     for r in &host.movable {
         need.add(r);
     }
     need.add(overhead);
-    let types: BTreeSet<String> = allowed_offerings(ctx.cloud, &pool.object, ctx.view.now)
-        .into_iter()
+    let types: BTreeSet<&str> = allowed
+        .iter()
         .filter(|o| !host.spot || o.capacity_type == CapacityType::Spot)
         .filter(|o| o.price < host.price && need.fits_in(&o.allocatable))
-        .map(|o| o.instance_type)
+        .map(|o| o.instance_type.as_str())
         .collect();
     types.len()
 }
@@ -245,9 +250,7 @@ fn fits_elsewhere(pods: &[Resources], mut free: Vec<Resources>) -> bool {
     'pods: for pod in pods {
         for room in free.iter_mut() {
             if pod.fits_in(room) {
-                room.cpu -= pod.cpu;
-                room.memory -= pod.memory;
-                room.pods -= pod.pods;
+                *room = room.minus(pod);
                 continue 'pods;
             }
         }

@@ -30,6 +30,11 @@ impl Resources {
         self.pods += other.pods;
     }
 
+    /// Component-wise difference: what is left of `self` once `other` is taken.
+    pub fn minus(&self, other: &Resources) -> Resources {
+        Resources { cpu: self.cpu - other.cpu, memory: self.memory - other.memory, pods: self.pods - other.pods }
+    }
+
     /// Whether every component fits in `capacity`.
     pub fn fits_in(&self, capacity: &Resources) -> bool {
         self.cpu <= capacity.cpu && self.memory <= capacity.memory && self.pods <= capacity.pods
