@@ -111,7 +111,6 @@
 
 pub mod controller;
 pub mod dist;
-pub mod duration;
 pub mod faults;
 pub mod plan;
 pub mod render;
@@ -123,7 +122,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use controller::ControllerSpec;
-pub use duration::SimDuration;
+pub use dovetail_world::duration;
+pub use dovetail_world::duration::SimDuration;
 pub use faults::FaultSpec;
 pub use plan::Plan;
 pub use workloads::Workload;

@@ -5,15 +5,11 @@
 //! ([`clock`]), and records what it does in the run's [`trace`], whose hash is the run's
 //! fingerprint.
 
-pub mod clock;
-pub mod rng;
-pub mod trace;
+pub use dovetail_world::{clock, duration, rng, trace};
 
 use std::time::Duration;
 
-pub use clock::Clock;
-pub use rng::{SimRng, derive_rng, derive_seed};
-pub use trace::{Trace, TraceEntry};
+pub use dovetail_world::{Clock, SimDuration, SimRng, Trace, TraceEntry, derive_rng, derive_seed};
 
 /// Settings of the simulated network and scheduler loop.
 #[derive(Clone, Debug)]

@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use k8s_openapi::jiff::Timestamp;
+use jiff::Timestamp;
 
 /// The simulated epoch: 2026-01-01T00:00:00Z. Fixed so that traces never change with
 /// the calendar.
