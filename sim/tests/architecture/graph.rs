@@ -144,21 +144,22 @@ impl Graph {
                     i = j;
                     continue;
                 }
-                Tok::Ident(k) if matches!(k.as_str(), "crate" | "super" | "self") => {
-                    if tokens.get(i + 1) == Some(&Tok::Sym("::")) {
-                        let mut segments = vec![k.clone()];
-                        let mut j = i + 1;
-                        while tokens.get(j) == Some(&Tok::Sym("::")) {
-                            let Some(Tok::Ident(s)) = tokens.get(j + 1) else { break };
-                            segments.push(s.clone());
-                            j += 2;
-                        }
-                        if let Some(abs) = self.absolute(file, &module, &segments) {
-                            paths.push(abs);
-                        }
-                        i = j;
-                        continue;
+                Tok::Ident(k)
+                    if matches!(k.as_str(), "crate" | "super" | "self")
+                        && tokens.get(i + 1) == Some(&Tok::Sym("::")) =>
+                {
+                    let mut segments = vec![k.clone()];
+                    let mut j = i + 1;
+                    while tokens.get(j) == Some(&Tok::Sym("::")) {
+                        let Some(Tok::Ident(s)) = tokens.get(j + 1) else { break };
+                        segments.push(s.clone());
+                        j += 2;
                     }
+                    if let Some(abs) = self.absolute(file, &module, &segments) {
+                        paths.push(abs);
+                    }
+                    i = j;
+                    continue;
                 }
                 _ => {}
             }
