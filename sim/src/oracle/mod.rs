@@ -1,6 +1,6 @@
 //! The oracles the invariant checker judges with, written apart from the controller so
-//! that a bug in the controller's decisions cannot hide itself: nothing here imports
-//! `dovetail_controller`.
+//! that a bug in the controller's decisions cannot hide itself: nothing here imports the
+//! controller crate.
 //!
 //! | helper | module |
 //! |---|---|
