@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use dovetail_sim::scenario::Loaded;
+use dovetail_sim::scenario::{LoadError, Loaded};
 
 fn load(text: &str) -> Result<Loaded, String> {
     Loaded::from_str(Path::new("scenarios/test.yaml"), text).map_err(|e| e.to_string())
@@ -59,6 +59,19 @@ fn semantic_errors_name_the_field_and_the_allowed_values() {
     assert!(e.contains("line 3") && e.contains("none"), "{e}");
     let e = load(&format!("{HEADER}faults:\n  - at: 1m\n")).unwrap_err();
     assert!(e.contains("faults[0]: no fault kind set") && e.contains("spotInterruption"), "{e}");
+}
+
+#[test]
+fn a_wrong_value_is_a_typed_error_naming_the_file_and_the_field() {
+    let text = format!(
+        "{HEADER}workloads:\n  - deployment: {{name: web, replicas: 1, pod: {{cpu: {{uniform: [2, 1]}}, memory: 1Gi}}}}\n"
+    );
+    let e = Loaded::from_str(Path::new("scenarios/test.yaml"), &text).unwrap_err();
+    let LoadError::Field { path, error } = &e else { panic!("not a field error: {e}") };
+    assert_eq!(path, Path::new("scenarios/test.yaml"));
+    assert_eq!(error.field, "workloads[0] (web).pod.cpu.uniform");
+    assert!(error.problem.contains("lower bound"), "{error}");
+    assert!(e.to_string().starts_with("scenarios/test.yaml: workloads[0] (web).pod.cpu.uniform: "), "{e}");
 }
 
 fn scenario(name: &str) -> PathBuf {

@@ -11,6 +11,7 @@ pub mod controller_host;
 pub mod faults;
 pub mod invariants;
 pub mod kube_client;
+pub mod oracle;
 pub mod regressions;
 pub mod run;
 pub mod scenario;

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use super::DrawnFault;
 use crate::apiserver::ApiServer;
+use crate::scenario::drawn_fault::DrawnFault;
 
 /// Sets the server's error rates and watch delay to the strongest active fault's (zero
 /// when none is active).

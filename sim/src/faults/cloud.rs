@@ -8,8 +8,8 @@ use std::time::Duration;
 use dovetail_fakecloud::wire::{SharedCloud, lock};
 use dovetail_fakecloud::{CapacityType, Faults, Pool, PoolKey, SpotStorm, ThrottleConfig};
 
-use super::DrawnFault;
-use crate::world::SimRng;
+use crate::scenario::drawn_fault::DrawnFault;
+use dovetail_world::SimRng;
 
 /// What healing the cloud's faults restores.
 pub struct CloudState {

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use super::{DrawnFault, Layers};
+use super::Layers;
+use crate::scenario::drawn_fault::DrawnFault;
 
 /// The Lease the controller replicas elect a leader on.
 pub const LEASE_NAMESPACE: &str = "kube-system";

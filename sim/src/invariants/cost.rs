@@ -1,7 +1,7 @@
 //! `cost`: at quiescence (no pending pods, no NodeClaim deleting or uninitialized, and the
 //! pods' total requests unchanged for the longest `consolidateAfter` plus `settledFor`) the
 //! cloud's cost rate (its ledger: running instances at their current prices) is at most
-//! `(1 + epsilon)` × the LP lower bound ([`super::cost_bound`]) over the NodePools' allowed,
+//! `(1 + epsilon)` × the LP lower bound ([`crate::oracle::cost_bound`]) over the NodePools' allowed,
 //! available offerings, with allocatable after kubelet reservations and DaemonSet overhead,
 //! plus an integrality allowance of one node.
 //! The gap is reported whether or not the run is quiescent.
@@ -16,7 +16,7 @@
 //! Why pinned nodes are set aside: Karpenter's rules let it keep some nodes whatever they
 //! cost. A spot node bought for a peak may only be deleted while the
 //! `SpotToSpotConsolidation` gate is off, a node with a do-not-disrupt pod is never a
-//! candidate, and consolidation never splits one node into two. When such a node's pods fit nowhere else ([`super::pinned`]), the check runs
+//! candidate, and consolidation never splits one node into two. When such a node's pods fit nowhere else ([`crate::oracle::pinned`]), the check runs
 //! on the rest of the fleet against the bound for the pods the pinned nodes do not hold.
 //! The reported gap is still the whole fleet's, and the pinned rate is reported beside it.
 
@@ -27,13 +27,13 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::config;
-use super::cost_bound::{Supply, lower_bound};
-use super::pinned::{PinnedNode, pinned_nodes};
-use super::resources::{Offering, Resources, allowed_offerings, daemonset_overhead};
-use super::view::PodView;
 use super::{Ctx, Violation};
-use crate::scenario::SimDuration;
+use crate::oracle::cost_bound::{Supply, lower_bound};
+use crate::oracle::pinned::{PinnedNode, pinned_nodes};
+use crate::oracle::resources::{Offering, Resources, allowed_offerings, daemonset_overhead};
+use crate::oracle::view::PodView;
+use crate::scenario::invariants::Cost as CostConfig;
+use dovetail_world::SimDuration;
 
 /// The invariant's name.
 pub const NAME: &str = "cost";
@@ -51,7 +51,7 @@ pub struct CostSummary {
     /// Whether the cluster was quiescent when judged.
     pub quiescent: bool,
     /// USD per hour on nodes Karpenter's rules let it keep whatever they cost (spot nodes
-    /// it may only delete, nodes with do-not-disrupt pods; see [`super::pinned`]).
+    /// it may only delete, nodes with do-not-disrupt pods; see [`crate::oracle::pinned`]).
     pub pinned_per_hour: f64,
     /// The pinned nodes grouped by why Karpenter may keep them (empty when none).
     pub kept: String,
@@ -59,12 +59,12 @@ pub struct CostSummary {
 
 /// The end-of-run judgement.
 pub struct Cost {
-    config: config::Cost,
+    config: CostConfig,
 }
 
 impl Cost {
     /// With the run's thresholds.
-    pub fn new(config: config::Cost) -> Self {
+    pub fn new(config: CostConfig) -> Self {
         Self { config }
     }
 
@@ -116,7 +116,7 @@ impl Cost {
         let gap = (bound_value > 0.0).then(|| rate / bound_value - 1.0);
         // What Karpenter's rules let it keep whatever it costs is judged apart: the rest of
         // the fleet must be near the bound for the pods the pinned nodes do not hold.
-        let pinned = pinned_nodes(ctx, &offerings, &overhead, spot_to_spot);
+        let pinned = pinned_nodes(ctx.view, ctx.pods, ctx.cloud, &offerings, &overhead, spot_to_spot);
         let pinned_rate: f64 = pinned.iter().fold(0.0, |sum, p| sum + p.price);
         let pinned_names: BTreeSet<&str> = pinned.iter().map(|p| p.node.as_str()).collect();
         let (free_demand, largest) = hosted(&pinned_names);
@@ -196,7 +196,7 @@ impl DemandClock {
 }
 
 /// The longest `spec.disruption.consolidateAfter` over the NodePools (`Never` and
-/// unparsable values count as zero: such pools keep their nodes, see [`super::pinned`]).
+/// unparsable values count as zero: such pools keep their nodes, see [`crate::oracle::pinned`]).
 fn longest_consolidate_after(ctx: &Ctx<'_>) -> Duration {
     ctx.view
         .pools

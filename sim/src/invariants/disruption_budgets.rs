@@ -1,5 +1,5 @@
 //! `disruptionBudgets`: the nodes the controller is voluntarily disrupting in a NodePool
-//! never exceed what its `spec.disruption.budgets` allow (see [`super::budget`] for the
+//! never exceed what its `spec.disruption.budgets` allow (see [`crate::oracle::budget`] for the
 //! arithmetic).
 //!
 //! Counted like Karpenter: `numNodes` is the pool's initialized claims not yet
@@ -13,10 +13,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::budget::{cap, wall_time};
-use super::view::{ClaimView, View};
 use super::{Ctx, Invariant, Violation};
-use crate::scenario::SimDuration;
+use crate::oracle::budget::{cap, wall_time};
+use crate::oracle::view::{ClaimView, View};
+use dovetail_world::SimDuration;
 
 /// Names of NodeClaims and Nodes whose deletion a non-controller host started.
 #[derive(Debug, Default)]

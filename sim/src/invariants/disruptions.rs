@@ -9,13 +9,13 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::config::InvariantConfig;
-use super::view::{key, sim_time};
 use crate::apiserver::audit::{AuditObserver, AuditRequest};
 use crate::apiserver::labels_of;
 use crate::apiserver::selector::LabelSelector;
 use crate::apiserver::store::Store;
-use crate::scenario::SimDuration;
+use crate::oracle::protection::{desired_healthy, do_not_disrupt_active};
+use crate::oracle::view::{condition_true, key, sim_time};
+use crate::scenario::invariants::InvariantConfig;
 
 /// A PodDisruptionBudget a disruption took below its budget.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -156,7 +156,7 @@ impl AuditObserver for Recorder {
 }
 
 fn ready(pod: &Value) -> bool {
-    super::view::condition_true(pod, "Ready")
+    condition_true(pod, "Ready")
 }
 
 /// Budgets of the PDBs covering `pod` that losing it would break, computed from the
@@ -197,40 +197,6 @@ fn breaches(store: &Store, pod: &Value, namespace: &str) -> Vec<PdbBreach> {
     out
 }
 
-/// Healthy pods a PDB spec requires out of `expected` (policy/v1 rounding: percentages
-/// round up).
-pub fn desired_healthy(spec: &Value, expected: i64) -> Option<i64> {
-    let scaled = |v: &Value| -> Option<i64> {
-        match v {
-            Value::Number(n) => n.as_i64(),
-            Value::String(s) => match s.strip_suffix('%') {
-                Some(p) => p.parse::<f64>().ok().map(|p| (p / 100.0 * expected as f64).ceil() as i64),
-                None => s.parse().ok(),
-            },
-            _ => None,
-        }
-    };
-    if let Some(min) = spec.get("minAvailable").filter(|v| !v.is_null()) {
-        return scaled(min);
-    }
-    if let Some(max) = spec.get("maxUnavailable").filter(|v| !v.is_null()) {
-        return scaled(max).map(|m| (expected - m).max(0));
-    }
-    None
-}
-
-/// `karpenter.sh/do-not-disrupt: "true"`, or a duration not yet past the pod's start.
-pub fn do_not_disrupt_active(pod: &Value, now: Duration) -> bool {
-    match pod.pointer("/metadata/annotations/karpenter.sh~1do-not-disrupt").and_then(Value::as_str) {
-        Some("true") => true,
-        Some(d) => match (SimDuration::parse(d), sim_time(&pod["status"]["startTime"])) {
-            (Ok(d), Some(start)) => start + d.0 > now,
-            _ => false,
-        },
-        None => false,
-    }
-}
-
 /// Whether the pod's node is past the point where its NodeClaim's terminationGracePeriod
 /// forces pods off (`nodeclaim-termination-timestamp` minus the pod's grace period).
 fn forced(store: &Store, pod: &Value, node: Option<&str>, now: Duration) -> bool {
@@ -241,29 +207,4 @@ fn forced(store: &Store, pod: &Value, node: Option<&str>, now: Duration) -> bool
             .and_then(sim_time)
             .is_some_and(|deadline| now + grace + Duration::from_secs(1) >= deadline)
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn pdb_budgets_round_percentages_up() {
-        assert_eq!(desired_healthy(&json!({"minAvailable": 2}), 5), Some(2));
-        assert_eq!(desired_healthy(&json!({"minAvailable": "50%"}), 5), Some(3));
-        assert_eq!(desired_healthy(&json!({"maxUnavailable": 1}), 5), Some(4));
-        assert_eq!(desired_healthy(&json!({"maxUnavailable": "30%"}), 5), Some(3));
-        assert_eq!(desired_healthy(&json!({}), 5), None);
-    }
-
-    #[test]
-    fn do_not_disrupt_durations_expire() {
-        let pod = |v: &str| {
-            json!({"metadata": {"annotations": {"karpenter.sh/do-not-disrupt": v}},
-                   "status": {"startTime": "2026-01-01T00:00:00Z"}})
-        };
-        assert!(do_not_disrupt_active(&pod("true"), Duration::from_secs(1 << 30)));
-        assert!(!do_not_disrupt_active(&pod("false"), Duration::ZERO));
-    }
 }

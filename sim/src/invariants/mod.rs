@@ -1,11 +1,12 @@
 //! Invariants checked continuously while a scenario runs, from outside the controller.
 //!
-//! The [`Checker`] reads the API server's store and the fake cloud every simulated second
-//! (the runner calls [`Checker::tick`]) and sees every mutating API request through the
+//! The [`Checker`] judges the store and the fake cloud as the run's one observation pass
+//! reads them every simulated second (`crate::run::observe` hands it an [`Observation`]
+//! per tick) and sees every mutating API request through the
 //! server's audit hook ([`disruptions::Recorder`]), so it knows who evicted which pod and
 //! what the cluster looked like just before. Nothing here reuses the controller's
-//! scheduling or budget code: the oracles are written independently ([`resources`],
-//! [`budget`], [`cost_bound`]). Each invariant is one module:
+//! scheduling or budget code: the helpers the invariants judge with are the independent
+//! oracles of [`crate::oracle`]. Each invariant is one module:
 //!
 //! | name | module |
 //! |---|---|
@@ -21,11 +22,8 @@
 //! | `churn` | [`churn`] |
 //! | `cost` | [`cost`] |
 
-pub mod budget;
 pub mod churn;
-pub mod config;
 pub mod cost;
-pub mod cost_bound;
 pub mod disruption_budgets;
 pub mod disruptions;
 pub mod do_not_disrupt;
@@ -33,30 +31,28 @@ pub mod double_launch;
 pub mod leaked_instance;
 pub mod nodepool_limits;
 pub mod pdb;
-pub mod pending;
-pub mod pinned;
-pub mod resources;
 pub mod runaway_scale_up;
 pub mod stranded_pods;
 pub mod stuck_node_claim;
-pub mod view;
+
+/// The oracles' old paths, still used by `tests/provisioning.rs` and `tests/disruption.rs`;
+/// new code names [`crate::oracle`].
+pub use crate::oracle::{cost_bound, resources};
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use dovetail_fakecloud::FakeCloud;
-use dovetail_fakecloud::wire::{SharedCloud, lock};
 use serde::{Serialize, Serializer};
+use serde_json::Value;
 
-pub use config::InvariantConfig;
 pub use cost::CostSummary;
 use disruptions::{Recorded, Recorder};
-pub use pending::PendingStats;
-use pending::PendingTracker;
-use view::{PodView, View};
 
 use crate::apiserver::ApiServer;
+use crate::oracle::view::{PodView, View};
+use crate::scenario::invariants::InvariantConfig;
 
 /// Where a run is: faults may be active, they have healed, or the cluster must converge.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -134,15 +130,25 @@ pub struct InvariantsReport {
     pub violations: Vec<Violation>,
     /// Cost rate against the lower bound, at the end.
     pub cost: CostSummary,
-    /// Pending-time statistics.
-    pub pending: PendingStats,
+}
+
+/// One reading of the world, as the run's observation pass hands it to the checker.
+pub struct Observation<'a> {
+    /// Objects and instances now.
+    pub view: &'a View,
+    /// Pods now.
+    pub pods: &'a [PodView],
+    /// Whether the pods changed since the previous reading.
+    pub pods_changed: bool,
+    /// The cloud, locked.
+    pub cloud: &'a FakeCloud,
 }
 
 /// What every invariant sees at a tick.
 pub struct Ctx<'a> {
     /// Objects and instances now.
     pub view: &'a View,
-    /// Pods now (re-read only when the store changed).
+    /// Pods now.
     pub pods: &'a [PodView],
     /// The cloud, locked.
     pub cloud: &'a FakeCloud,
@@ -172,16 +178,11 @@ pub trait Invariant {
 /// time passes, then `finish`.
 pub struct Checker {
     config: InvariantConfig,
-    server: ApiServer,
-    cloud: SharedCloud,
     recorder: Arc<Recorder>,
     invariants: Vec<Box<dyn Invariant>>,
     violations: Vec<Violation>,
     phase: Phase,
     healed_at: Option<Duration>,
-    pods: Vec<PodView>,
-    pods_rv: Option<u64>,
-    pending: PendingTracker,
     last_tick: Duration,
     cost: cost::Cost,
     spot_to_spot: bool,
@@ -189,9 +190,9 @@ pub struct Checker {
 }
 
 impl Checker {
-    /// A checker over `server` and `cloud`; installs its audit observer on the server.
+    /// A checker of the world around `server`; installs its audit observer on the server.
     /// The run starts healed (phase `Heal` at time zero) until told otherwise.
-    pub fn new(config: &InvariantConfig, server: &ApiServer, cloud: &SharedCloud) -> Self {
+    pub fn new(config: &InvariantConfig, server: &ApiServer) -> Self {
         let recorder = Arc::new(Recorder::new(config));
         server.audit.lock().unwrap_or_else(|e| e.into_inner()).observe(recorder.clone());
         let mut invariants: Vec<Box<dyn Invariant>> = Vec::new();
@@ -228,16 +229,11 @@ impl Checker {
         }
         Self {
             config: config.clone(),
-            server: server.clone(),
-            cloud: cloud.clone(),
             recorder,
             invariants,
             violations: Vec::new(),
             phase: Phase::Heal,
             healed_at: Some(Duration::ZERO),
-            pods: Vec::new(),
-            pods_rv: None,
-            pending: PendingTracker::default(),
             last_tick: Duration::ZERO,
             cost: cost::Cost::new(config.cost.clone()),
             spot_to_spot: false,
@@ -247,7 +243,7 @@ impl Checker {
 
     /// Tells the checker whether the controller runs with the `SpotToSpotConsolidation`
     /// feature gate: with it off, Karpenter may keep a spot node it cannot delete whatever
-    /// it costs, and the cost invariant must not blame it (see [`pinned`]).
+    /// it costs, and the cost invariant must not blame it (see [`crate::oracle::pinned`]).
     pub fn set_spot_to_spot_consolidation(&mut self, on: bool) {
         self.spot_to_spot = on;
     }
@@ -265,24 +261,16 @@ impl Checker {
         self.phase = phase;
     }
 
-    /// Checks the world at `now` (about every simulated second).
-    pub fn tick(&mut self, now: Duration) {
+    /// Checks the world as `seen` (about every simulated second).
+    pub fn tick(&mut self, seen: &Observation<'_>) {
         let recorded = self.recorder.drain();
-        let store = self.server.store.lock().unwrap_or_else(|e| e.into_inner());
-        let cloud = lock(&self.cloud);
-        let view = View::read(&store, &cloud, now);
-        if self.pods_rv != Some(view.resource_version) {
-            self.pods = view::read_pods(&store);
-            self.pods_rv = Some(view.resource_version);
-            self.pending.observe(&self.pods, now);
-            self.pending.forget_missing(&self.pods);
-            self.demand.observe(&self.pods, now);
+        if seen.pods_changed {
+            self.demand.observe(seen.pods, seen.view.now);
         }
-        drop(store);
         let ctx = Ctx {
-            view: &view,
-            pods: &self.pods,
-            cloud: &cloud,
+            view: seen.view,
+            pods: seen.pods,
+            cloud: seen.cloud,
             recorded: &recorded,
             config: &self.config,
             phase: self.phase,
@@ -292,7 +280,7 @@ impl Checker {
         for inv in &mut self.invariants {
             inv.tick(&ctx, &mut self.violations);
         }
-        self.last_tick = now;
+        self.last_tick = seen.view.now;
     }
 
     /// Violations found so far.
@@ -309,19 +297,14 @@ impl Checker {
         names
     }
 
-    /// Final checks (churn, cost at quiescence) and the report.
-    pub fn finish(mut self, now: Duration) -> InvariantsReport {
-        self.tick(now);
+    /// Final checks (churn, cost at quiescence) over the world as `seen` at the end (ticked
+    /// already), with the cluster's `daemonsets`, and the report.
+    pub fn finish(mut self, seen: &Observation<'_>, daemonsets: &[Arc<Value>]) -> InvariantsReport {
         let recorded = Recorded::default();
-        let store = self.server.store.lock().unwrap_or_else(|e| e.into_inner());
-        let cloud = lock(&self.cloud);
-        let view = View::read(&store, &cloud, now);
-        let daemonsets: Vec<_> = store.iter(&view::key("apps", "daemonsets"), None).cloned().collect();
-        drop(store);
         let ctx = Ctx {
-            view: &view,
-            pods: &self.pods,
-            cloud: &cloud,
+            view: seen.view,
+            pods: seen.pods,
+            cloud: seen.cloud,
             recorded: &recorded,
             config: &self.config,
             phase: self.phase,
@@ -331,15 +314,14 @@ impl Checker {
         for inv in &mut self.invariants {
             inv.finish(&ctx, &mut self.violations);
         }
-        let summary = self.cost.judge(&ctx, &daemonsets, self.spot_to_spot, self.demand.since(), &mut self.violations);
-        drop(cloud);
+        let summary = self.cost.judge(&ctx, daemonsets, self.spot_to_spot, self.demand.since(), &mut self.violations);
         let checked = self.checked();
         // Deterministic order: by time, then by trace position and name.
         self.violations
             .sort_by(|a, b| (a.at, a.trace_position, &a.invariant).cmp(&(b.at, b.trace_position, &b.invariant)));
         let mut seen = BTreeSet::new();
         self.violations.retain(|v| seen.insert((v.invariant.clone(), v.objects.clone(), v.message.clone())));
-        InvariantsReport { checked, violations: self.violations, cost: summary, pending: self.pending.stats(now) }
+        InvariantsReport { checked, violations: self.violations, cost: summary }
     }
 }
 

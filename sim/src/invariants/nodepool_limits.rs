@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::resources::capacity;
 use super::{Ctx, Invariant, Violation};
 use crate::actors::quantity::{parse_milli, parse_value};
+use crate::oracle::resources::capacity;
 
 /// The invariant; reports each pool once per episode over its limit.
 #[derive(Default)]

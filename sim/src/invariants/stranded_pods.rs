@@ -6,9 +6,11 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use super::resources::{Offering, allowed_offerings, daemonset_overhead, pod_allows, pool_node_labels, tolerates_pool};
-use super::view::PodView;
 use super::{Ctx, Invariant, Violation, format_duration};
+use crate::oracle::resources::{
+    Offering, allowed_offerings, daemonset_overhead, pod_allows, pool_node_labels, tolerates_pool,
+};
+use crate::oracle::view::PodView;
 
 /// Each NodePool's name with the offerings it allows.
 type PoolOfferings = Vec<(String, Vec<Offering>)>;
@@ -60,7 +62,7 @@ impl StrandedPods {
 
 /// DaemonSet overhead a new node carries: one pod's requests per DaemonSet whose pods
 /// have no node selector or affinity.
-fn daemonset_pod_overhead(ctx: &Ctx<'_>) -> super::resources::Resources {
+fn daemonset_pod_overhead(ctx: &Ctx<'_>) -> crate::oracle::resources::Resources {
     let mut seen = BTreeSet::new();
     let owners = ctx.pods.iter().filter(|p| p.daemonset).filter_map(|p| {
         let owner = p.object.pointer("/metadata/ownerReferences/0/uid")?.as_str()?.to_string();

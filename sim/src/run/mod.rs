@@ -116,11 +116,11 @@ pub fn run_with(loaded: &Loaded, seed: u64, options: &mut RunOptions) -> anyhow:
     let mut faults = Faults::new(layers, derive_rng(seed, "fault-wiring"));
     let mut events = timeline(&plan, loaded);
     events.reverse();
-    let mut observer = observe::Observer::default();
+    let mut observer = observe::Observer::new(cloud.as_ref());
     // The invariants are judged from outside the controller, over the API server's store
     // and the fake cloud; API-only scenarios have no cloud to judge.
     let invariant_config = loaded.scenario.invariants.clone().unwrap_or_default();
-    let mut checker = cloud.as_ref().map(|c| Checker::new(&invariant_config, &server, c));
+    let mut checker = cloud.as_ref().map(|_| Checker::new(&invariant_config, &server));
     if let Some(checker) = checker.as_mut()
         && !plan.faults.is_empty()
         && plan.phases.faults_until.0 > Duration::ZERO
@@ -152,10 +152,7 @@ pub fn run_with(loaded: &Loaded, seed: u64, options: &mut RunOptions) -> anyhow:
             }
         }
         if now >= next_sample {
-            observer.sample(&server, cloud.as_ref(), now);
-            if let Some(checker) = checker.as_mut() {
-                checker.tick(now);
-            }
+            observer.sample(&server, cloud.as_ref(), checker.as_mut(), now);
             if let Some(p) = options.progress.as_mut() {
                 p(now.min(total), total);
             }
@@ -176,7 +173,7 @@ pub fn run_with(loaded: &Loaded, seed: u64, options: &mut RunOptions) -> anyhow:
         let settings = r.settings.lock().unwrap_or_else(|e| e.into_inner());
         checker.set_spot_to_spot_consolidation(settings.feature_gates.spot_to_spot_consolidation);
     }
-    let judged = checker.map(|c| c.finish(end));
+    let judged = checker.zip(cloud.as_ref()).map(|(c, cloud)| observer.judge(&server, cloud, c, end));
     let report = assemble(
         loaded,
         seed,
@@ -379,19 +376,11 @@ fn assemble(
         };
     }
     let p = observer.pending(end);
-    let pending = match &judged {
-        Some(j) => PendingSection {
-            pods: j.pending.pods as u64,
-            p50_seconds: round(j.pending.p50_seconds, 3),
-            p99_seconds: round(j.pending.p99_seconds, 3),
-            max_seconds: round(j.pending.max_seconds, 3),
-        },
-        None => PendingSection {
-            pods: p.pods,
-            p50_seconds: round(p.p50, 3),
-            p99_seconds: round(p.p99, 3),
-            max_seconds: round(p.max, 3),
-        },
+    let pending = PendingSection {
+        pods: p.pods,
+        p50_seconds: round(p.p50_seconds, 3),
+        p99_seconds: round(p.p99_seconds, 3),
+        max_seconds: round(p.max_seconds, 3),
     };
     let invariants = judged.map_or_else(InvariantsSection::default, |j| InvariantsSection {
         checked: j.checked,

@@ -6,7 +6,7 @@ use std::fmt;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::SimDuration;
+use dovetail_world::SimDuration;
 
 /// `controller: none` (API server only) or the controller's configuration.
 #[derive(Clone, Debug, PartialEq)]

@@ -12,9 +12,10 @@ use rand::Rng;
 use serde::de::{self, IntoDeserializer, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::SimDuration;
+use super::error::FieldError;
 use crate::actors::quantity::{parse_milli, parse_value};
-use crate::world::SimRng;
+use dovetail_world::SimDuration;
+use dovetail_world::SimRng;
 
 /// Something a distribution can produce: interpolates between two bounds.
 pub trait Sample: Clone + PartialOrd {
@@ -44,10 +45,12 @@ impl<T: Sample> Dist<T> {
     }
 
     /// Checks bounds are ordered and choices non-empty.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), FieldError> {
         match self {
-            Dist::Uniform(lo, hi) if lo > hi => Err("uniform: the lower bound is above the upper bound".into()),
-            Dist::Choice(options) if options.is_empty() => Err("choice: needs at least one value".into()),
+            Dist::Uniform(lo, hi) if lo > hi => {
+                Err(FieldError::new("uniform", "the lower bound is above the upper bound"))
+            }
+            Dist::Choice(options) if options.is_empty() => Err(FieldError::new("choice", "needs at least one value")),
             _ => Ok(()),
         }
     }
@@ -254,7 +257,7 @@ impl Serialize for Memory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::world::derive_rng;
+    use dovetail_world::derive_rng;
 
     #[test]
     fn scalars_and_map_forms_parse() {

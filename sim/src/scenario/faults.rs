@@ -7,8 +7,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::SimDuration;
 use super::dist::Dist;
+use super::error::FieldError;
+use dovetail_world::SimDuration;
 
 /// One fault entry.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
@@ -242,7 +243,7 @@ pub struct CrashSpec {
 
 impl FaultSpec {
     /// The kind this entry sets, if exactly one.
-    pub fn kind(&self) -> Result<&'static str, String> {
+    pub fn kind(&self) -> Result<&'static str, FieldError> {
         let set: Vec<&'static str> = [
             self.insufficient_capacity.is_some(),
             self.spot_interruption.is_some(),
@@ -267,8 +268,8 @@ impl FaultSpec {
         .collect();
         match set.as_slice() {
             [one] => Ok(one),
-            [] => Err(format!("no fault kind set; set one of: {}", KINDS.join(", "))),
-            many => Err(format!("one fault kind per entry, found {}", many.join(", "))),
+            [] => Err(FieldError::new("", format!("no fault kind set; set one of: {}", KINDS.join(", ")))),
+            many => Err(FieldError::new("", format!("one fault kind per entry, found {}", many.join(", ")))),
         }
     }
 
@@ -278,50 +279,53 @@ impl FaultSpec {
     }
 
     /// Checks timing fields, the kind, zones, endpoints and distributions.
-    pub fn validate(&self, zones: &[String], replicas: u8) -> Result<(), String> {
+    pub fn validate(&self, zones: &[String], replicas: u8) -> Result<(), FieldError> {
         let kind = self.kind()?;
         if self.at.is_some() == self.per_hour.is_some() {
-            return Err(format!("{kind}: set exactly one of `at` (scheduled) and `perHour` (random)"));
+            return Err(FieldError::new(kind, "set exactly one of `at` (scheduled) and `perHour` (random)"));
         }
         if self.at.is_some() && (self.live.is_some() || self.from.is_some()) {
-            return Err(format!("{kind}: `live` and `from` are for random faults (`perHour`)"));
+            return Err(FieldError::new(kind, "`live` and `from` are for random faults (`perHour`)"));
         }
         if let Some(live) = self.live
             && !(0.0..=1.0).contains(&live)
         {
-            return Err(format!("{kind}.live: {live} is not a probability in [0, 1]"));
+            return Err(FieldError::new(format!("{kind}.live"), format!("{live} is not a probability in [0, 1]")));
         }
         if Self::instantaneous(kind) && self.lasts.is_some() {
-            return Err(format!("{kind} happens at an instant; remove `for`"));
+            return Err(FieldError::new(kind, "happens at an instant; remove `for`"));
         }
         if let Some(r) = &self.per_hour {
-            r.validate().map_err(|e| format!("{kind}.perHour: {e}"))?;
+            r.validate().map_err(|e| e.within(format!("{kind}.perHour")))?;
         }
         if let Some(d) = &self.lasts {
-            d.validate().map_err(|e| format!("{kind}.for: {e}"))?;
+            d.validate().map_err(|e| e.within(format!("{kind}.for")))?;
         }
-        let zone_ok = |z: &str, extra: &[&str]| -> Result<(), String> {
+        let zone_ok = |z: &str, extra: &[&str]| -> Result<(), FieldError> {
             if zones.iter().any(|x| x == z) || extra.contains(&z) {
                 Ok(())
             } else {
                 let mut allowed: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
                 allowed.extend(zones.iter().cloned());
-                Err(format!("{kind}: unknown zone `{z}`, expected one of {}", allowed.join(", ")))
+                Err(FieldError::new(kind, format!("unknown zone `{z}`, expected one of {}", allowed.join(", "))))
             }
         };
-        let endpoint_ok = |e: &str| -> Result<(), String> {
+        let endpoint_ok = |e: &str| -> Result<(), FieldError> {
             if ENDPOINTS.contains(&e) {
                 Ok(())
             } else {
-                Err(format!("{kind}: unknown endpoint `{e}`, expected one of {}", ENDPOINTS.join(", ")))
+                Err(FieldError::new(kind, format!("unknown endpoint `{e}`, expected one of {}", ENDPOINTS.join(", "))))
             }
         };
-        let rate_ok = |name: &str, d: &Option<Dist<f64>>| -> Result<(), String> {
+        let rate_ok = |name: &str, d: &Option<Dist<f64>>| -> Result<(), FieldError> {
             if let Some(d) = d {
-                d.validate().map_err(|e| format!("{kind}.{name}: {e}"))?;
+                d.validate().map_err(|e| e.within(format!("{kind}.{name}")))?;
                 let max = d.max();
                 if !(0.0..=1.0).contains(&max) {
-                    return Err(format!("{kind}.{name}: {max} is not a probability in [0, 1]"));
+                    return Err(FieldError::new(
+                        format!("{kind}.{name}"),
+                        format!("{max} is not a probability in [0, 1]"),
+                    ));
                 }
             }
             Ok(())
@@ -332,7 +336,10 @@ impl FaultSpec {
             }
             for c in &s.capacity_types {
                 if c != "spot" && c != "on-demand" {
-                    return Err(format!("{kind}: unknown capacity type `{c}`, expected one of spot, on-demand"));
+                    return Err(FieldError::new(
+                        kind,
+                        format!("unknown capacity type `{c}`, expected one of spot, on-demand"),
+                    ));
                 }
             }
         }
@@ -367,18 +374,24 @@ impl FaultSpec {
             && t != "leader"
             && t != "controller"
         {
-            return Err(format!("{kind}.target: unknown target `{t}`, expected one of leader, controller"));
+            return Err(FieldError::new(
+                format!("{kind}.target"),
+                format!("unknown target `{t}`, expected one of leader, controller"),
+            ));
         }
         if let Some(v) = self.ami_release.as_ref().and_then(|s| s.version.as_ref())
             && (v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-'))
         {
-            return Err(format!("{kind}.version: `{v}` must be non-empty letters, digits, `.` or `-`"));
+            return Err(FieldError::new(
+                format!("{kind}.version"),
+                format!("`{v}` must be non-empty letters, digits, `.` or `-`"),
+            ));
         }
         if matches!(kind, "controllerCrash" | "leaderFailover" | "partition" | "latency") && replicas == 0 {
-            return Err(format!("{kind} needs a controller, but the scenario has `controller: none`"));
+            return Err(FieldError::new(kind, "needs a controller, but the scenario has `controller: none`"));
         }
         if kind == "leaderFailover" && replicas < 2 {
-            return Err("leaderFailover needs `controller: {replicas: 2}`".into());
+            return Err(FieldError::new(kind, "needs `controller: {replicas: 2}`"));
         }
         Ok(())
     }

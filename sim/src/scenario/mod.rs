@@ -111,7 +111,10 @@
 
 pub mod controller;
 pub mod dist;
+pub mod drawn_fault;
+pub mod error;
 pub mod faults;
+pub mod invariants;
 pub mod plan;
 pub mod render;
 pub mod workloads;
@@ -124,6 +127,7 @@ use serde_json::Value;
 pub use controller::ControllerSpec;
 pub use dovetail_world::duration;
 pub use dovetail_world::duration::SimDuration;
+pub use error::FieldError;
 pub use faults::FaultSpec;
 pub use plan::Plan;
 pub use workloads::Workload;
@@ -163,7 +167,7 @@ pub struct Scenario {
     pub faults: Vec<FaultSpec>,
     /// The invariant checker's configuration (passed through to it).
     #[serde(default)]
-    pub invariants: Option<crate::invariants::InvariantConfig>,
+    pub invariants: Option<invariants::InvariantConfig>,
     /// Phase boundaries.
     #[serde(default)]
     pub phases: Phases,
@@ -249,9 +253,17 @@ pub enum LoadError {
     Invalid {
         /// The file.
         path: PathBuf,
-        /// serde-saphyr's message (line, column, field and the allowed values), or the
-        /// field path and what is wrong with it.
+        /// serde-saphyr's message (line, column, field and the allowed values).
         message: String,
+    },
+    /// The scenario parsed, but a field's value is wrong (checks the types cannot express).
+    #[error("{path}: {error}")]
+    Field {
+        /// The file.
+        path: PathBuf,
+        /// The field, by path, and what is wrong with it.
+        #[source]
+        error: FieldError,
     },
 }
 
@@ -283,8 +295,9 @@ impl Loaded {
     pub fn from_str(path: &Path, text: &str) -> Result<Loaded, LoadError> {
         let invalid = |message: String| LoadError::Invalid { path: path.into(), message };
         let scenario: Scenario = serde_saphyr::from_str(text).map_err(|e| invalid(e.to_string()))?;
-        let zones = scenario.resolve_zones().map_err(invalid)?;
-        scenario.validate(&zones).map_err(invalid)?;
+        let field = |error: FieldError| LoadError::Field { path: path.into(), error };
+        let zones = scenario.resolve_zones().map_err(field)?;
+        scenario.validate(&zones).map_err(field)?;
         let base = path.parent().unwrap_or(Path::new("."));
         let mut install = Vec::new();
         let mut files: Vec<PathBuf> = Vec::new();
@@ -318,18 +331,18 @@ impl Loaded {
 impl Scenario {
     /// The zones the run uses: the listed ones (checked against the region), or every zone
     /// of the region. API-only scenarios have none.
-    pub fn resolve_zones(&self) -> Result<Vec<String>, String> {
+    pub fn resolve_zones(&self) -> Result<Vec<String>, FieldError> {
         if self.controller == ControllerSpec::None {
             return Ok(self.zones.clone());
         }
-        let catalog = dovetail_fakecloud::Catalog::load(&self.region).map_err(|e| format!("region: {e}"))?;
+        let catalog =
+            dovetail_fakecloud::Catalog::load(&self.region).map_err(|e| FieldError::new("region", e.to_string()))?;
         let known: Vec<String> = catalog.zones().iter().map(|z| z.name.clone()).collect();
         for z in &self.zones {
             if !known.contains(z) {
-                return Err(format!(
-                    "zones: unknown zone `{z}` in {}, expected one of {}",
-                    self.region,
-                    known.join(", ")
+                return Err(FieldError::new(
+                    "zones",
+                    format!("unknown zone `{z}` in {}, expected one of {}", self.region, known.join(", ")),
                 ));
             }
         }
@@ -337,22 +350,26 @@ impl Scenario {
     }
 
     /// Checks what the types cannot.
-    pub fn validate(&self, zones: &[String]) -> Result<(), String> {
+    pub fn validate(&self, zones: &[String]) -> Result<(), FieldError> {
         for (i, s) in self.steps.iter().enumerate() {
             let actions =
                 usize::from(s.apply.is_some()) + usize::from(s.delete.is_some()) + usize::from(s.expire_watches);
             if actions != 1 {
-                return Err(format!(
-                    "steps[{i}]: exactly one of `apply`, `delete`, `expireWatches` must be set (found {actions})"
+                return Err(FieldError::new(
+                    format!("steps[{i}]"),
+                    format!("exactly one of `apply`, `delete`, `expireWatches` must be set (found {actions})"),
                 ));
             }
             if s.at > self.duration {
-                return Err(format!("steps[{i}].at: {} is after the scenario's duration {}", s.at, self.duration));
+                return Err(FieldError::new(
+                    format!("steps[{i}].at"),
+                    format!("{} is after the scenario's duration {}", s.at, self.duration),
+                ));
             }
             if let Some(obj) = &s.apply {
                 for field in ["apiVersion", "kind"] {
                     if obj.get(field).and_then(Value::as_str).is_none() {
-                        return Err(format!("steps[{i}].apply.{field}: Required value"));
+                        return Err(FieldError::new(format!("steps[{i}].apply.{field}"), "Required value"));
                     }
                 }
             }
@@ -360,16 +377,16 @@ impl Scenario {
         for (i, m) in self.manifests.iter().enumerate() {
             for field in ["apiVersion", "kind"] {
                 if m.get(field).and_then(Value::as_str).is_none() {
-                    return Err(format!("manifests[{i}].{field}: Required value"));
+                    return Err(FieldError::new(format!("manifests[{i}].{field}"), "Required value"));
                 }
             }
             if m.pointer("/metadata/name").and_then(Value::as_str).is_none() {
-                return Err(format!("manifests[{i}].metadata.name: Required value"));
+                return Err(FieldError::new(format!("manifests[{i}].metadata.name"), "Required value"));
             }
         }
         let mut names = std::collections::BTreeSet::new();
         for (i, w) in self.workloads.iter().enumerate() {
-            w.validate().map_err(|e| format!("workloads[{i}] ({}): {e}", w.name()))?;
+            w.validate().map_err(|e| e.within(format!("workloads[{i}] ({})", w.name())))?;
             let kind = match w {
                 Workload::Deployment(_) => "deployment",
                 Workload::Job(_) => "job",
@@ -378,45 +395,58 @@ impl Scenario {
                 Workload::PriorityClass(_) => "priorityClass",
             };
             if !names.insert((kind, w.name().to_string())) {
-                return Err(format!("workloads[{i}]: a second {kind} named `{}`", w.name()));
+                return Err(FieldError::new(
+                    format!("workloads[{i}]"),
+                    format!("a second {kind} named `{}`", w.name()),
+                ));
             }
         }
         let replicas = match &self.controller {
             ControllerSpec::None => 0,
             ControllerSpec::Run(c) => {
                 if !(1..=2).contains(&c.replicas) {
-                    return Err(format!("controller.replicas: {} is not supported, expected 1 or 2", c.replicas));
+                    return Err(FieldError::new(
+                        "controller.replicas",
+                        format!("{} is not supported, expected 1 or 2", c.replicas),
+                    ));
                 }
                 for (i, u) in c.upgrades.iter().enumerate() {
                     if u.at >= self.duration {
-                        return Err(format!("controller.upgrades[{i}].at: {} is not before the duration", u.at));
+                        return Err(FieldError::new(
+                            format!("controller.upgrades[{i}].at"),
+                            format!("{} is not before the duration", u.at),
+                        ));
                     }
                 }
                 c.replicas
             }
         };
         if replicas == 0 && !self.workloads.is_empty() {
-            return Err(
-                "workloads need a controller (nodes come from it), but the scenario has `controller: none`".into()
-            );
+            return Err(FieldError::new(
+                "workloads",
+                "need a controller (nodes come from it), but the scenario has `controller: none`",
+            ));
         }
         let faults_until = self.phases.faults_until.unwrap_or(self.duration);
         let liveness_from = self.phases.liveness_from.unwrap_or(self.duration);
         if faults_until > self.duration || liveness_from > self.duration || faults_until > liveness_from {
-            return Err(format!(
-                "phases: need faultsUntil ({faults_until}) <= livenessFrom ({liveness_from}) <= duration ({})",
-                self.duration
+            return Err(FieldError::new(
+                "phases",
+                format!(
+                    "need faultsUntil ({faults_until}) <= livenessFrom ({liveness_from}) <= duration ({})",
+                    self.duration
+                ),
             ));
         }
         for (i, f) in self.faults.iter().enumerate() {
-            f.validate(zones, replicas).map_err(|e| {
-                let sep = if faults::KINDS.iter().any(|k| e.starts_with(k)) { "." } else { ": " };
-                format!("faults[{i}]{sep}{e}")
-            })?;
+            f.validate(zones, replicas).map_err(|e| e.within(format!("faults[{i}]")))?;
             if let Some(at) = f.at
                 && at >= faults_until
             {
-                return Err(format!("faults[{i}].at: {at} is not before phases.faultsUntil ({faults_until})"));
+                return Err(FieldError::new(
+                    format!("faults[{i}].at"),
+                    format!("{at} is not before phases.faultsUntil ({faults_until})"),
+                ));
             }
         }
         Ok(())

@@ -11,11 +11,11 @@ use rand::Rng;
 use serde::Serialize;
 
 use super::dist::{Cpu, Dist, Memory};
+use super::drawn_fault::DrawnFault;
 use super::faults::FaultSpec;
 use super::workloads::{Replicas, Workload};
-use super::{ControllerSpec, Scenario, SimDuration};
-use crate::faults::DrawnFault;
-use crate::world::{SimRng, derive_rng};
+use super::{ControllerSpec, Scenario};
+use dovetail_world::{SimDuration, SimRng, derive_rng};
 
 /// Everything one seed drew.
 #[derive(Clone, Debug, Serialize)]

@@ -9,8 +9,9 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use super::SimDuration;
 use super::dist::{Cpu, Dist, Memory};
+use super::error::FieldError;
+use dovetail_world::SimDuration;
 
 /// One workload entry: a map with exactly one key naming its kind.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -295,26 +296,26 @@ pub struct PodTemplate {
 
 impl Replicas {
     /// Checks step times are ordered and the curve's bounds.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), FieldError> {
         match self {
             Replicas::Constant(_) => Ok(()),
             Replicas::Steps(steps) => {
                 if steps.is_empty() {
-                    return Err("steps: needs at least one step".into());
+                    return Err(FieldError::new("steps", "needs at least one step"));
                 }
                 if steps.windows(2).any(|w| w[0].at > w[1].at) {
-                    return Err("steps: times must not decrease".into());
+                    return Err(FieldError::new("steps", "times must not decrease"));
                 }
                 Ok(())
             }
             Replicas::Diurnal(d) => {
                 if d.min > d.max {
-                    return Err("diurnal: min is above max".into());
+                    return Err(FieldError::new("diurnal", "min is above max"));
                 }
                 if d.every.0.is_zero() || d.period.0.is_zero() {
-                    return Err("diurnal: period and every must be positive".into());
+                    return Err(FieldError::new("diurnal", "period and every must be positive"));
                 }
-                d.peak_at.as_ref().map_or(Ok(()), Dist::validate)
+                d.peak_at.as_ref().map_or(Ok(()), |p| p.validate().map_err(|e| e.within("diurnal.peakAt")))
             }
         }
     }
@@ -322,52 +323,59 @@ impl Replicas {
 
 impl PodTemplate {
     /// Checks the distributions.
-    pub fn validate(&self) -> Result<(), String> {
-        self.cpu.validate().map_err(|e| format!("cpu: {e}"))?;
-        self.memory.validate().map_err(|e| format!("memory: {e}"))
+    pub fn validate(&self) -> Result<(), FieldError> {
+        self.cpu.validate().map_err(|e| e.within("cpu"))?;
+        self.memory.validate().map_err(|e| e.within("memory"))
     }
 }
 
 impl Workload {
     /// Checks what the types cannot.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), FieldError> {
         match self {
             Workload::Deployment(d) => {
-                d.replicas.validate().map_err(|e| format!("replicas: {e}"))?;
+                d.replicas.validate().map_err(|e| e.within("replicas"))?;
                 for (i, s) in d.spikes.iter().enumerate() {
                     if s.at.is_some() == s.per_hour.is_some() {
-                        return Err(format!("spikes[{i}]: set exactly one of `at` and `perHour`"));
+                        return Err(FieldError::new(format!("spikes[{i}]"), "set exactly one of `at` and `perHour`"));
                     }
-                    s.lasts.validate().map_err(|e| format!("spikes[{i}].for: {e}"))?;
-                    s.add.validate().map_err(|e| format!("spikes[{i}].add: {e}"))?;
+                    s.lasts.validate().map_err(|e| e.within(format!("spikes[{i}].for")))?;
+                    s.add.validate().map_err(|e| e.within(format!("spikes[{i}].add")))?;
                 }
-                d.pod.validate().map_err(|e| format!("pod.{e}"))
+                d.pod.validate().map_err(|e| e.within("pod"))
             }
             Workload::Job(j) => {
                 if j.per_hour.is_some() == j.at.is_some() {
-                    return Err("set exactly one of `perHour` (Poisson arrivals) and `at` (a burst)".into());
+                    return Err(FieldError::new(
+                        "",
+                        "set exactly one of `perHour` (Poisson arrivals) and `at` (a burst)",
+                    ));
                 }
                 if j.per_hour.is_some() && j.count.is_some() {
-                    return Err("`count` goes with `at`, not `perHour`".into());
+                    return Err(FieldError::new("count", "goes with `at`, not `perHour`"));
                 }
                 if let Some(r) = &j.per_hour {
-                    r.validate().map_err(|e| format!("perHour: {e}"))?;
+                    r.validate().map_err(|e| e.within("perHour"))?;
                 }
-                j.run_for.validate().map_err(|e| format!("runFor: {e}"))?;
-                j.pod.validate().map_err(|e| format!("pod.{e}"))
+                j.run_for.validate().map_err(|e| e.within("runFor"))?;
+                j.pod.validate().map_err(|e| e.within("pod"))
             }
-            Workload::DaemonSet(d) => d.pod.validate().map_err(|e| format!("pod.{e}")),
+            Workload::DaemonSet(d) => d.pod.validate().map_err(|e| e.within("pod")),
             Workload::Pdb(p) => {
                 if p.workload.is_some() == p.match_labels.is_some() {
-                    return Err("set exactly one of `workload` and `matchLabels`".into());
+                    return Err(FieldError::new("", "set exactly one of `workload` and `matchLabels`"));
                 }
                 if p.max_unavailable.is_some() == p.min_available.is_some() {
-                    return Err("set exactly one of `maxUnavailable` and `minAvailable`".into());
+                    return Err(FieldError::new("", "set exactly one of `maxUnavailable` and `minAvailable`"));
                 }
-                for v in [&p.max_unavailable, &p.min_available].into_iter().flatten() {
+                for (field, v) in [("maxUnavailable", &p.max_unavailable), ("minAvailable", &p.min_available)] {
+                    let Some(v) = v else { continue };
                     let ok = v.as_u64().is_some() || v.as_str().is_some_and(|s| s.ends_with('%'));
                     if !ok {
-                        return Err(format!("{v} is neither a non-negative integer nor a percentage like \"20%\""));
+                        return Err(FieldError::new(
+                            field,
+                            format!("{v} is neither a non-negative integer nor a percentage like \"20%\""),
+                        ));
                     }
                 }
                 Ok(())

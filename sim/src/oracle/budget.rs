@@ -12,7 +12,7 @@ use std::time::Duration;
 use jiff::civil::DateTime;
 use serde_json::Value;
 
-use crate::scenario::SimDuration;
+use dovetail_world::SimDuration;
 
 /// The disruption reasons budgets can name.
 pub const REASONS: [&str; 3] = ["Underutilized", "Empty", "Drifted"];
@@ -149,7 +149,7 @@ fn field(part: &str, lo: usize, hi: usize) -> Option<Vec<bool>> {
 
 /// Simulated time as UTC wall time.
 pub fn wall_time(now: Duration) -> DateTime {
-    let since = crate::world::clock::sim_epoch().duration_since(std::time::UNIX_EPOCH).unwrap_or_default() + now;
+    let since = dovetail_world::clock::sim_epoch().duration_since(std::time::UNIX_EPOCH).unwrap_or_default() + now;
     jiff::Timestamp::from_second(since.as_secs() as i64)
         .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
         .to_zoned(jiff::tz::TimeZone::UTC)

@@ -24,9 +24,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use dovetail_fakecloud::CapacityType;
 
-use super::Ctx;
-use super::disruptions::do_not_disrupt_active;
+use dovetail_fakecloud::FakeCloud;
+
+use super::protection::do_not_disrupt_active;
 use super::resources::{Offering, Resources, allocatable};
+use super::view::{PodView, View};
 
 /// Spot-to-spot replacement needs at least this many cheaper instance types (single node).
 pub const SPOT_TO_SPOT_MIN_CHEAPER_TYPES: usize = 15;
@@ -64,16 +66,18 @@ struct Host {
 /// `offerings` are each NodePool's allowed offerings now (see [`super::resources::allowed_offerings`]), and
 /// `overhead` is the DaemonSet overhead a replacement node would carry.
 pub fn pinned_nodes(
-    ctx: &Ctx<'_>,
+    view: &View,
+    pods: &[PodView],
+    cloud: &FakeCloud,
     offerings: &BTreeMap<String, Vec<Offering>>,
     overhead: &Resources,
     spot_to_spot: bool,
 ) -> Vec<PinnedNode> {
     let pool_rule = |h: &Host| {
-        let pool = h.nodepool.as_ref().and_then(|n| ctx.view.pools.get(n))?;
+        let pool = h.nodepool.as_ref().and_then(|n| view.pools.get(n))?;
         pool_keeps(&pool.object)
     };
-    decide(&hosts(ctx), spot_to_spot, pool_rule, |h| cheaper_types(offerings, h, overhead))
+    decide(&hosts(view, pods, cloud), spot_to_spot, pool_rule, |h| cheaper_types(offerings, h, overhead))
 }
 
 /// The rules over the cluster's `hosts`: `pool_rule` says why a host's NodePool keeps its
@@ -165,27 +169,27 @@ fn pool_keeps(pool: &serde_json::Value) -> Option<PoolRule> {
 }
 
 /// Live, not-deleting nodes backed by a live instance, with their free room.
-fn hosts(ctx: &Ctx<'_>) -> Vec<Host> {
-    let now = ctx.view.now;
+fn hosts(view: &View, pods: &[PodView], cloud: &FakeCloud) -> Vec<Host> {
+    let now = view.now;
     let instances: BTreeMap<&str, _> =
-        ctx.view.instances.iter().filter(|i| i.live).map(|i| (i.provider_id.as_str(), i)).collect();
+        view.instances.iter().filter(|i| i.live).map(|i| (i.provider_id.as_str(), i)).collect();
     let mut pods_by_node: BTreeMap<&str, Vec<_>> = BTreeMap::new();
-    for p in ctx.pods.iter().filter(|p| p.active()) {
+    for p in pods.iter().filter(|p| p.active()) {
         if let Some(n) = p.node_name.as_deref() {
             pods_by_node.entry(n).or_default().push(p);
         }
     }
     let mut hosts = Vec::new();
-    for (name, node) in &ctx.view.nodes {
+    for (name, node) in &view.nodes {
         if node.deleting {
             continue;
         }
         let Some(instance) = instances.get(node.provider_id.as_str()) else { continue };
-        let Some(info) = ctx.cloud.catalog().get(&instance.instance_type) else { continue };
+        let Some(info) = cloud.catalog().get(&instance.instance_type) else { continue };
         let spot = instance.capacity_type == CapacityType::Spot;
         // Priced at the cloud's own clock, as its bill is.
         let price = if spot {
-            ctx.cloud.spot_price(&info.name, &instance.zone, ctx.cloud.now()).unwrap_or(0.0)
+            cloud.spot_price(&info.name, &instance.zone, cloud.now()).unwrap_or(0.0)
         } else {
             info.on_demand_price.unwrap_or(0.0)
         };

@@ -1,10 +1,11 @@
 //! Which invariants a run checks and their thresholds, as a scenario writes them under
-//! `invariants:`. Every invariant is on by default with thresholds a correct Karpenter
+//! `invariants:` (the checker in `crate::invariants` reads them; declaring them here keeps
+//! the scenario format free of the checker). Every invariant is on by default with thresholds a correct Karpenter
 //! meets; unknown fields are errors.
 
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::SimDuration;
+use dovetail_world::SimDuration;
 
 fn on() -> bool {
     true

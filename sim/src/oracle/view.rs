@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::resources::Resources;
 use crate::apiserver::resources::ResourceKey;
 use crate::apiserver::store::Store;
-use crate::world::clock::{parse_rfc3339, sim_epoch};
+use dovetail_world::clock::{parse_rfc3339, sim_epoch};
 
 /// Tag Karpenter puts on an instance naming its NodeClaim.
 pub const NODECLAIM_TAG: &str = "karpenter.sh/nodeclaim";

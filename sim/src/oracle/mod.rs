@@ -1,0 +1,19 @@
+//! The oracles the invariant checker judges with, written apart from the controller so
+//! that a bug in the controller's decisions cannot hide itself: nothing here imports the
+//! controller crate.
+//!
+//! | helper | module |
+//! |---|---|
+//! | the store and the cloud as the checker reads them | [`view`] |
+//! | CPU, memory and pod slots; which offerings a NodePool allows; pod placement rules | [`resources`] |
+//! | NodePool disruption budgets and their cron schedules | [`budget`] |
+//! | the LP lower bound on the cost of hosting the pods | [`cost_bound`] |
+//! | nodes Karpenter's own rules keep whatever they cost | [`pinned`] |
+//! | PodDisruptionBudget and do-not-disrupt protection of a pod | [`protection`] |
+
+pub mod budget;
+pub mod cost_bound;
+pub mod pinned;
+pub mod protection;
+pub mod resources;
+pub mod view;

@@ -1,0 +1,59 @@
+//! Why a NodeClaim is being deleted, as the report counts it.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::apiserver::store::Store;
+
+/// Why a NodeClaim is being deleted: its `DisruptionReason` condition (Underutilized,
+/// Empty, Drifted), a disruption or interruption Event about it or its node, expiry, or
+/// `Other` (garbage collection, launch failure, a deleted NodePool, a user).
+pub fn disruption_reason(store: &Store, claim: &Value, now: Duration) -> String {
+    let conditions = claim.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    if let Some(c) = conditions.iter().find(|c| c["type"] == "DisruptionReason" && c["status"] == "True")
+        && let Some(r) = c["reason"].as_str()
+    {
+        return r.to_string();
+    }
+    let name = claim["metadata"]["name"].as_str().unwrap_or_default();
+    let node = claim.pointer("/status/nodeName").and_then(Value::as_str).unwrap_or_default();
+    if let Some(rt) = store.registry().get("", "events") {
+        for e in store.iter(&rt.key(), None) {
+            let about = e.pointer("/involvedObject/name").and_then(Value::as_str).unwrap_or_default();
+            if about != name && (node.is_empty() || about != node) {
+                continue;
+            }
+            let reason = e["reason"].as_str().unwrap_or_default();
+            if reason == "DisruptionTerminating" || reason == "Disrupting" {
+                // Karpenter: "Disrupting NodeClaim: Underutilized/Delete".
+                let message = e["message"].as_str().unwrap_or_default();
+                if let Some(r) = message.rsplit_once(": ").map(|(_, r)| r.split('/').next().unwrap_or(r)) {
+                    return r.to_string();
+                }
+            }
+            if matches!(
+                reason,
+                "SpotInterrupted"
+                    | "ScheduledChange"
+                    | "InstanceStopping"
+                    | "InstanceTerminating"
+                    | "CapacityReservationInterrupted"
+            ) {
+                return "Interrupted".into();
+            }
+        }
+    }
+    if let Some(expire) = claim.pointer("/spec/expireAfter").and_then(Value::as_str)
+        && let Ok(d) = dovetail_world::SimDuration::parse(expire)
+        && let Some(created) = claim.pointer("/metadata/creationTimestamp").and_then(Value::as_str)
+        && let Ok(created) = created.parse::<jiff::Timestamp>()
+    {
+        let epoch = dovetail_world::clock::sim_epoch().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let created = Duration::from_secs(created.as_second().max(0) as u64).saturating_sub(epoch);
+        if created + d.0 <= now + Duration::from_secs(1) {
+            return "Expired".into();
+        }
+    }
+    "Other".into()
+}

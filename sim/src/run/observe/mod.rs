@@ -1,0 +1,155 @@
+//! The run's one observation pass. Once per simulated second the [`Observer`] reads the
+//! API server's store and the fake cloud, once, and feeds what it read to both consumers:
+//! the invariant checker (a [`Observation`] per tick) and the report (how long pods waited
+//! for a node, why each NodeClaim was disrupted, which instances were interrupted).
+
+pub mod disruption_reason;
+pub mod pending;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use dovetail_fakecloud::FakeCloud;
+use dovetail_fakecloud::wire::{SharedCloud, lock};
+use serde_json::Value;
+
+use crate::apiserver::ApiServer;
+use crate::apiserver::store::Store;
+use crate::invariants::{Checker, InvariantsReport, Observation};
+use crate::oracle::view::{self, PodView, View};
+use disruption_reason::disruption_reason;
+use pending::{PendingClock, PendingStats, PendingTracker};
+
+/// Observations so far.
+pub struct Observer {
+    /// Pods at the last store change, and the resourceVersion they were read at.
+    pods: Vec<PodView>,
+    pods_rv: Option<u64>,
+    /// How long pods waited for a node.
+    pending: PendingTracker,
+    /// NodeClaims seen deleting, with the reason.
+    disrupted: BTreeMap<String, String>,
+    /// Instances that got a spot interruption warning or were stopped by an outage.
+    interrupted: BTreeSet<String>,
+}
+
+impl Observer {
+    /// An observer of a world with or without a `cloud`. Pending times run from creation
+    /// where there is a cloud (and so a scheduler and nodes), else from the first tick
+    /// that saw the pod (see [`PendingClock`]).
+    pub fn new(cloud: Option<&SharedCloud>) -> Self {
+        let clock = if cloud.is_some() { PendingClock::FromCreation } else { PendingClock::FromFirstSeen };
+        Self::with_clock(clock)
+    }
+
+    /// An observer whose pending times run by `clock`.
+    pub fn with_clock(clock: PendingClock) -> Self {
+        Self {
+            pods: Vec::new(),
+            pods_rv: None,
+            pending: PendingTracker::new(clock),
+            disrupted: BTreeMap::new(),
+            interrupted: BTreeSet::new(),
+        }
+    }
+
+    /// Reads the world at `now` and hands the reading to `checker`, if the run has one
+    /// (it needs `cloud`).
+    pub fn sample(
+        &mut self,
+        server: &ApiServer,
+        cloud: Option<&SharedCloud>,
+        checker: Option<&mut Checker>,
+        now: Duration,
+    ) {
+        let store = server.store.lock().unwrap_or_else(|e| e.into_inner());
+        let pods_changed = self.read_pods(&store, now);
+        self.sample_claims(&store, now);
+        let Some(cloud) = cloud else { return };
+        let cloud = lock(cloud);
+        self.sample_instances(&cloud);
+        if let Some(checker) = checker {
+            let view = View::read(&store, &cloud, now);
+            drop(store);
+            checker.tick(&Observation { view: &view, pods: &self.pods, pods_changed, cloud: &cloud });
+        }
+    }
+
+    /// The checker's last reading at the end of the run (`now`), and its final judgement.
+    /// The report's disruption and interruption counts stay as the last tick left them.
+    pub fn judge(
+        &mut self,
+        server: &ApiServer,
+        cloud: &SharedCloud,
+        mut checker: Checker,
+        now: Duration,
+    ) -> InvariantsReport {
+        let store = server.store.lock().unwrap_or_else(|e| e.into_inner());
+        let pods_changed = self.read_pods(&store, now);
+        let cloud = lock(cloud);
+        let view = View::read(&store, &cloud, now);
+        let daemonsets: Vec<Arc<Value>> = store.iter(&view::key("apps", "daemonsets"), None).cloned().collect();
+        drop(store);
+        let seen = Observation { view: &view, pods: &self.pods, pods_changed, cloud: &cloud };
+        checker.tick(&seen);
+        checker.finish(&seen, &daemonsets)
+    }
+
+    /// Re-reads the pods when the store changed since the last reading; says whether it did.
+    fn read_pods(&mut self, store: &Store, now: Duration) -> bool {
+        let rv = store.resource_version();
+        if self.pods_rv == Some(rv) {
+            return false;
+        }
+        self.pods = view::read_pods(store);
+        self.pods_rv = Some(rv);
+        self.pending.observe(&self.pods, now);
+        true
+    }
+
+    fn sample_claims(&mut self, store: &Store, now: Duration) {
+        let Some(rt) = store.registry().get("karpenter.sh", "nodeclaims") else { return };
+        let deleting: Vec<Value> = store
+            .iter(&rt.key(), None)
+            .filter(|c| c.pointer("/metadata/deletionTimestamp").is_some())
+            .filter(|c| {
+                c.pointer("/metadata/name").and_then(Value::as_str).is_some_and(|n| !self.disrupted.contains_key(n))
+            })
+            .map(|c| (**c).clone())
+            .collect();
+        for claim in deleting {
+            let name = claim["metadata"]["name"].as_str().unwrap_or_default().to_string();
+            let reason = disruption_reason(store, &claim, now);
+            self.disrupted.insert(name, reason);
+        }
+    }
+
+    fn sample_instances(&mut self, cloud: &FakeCloud) {
+        for i in cloud.instances() {
+            let stopped = i.state_reason.as_ref().is_some_and(|(_, message)| message.contains("zone outage"));
+            if i.reclaim_at.is_some() || stopped {
+                self.interrupted.insert(i.id.clone());
+            }
+        }
+    }
+
+    /// Pending-time percentiles; pods still unbound count as pending until `now`.
+    pub fn pending(&self, now: Duration) -> PendingStats {
+        self.pending.stats(now)
+    }
+
+    /// Disruptions by reason.
+    pub fn disruptions(&self) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        for reason in self.disrupted.values() {
+            *out.entry(reason.clone()).or_default() += 1;
+        }
+        out
+    }
+
+    /// Instances interrupted.
+    pub fn interruptions(&self) -> u64 {
+        self.interrupted.len() as u64
+    }
+}

@@ -1,0 +1,197 @@
+//! One fault occurrence with every parameter drawn: the scenario's plan draws it from a
+//! [`FaultSpec`] and prints it; the fault machinery (`crate::faults`) plays it.
+
+use rand::Rng;
+use serde::Serialize;
+
+use super::dist::Dist;
+use super::faults::FaultSpec;
+use dovetail_world::{SimDuration, SimRng};
+
+/// One fault occurrence, fully drawn.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub enum DrawnFault {
+    /// Matching pools have no capacity.
+    #[serde(rename_all = "camelCase")]
+    InsufficientCapacity {
+        /// Type names or `prefix*` patterns (empty: all).
+        instance_types: Vec<String>,
+        /// Only the N cheapest matching types.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cheapest: Option<u32>,
+        /// Zones.
+        zones: Vec<String>,
+        /// `spot` / `on-demand`.
+        capacity_types: Vec<String>,
+    },
+    /// Spot interruption warnings for a share of running spot instances.
+    #[serde(rename_all = "camelCase")]
+    SpotInterruption {
+        /// One zone, or all.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        zone: Option<String>,
+        /// Share interrupted.
+        fraction: f64,
+    },
+    /// A zone outage.
+    ZoneOutage {
+        /// The zone.
+        zone: String,
+    },
+    /// EC2 token buckets.
+    #[serde(rename_all = "camelCase")]
+    Ec2Throttling {
+        /// Burst.
+        burst: f64,
+        /// Tokens per second.
+        refill_per_second: f64,
+    },
+    /// EC2 500/503.
+    Ec2Errors {
+        /// Probability per call.
+        rate: f64,
+    },
+    /// DescribeInstances lag.
+    DescribeLag {
+        /// Invisible for this long after launch.
+        delay: SimDuration,
+    },
+    /// SQS delay, duplicates, reordering.
+    #[serde(rename_all = "camelCase")]
+    Sqs {
+        /// Extra delay up to this.
+        delay: SimDuration,
+        /// P(duplicate).
+        duplicate_rate: f64,
+        /// Shuffle.
+        reorder: bool,
+    },
+    /// API server 429/5xx/409.
+    #[serde(rename_all = "camelCase")]
+    ApiServerErrors {
+        /// P(429).
+        throttle_rate: f64,
+        /// P(5xx).
+        error_rate: f64,
+        /// P(409) per write.
+        conflict_rate: f64,
+    },
+    /// Watch events late.
+    WatchDelay {
+        /// Per event.
+        delay: SimDuration,
+    },
+    /// Every watch gets 410 Gone.
+    WatchExpiry,
+    /// No packets between two endpoints.
+    Partition {
+        /// The pair.
+        between: [String; 2],
+    },
+    /// Extra latency between two endpoints.
+    Latency {
+        /// The pair.
+        between: [String; 2],
+        /// One-way latency.
+        latency: SimDuration,
+    },
+    /// A controller replica crashes (restarts when it heals, or at once).
+    ControllerCrash {
+        /// `leader` or `controller`.
+        target: String,
+    },
+    /// The leader crashes; the other replica takes over.
+    LeaderFailover,
+    /// A new EKS-optimized AMI is published.
+    AmiRelease {
+        /// The release's version suffix (`None`: derived from the time it happens).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        version: Option<String>,
+    },
+}
+
+impl DrawnFault {
+    /// Draws one occurrence of `spec` (validated).
+    pub fn draw(spec: &FaultSpec, zones: &[String], _replicas: u8, rng: &mut SimRng) -> DrawnFault {
+        let zone = |z: &str, rng: &mut SimRng| -> String {
+            if z == "random" && !zones.is_empty() {
+                zones[rng.random_range(0..zones.len())].clone()
+            } else {
+                z.to_string()
+            }
+        };
+        let rate = |d: &Option<Dist<f64>>, rng: &mut SimRng| Dist::draw_or(d.as_ref(), 0.0, rng).clamp(0.0, 1.0);
+        if let Some(s) = &spec.insufficient_capacity {
+            let zs = if s.zones.is_empty() { zones.to_vec() } else { s.zones.iter().map(|z| zone(z, rng)).collect() };
+            let cts = if s.capacity_types.is_empty() {
+                vec!["on-demand".to_string(), "spot".to_string()]
+            } else {
+                s.capacity_types.clone()
+            };
+            return DrawnFault::InsufficientCapacity {
+                instance_types: s.instance_types.clone(),
+                cheapest: s.cheapest,
+                zones: zs,
+                capacity_types: cts,
+            };
+        }
+        if let Some(s) = &spec.spot_interruption {
+            let z = s.zone.as_deref().filter(|z| *z != "all").map(|z| zone(z, rng));
+            return DrawnFault::SpotInterruption { zone: z, fraction: Dist::draw_or(s.fraction.as_ref(), 1.0, rng) };
+        }
+        if let Some(s) = &spec.zone_outage {
+            return DrawnFault::ZoneOutage { zone: zone(&s.zone, rng) };
+        }
+        if let Some(s) = &spec.ec2_throttling {
+            return DrawnFault::Ec2Throttling {
+                burst: Dist::draw_or(s.burst.as_ref(), 10.0, rng),
+                refill_per_second: Dist::draw_or(s.refill_per_second.as_ref(), 1.0, rng),
+            };
+        }
+        if let Some(s) = &spec.ec2_errors {
+            return DrawnFault::Ec2Errors { rate: s.rate.draw(rng).clamp(0.0, 1.0) };
+        }
+        if let Some(s) = &spec.describe_lag {
+            return DrawnFault::DescribeLag { delay: s.delay.draw(rng) };
+        }
+        if let Some(s) = &spec.sqs {
+            return DrawnFault::Sqs {
+                delay: Dist::draw_or(s.delay.as_ref(), SimDuration::default(), rng),
+                duplicate_rate: rate(&s.duplicate_rate, rng),
+                reorder: s.reorder,
+            };
+        }
+        if let Some(s) = &spec.api_server_errors {
+            return DrawnFault::ApiServerErrors {
+                throttle_rate: rate(&s.throttle_rate, rng),
+                error_rate: rate(&s.error_rate, rng),
+                conflict_rate: rate(&s.conflict_rate, rng),
+            };
+        }
+        if let Some(s) = &spec.watch_delay {
+            return DrawnFault::WatchDelay { delay: s.delay.draw(rng) };
+        }
+        if spec.watch_expiry.is_some() {
+            return DrawnFault::WatchExpiry;
+        }
+        if let Some(s) = &spec.partition {
+            return DrawnFault::Partition { between: s.between.clone() };
+        }
+        if let Some(s) = &spec.latency {
+            return DrawnFault::Latency { between: s.between.clone(), latency: s.latency.draw(rng) };
+        }
+        if let Some(s) = &spec.controller_crash {
+            return DrawnFault::ControllerCrash { target: s.target.clone().unwrap_or_else(|| "leader".into()) };
+        }
+        if let Some(s) = &spec.ami_release {
+            return DrawnFault::AmiRelease { version: s.version.clone() };
+        }
+        DrawnFault::LeaderFailover
+    }
+
+    /// A short description for the trace.
+    pub fn describe(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
