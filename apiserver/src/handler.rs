@@ -466,7 +466,7 @@ impl ApiServer {
         let result = self.faults.lock().unwrap_or_else(|e| e.into_inner()).check(method, rt);
         if let Err(e) = &result {
             let s = self.store.lock().unwrap_or_else(|e| e.into_inner());
-            s.trace().record(crate::world::TraceEntry {
+            s.trace().record(dovetail_world::TraceEntry {
                 at: s.elapsed(),
                 source: "fault",
                 verb: format!("api-{}", e.code),

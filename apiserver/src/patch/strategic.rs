@@ -478,7 +478,7 @@ fn go_fmt(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apiserver::patch::schema::PatchSchema;
+    use crate::patch::schema::PatchSchema;
     use serde_json::json;
 
     fn pod() -> PatchSchema {
@@ -778,7 +778,7 @@ mod tests {
         fn without_lists_strategic_merge_equals_json_merge(a in arb_object(), b in arb_object()) {
             let a = if a.is_object() { a } else { json!({"x": a}) };
             let b = if b.is_object() { b } else { json!({"x": b}) };
-            let patch = crate::apiserver::patch::merge::diff(&a, &b);
+            let patch = crate::patch::merge::diff(&a, &b);
             let schema = PatchSchema::builtin("Lease").unwrap();
             proptest::prop_assert_eq!(apply(&a, &patch, schema.root()).unwrap(), b);
         }

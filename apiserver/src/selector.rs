@@ -7,7 +7,7 @@
 //! because a client that works against the simulator must work against EKS.
 //!
 //! ```
-//! use dovetail_sim::apiserver::selector::{FieldSelector, LabelSelector};
+//! use dovetail_apiserver::selector::{FieldSelector, LabelSelector};
 //! use serde_json::json;
 //!
 //! let pod = json!({"kind": "Pod", "metadata": {"name": "web-1", "labels": {"app": "web"}},

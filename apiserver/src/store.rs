@@ -17,9 +17,9 @@ use tokio::sync::mpsc;
 use super::admission;
 use super::error::{ApiError, ApiResult};
 use super::resources::{Registry, ResourceKey, ResourceType};
-use crate::world::clock::Clock;
-use crate::world::rng::SimRng;
-use crate::world::trace::{Trace, TraceEntry};
+use dovetail_world::clock::Clock;
+use dovetail_world::rng::SimRng;
+use dovetail_world::trace::{Trace, TraceEntry};
 
 /// Namespaces every cluster starts with.
 pub const INITIAL_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
@@ -620,7 +620,7 @@ impl Store {
                 return Ok(old);
             }
             let at = self.clock.now() + Duration::from_secs(grace as u64);
-            new["metadata"]["deletionTimestamp"] = json!(crate::world::clock::rfc3339(at));
+            new["metadata"]["deletionTimestamp"] = json!(dovetail_world::clock::rfc3339(at));
             new["metadata"]["deletionGracePeriodSeconds"] = json!(grace);
             set_finalizers(&mut new, &finalizers);
             let stored = self.commit(r, new, Some(old), "delete");
@@ -629,7 +629,7 @@ impl Store {
         if !finalizers.is_empty() {
             if !already_deleting {
                 new["metadata"]["deletionTimestamp"] =
-                    json!(crate::world::clock::rfc3339(crate::world::clock::sim_epoch() + now));
+                    json!(dovetail_world::clock::rfc3339(dovetail_world::clock::sim_epoch() + now));
                 new["metadata"]["deletionGracePeriodSeconds"] = json!(0);
             } else if new.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(0) > 0 {
                 new["metadata"]["deletionGracePeriodSeconds"] = json!(0);
