@@ -5,8 +5,8 @@ use std::fmt;
 
 use serde_json::Value;
 
+use super::error::{Result, SelectorError};
 use super::field_labels::{field_value, supported_fields};
-use super::{Result, SelectorError};
 
 /// One term of a field selector: `field=value` (also written `==`) or `field!=value`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,9 +1,9 @@
 //! The label selector query-string syntax: apimachinery's `labels.Lexer` and
 //! `labels.Parser`, with their error messages.
 
-use super::label::{Operator, Requirement};
+use super::error::{Result, SelectorError};
+use super::requirement::{Operator, Requirement};
 use super::validation::{invalid, qualified_name_errors};
-use super::{Result, SelectorError};
 
 /// Lexes and parses the query-string form (`a=b,c in (x,y),!d`) into requirements, in
 /// the order written.

@@ -19,37 +19,23 @@
 //! assert_eq!(labels.to_string(), "app in (api,web),!canary");
 //! ```
 //!
-//! Files: `label.rs` (label selectors and their requirements), `label_parser.rs` (the
-//! query-string lexer and parser of `labels.Parse`), `field.rs` (field selectors),
-//! `field_labels.rs` (which fields each kind indexes and how their values read) and
-//! `validation.rs` (label key and value validation with apimachinery's messages).
+//! Files: `label.rs` (label selectors), `requirement.rs` (their ANDed terms),
+//! `label_parser.rs` (the query-string lexer and parser of `labels.Parse`), `field.rs`
+//! (field selectors), `field_labels.rs` (which fields each kind indexes and how their
+//! values read), `validation.rs` (label key and value validation with apimachinery's
+//! messages) and `error.rs`.
 
+mod error;
 mod field;
 mod field_labels;
 mod label;
 mod label_parser;
+mod requirement;
 mod validation;
 
+pub use error::{Result, SelectorError};
 pub use field::{FieldSelector, FieldTerm, escape_value};
 pub use field_labels::{field_value, supported_fields};
-pub use label::{LabelSelector, Operator, Requirement};
+pub use label::LabelSelector;
+pub use requirement::{Operator, Requirement};
 pub use validation::{label_value_errors, qualified_name_errors};
-
-/// Why a selector was rejected. The API server answers each with 400 BadRequest and the
-/// `Display` text as the Status message.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SelectorError {
-    /// A label selector query string or `metav1.LabelSelector` is malformed or invalid.
-    #[error("{0}")]
-    InvalidLabelSelector(String),
-    /// A field selector query string is malformed (bad term or escape sequence).
-    #[error("{0}")]
-    InvalidFieldSelector(String),
-    /// The field selector names a field the kind does not index
-    /// (apiserver: `field label not supported: spec.foo`).
-    #[error("field label not supported: {0}")]
-    UnsupportedField(String),
-}
-
-/// Result of selector operations.
-pub type Result<T, E = SelectorError> = std::result::Result<T, E>;

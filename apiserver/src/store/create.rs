@@ -7,8 +7,10 @@ use rand::Rng;
 use serde_json::{Map, Value, json};
 
 use super::gc::owners_all_missing;
-use super::metadata::metadata_mut;
-use super::{DeleteOptions, ObjRef, Store, WriteOptions};
+use super::metadata::{metadata_mut, set_type_meta};
+use super::object_ref::ObjRef;
+use super::objects::Store;
+use super::options::{DeleteOptions, WriteOptions};
 use crate::admission;
 use crate::error::{ApiError, ApiResult};
 use crate::resources::ResourceType;
@@ -123,11 +125,6 @@ fn assign_name(rt: &ResourceType, meta: &mut Map<String, Value>, rng: &mut SimRn
             )],
         )),
     }
-}
-
-pub(super) fn set_type_meta(obj: &mut Value, rt: &ResourceType) {
-    obj["apiVersion"] = json!(rt.api_version());
-    obj["kind"] = json!(rt.kind);
 }
 
 /// Five lowercase alphanumerics, like apiserver's generateName suffix (no vowels, to

@@ -7,9 +7,12 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::events::{Event, EventType};
 use super::metadata::{set_finalizers, string_set, strip_rv};
 use super::namespaces::ns_key;
-use super::{DeleteOptions, Event, EventType, ObjRef, Propagation, Store};
+use super::object_ref::ObjRef;
+use super::objects::Store;
+use super::options::{DeleteOptions, Propagation};
 use crate::admission;
 use crate::error::{ApiError, ApiResult};
 use crate::resources::ResourceType;

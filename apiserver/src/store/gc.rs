@@ -5,7 +5,9 @@
 use serde_json::Value;
 
 use super::metadata::{set_finalizers, string_set};
-use super::{DeleteOptions, ObjRef, Propagation, Store};
+use super::object_ref::ObjRef;
+use super::objects::Store;
+use super::options::{DeleteOptions, Propagation};
 
 impl Store {
     /// A dependent of a removed owner: delete it when none of its owners remain.

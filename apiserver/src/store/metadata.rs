@@ -1,8 +1,10 @@
-//! Small edits of an object's `metadata` that several verbs share.
+//! Small edits of an object's type and `metadata` that several verbs share.
 
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
+
+use crate::resources::ResourceType;
 
 pub(super) fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
     if !obj["metadata"].is_object() {
@@ -43,4 +45,10 @@ pub(super) fn strip_rv(v: &Value) -> Value {
         m.remove("managedFields");
     }
     v
+}
+
+/// Sets `apiVersion` and `kind` from the served type.
+pub(super) fn set_type_meta(obj: &mut Value, rt: &ResourceType) {
+    obj["apiVersion"] = json!(rt.api_version());
+    obj["kind"] = json!(rt.kind);
 }

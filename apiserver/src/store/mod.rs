@@ -6,232 +6,28 @@
 //! removal garbage-collects dependents through ownerReferences. Every mutation is
 //! recorded in the run's trace.
 //!
-//! This file owns the [`Store`] itself: its state, reads, and the one commit path every
-//! mutation goes through. The verbs and mechanisms live beside it: `create.rs`,
-//! `update.rs`, `delete.rs`, `gc.rs` (ownerReferences and the garbage
-//! collector), `namespaces.rs` (the namespace lifecycle), `watch.rs` (events, history and
-//! fan-out), `paging.rs` (list pages and continue tokens), `options.rs` (what a write
-//! asks for) and `metadata.rs` (small edits of `metadata` the verbs share).
+//! Files: `objects.rs` (the [`Store`], its reads and the one commit path every mutation
+//! goes through), the verbs `create.rs`, `update.rs` and `delete.rs`, `gc.rs`
+//! (ownerReferences and the garbage collector), `namespaces.rs` (the namespace
+//! lifecycle), `events.rs` (what a watcher receives), `watch.rs` (history and fan-out),
+//! `paging.rs` (list pages and continue tokens), `object_ref.rs`, `options.rs` (what a
+//! write asks for) and `metadata.rs` (small edits of `metadata` the verbs share).
 
 mod create;
 mod delete;
+mod events;
 mod gc;
 mod metadata;
 mod namespaces;
+mod object_ref;
+mod objects;
 mod options;
 mod paging;
 mod update;
 mod watch;
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::Arc;
-use std::time::Duration;
-
-use rand::Rng;
-use serde_json::{Value, json};
-
-use super::error::{ApiError, ApiResult};
-use super::resources::{Registry, ResourceKey, ResourceType};
-use dovetail_world::clock::Clock;
-use dovetail_world::rng::SimRng;
-use dovetail_world::trace::{Trace, TraceEntry};
-
-pub use namespaces::INITIAL_NAMESPACES;
+pub use events::{Event, EventType, Matcher, WatchMsg, WatchStart, WatchStream};
+pub use object_ref::ObjRef;
+pub use objects::{INITIAL_NAMESPACES, Store, StoreConfig};
 pub use options::{DeleteOptions, Part, Propagation, WriteOptions};
 pub use paging::ListPage;
-pub use watch::{Event, EventType, Matcher, WatchMsg, WatchStart, WatchStream};
-
-use watch::Watcher;
-
-/// Where an object lives: resource type, namespace ("" if cluster-scoped) and name.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct ObjRef {
-    /// Resource type.
-    pub key: ResourceKey,
-    /// Namespace, empty for cluster-scoped objects.
-    pub namespace: String,
-    /// Name.
-    pub name: String,
-}
-
-impl std::fmt::Display for ObjRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.namespace.is_empty() {
-            write!(f, "{} {}", self.key, self.name)
-        } else {
-            write!(f, "{} {}/{}", self.key, self.namespace, self.name)
-        }
-    }
-}
-
-#[derive(Clone, Debug)]
-struct Stored {
-    obj: Arc<Value>,
-}
-
-/// Tunables of the store.
-#[derive(Clone, Debug)]
-pub struct StoreConfig {
-    /// How many events the watch history keeps before older resourceVersions answer
-    /// 410 Gone. A real API server keeps roughly the last few minutes.
-    pub history_limit: usize,
-}
-
-impl Default for StoreConfig {
-    fn default() -> Self {
-        Self { history_limit: 10_000 }
-    }
-}
-
-/// The state of the simulated cluster.
-pub struct Store {
-    registry: Registry,
-    objects: BTreeMap<ResourceKey, BTreeMap<(String, String), Stored>>,
-    rv: u64,
-    history: VecDeque<Arc<Event>>,
-    compacted_rv: u64,
-    config: StoreConfig,
-    watchers: Vec<Watcher>,
-    /// owner uid -> dependents.
-    dependents: BTreeMap<String, BTreeSet<ObjRef>>,
-    uids: BTreeMap<String, ObjRef>,
-    clock: Clock,
-    rng: SimRng,
-    trace: Trace,
-}
-
-impl Store {
-    /// An empty cluster with the initial namespaces.
-    pub fn new(clock: Clock, rng: SimRng, trace: Trace, config: StoreConfig) -> Self {
-        let mut s = Self {
-            registry: Registry::with_builtins(),
-            objects: BTreeMap::new(),
-            rv: 0,
-            history: VecDeque::new(),
-            compacted_rv: 0,
-            config,
-            watchers: Vec::new(),
-            dependents: BTreeMap::new(),
-            uids: BTreeMap::new(),
-            clock,
-            rng,
-            trace,
-        };
-        let ns_type = s.registry.get("", "namespaces").expect("namespaces is built in");
-        for ns in INITIAL_NAMESPACES {
-            let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-            s.create(&ns_type, "", obj, WriteOptions::default()).expect("initial namespaces are valid");
-        }
-        s
-    }
-
-    /// The served types.
-    pub fn registry(&self) -> &Registry {
-        &self.registry
-    }
-
-    /// The clock timestamps come from.
-    pub fn clock(&self) -> &Clock {
-        &self.clock
-    }
-
-    /// The current (latest) resourceVersion.
-    pub fn resource_version(&self) -> u64 {
-        self.rv
-    }
-
-    /// The trace mutations are recorded in.
-    pub fn trace(&self) -> &Trace {
-        &self.trace
-    }
-
-    /// Number of stored objects of a type.
-    pub fn count(&self, key: &ResourceKey) -> usize {
-        self.objects.get(key).map_or(0, BTreeMap::len)
-    }
-
-    /// Reads one object.
-    pub fn get(&self, rt: &ResourceType, namespace: &str, name: &str) -> ApiResult<Arc<Value>> {
-        self.objects
-            .get(&rt.key())
-            .and_then(|m| m.get(&(namespace.to_string(), name.to_string())))
-            .map(|s| s.obj.clone())
-            .ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))
-    }
-
-    /// Reads one object by reference, if present.
-    pub fn get_ref(&self, r: &ObjRef) -> Option<Arc<Value>> {
-        self.objects.get(&r.key)?.get(&(r.namespace.clone(), r.name.clone())).map(|s| s.obj.clone())
-    }
-
-    /// Every object of a type (in a namespace, or all), in (namespace, name) order.
-    pub fn iter<'a>(
-        &'a self,
-        key: &ResourceKey,
-        namespace: Option<&'a str>,
-    ) -> impl Iterator<Item = &'a Arc<Value>> + 'a {
-        self.objects
-            .get(key)
-            .into_iter()
-            .flat_map(|m| m.iter())
-            .filter(move |((ns, _), _)| namespace.is_none_or(|n| n == ns))
-            .map(|(_, s)| &s.obj)
-    }
-
-    /// Registers a type defined by a CRD (admission calls this).
-    pub(crate) fn registry_mut(&mut self) -> &mut Registry {
-        &mut self.registry
-    }
-
-    /// Deletes every object of a type (its CRD is going away).
-    pub(crate) fn purge_type(&mut self, key: &ResourceKey) {
-        let refs: Vec<ObjRef> = self
-            .objects
-            .get(key)
-            .map(|m| {
-                m.keys().map(|(ns, n)| ObjRef { key: key.clone(), namespace: ns.clone(), name: n.clone() }).collect()
-            })
-            .unwrap_or_default();
-        for r in refs {
-            self.remove(&r, Propagation::Background);
-        }
-    }
-
-    /// Writes an object, bumps the resourceVersion, and notifies watchers.
-    fn commit(&mut self, r: ObjRef, mut obj: Value, prev: Option<Arc<Value>>, verb: &str) -> Arc<Value> {
-        self.rv += 1;
-        obj["metadata"]["resourceVersion"] = json!(self.rv.to_string());
-        let obj = Arc::new(obj);
-        if let Some(p) = &prev {
-            self.unindex(&r, p);
-        }
-        self.index(&r, &obj);
-        self.objects
-            .entry(r.key.clone())
-            .or_default()
-            .insert((r.namespace.clone(), r.name.clone()), Stored { obj: obj.clone() });
-        self.record(verb, &r);
-        let kind = if prev.is_some() { EventType::Modified } else { EventType::Added };
-        self.publish(Event { rv: self.rv, obj: r, kind, object: obj.clone(), prev });
-        obj
-    }
-
-    fn record(&self, verb: &str, r: &ObjRef) {
-        self.trace.record(TraceEntry {
-            at: self.clock.elapsed(),
-            source: "apiserver",
-            verb: verb.to_string(),
-            subject: format!("{r} rv={}", self.rv),
-        });
-    }
-
-    /// The current clock's elapsed time since the epoch.
-    pub fn elapsed(&self) -> Duration {
-        self.clock.elapsed()
-    }
-
-    /// A uniformly random number from the store's stream (generateName, uids).
-    pub fn random_u64(&mut self) -> u64 {
-        self.rng.random()
-    }
-}

@@ -1,11 +1,10 @@
 //! The namespace lifecycle: the namespaces every cluster starts with, and the namespace
 //! controller that empties a terminating namespace and then removes it.
 
-use super::{DeleteOptions, ObjRef, Propagation, Store};
+use super::object_ref::ObjRef;
+use super::objects::Store;
+use super::options::{DeleteOptions, Propagation};
 use crate::resources::ResourceKey;
-
-/// Namespaces every cluster starts with.
-pub const INITIAL_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
 
 impl Store {
     pub(super) fn namespace_exists(&self, ns: &str) -> bool {

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{Matcher, Store};
+use super::events::Matcher;
+use super::objects::Store;
 use crate::error::{ApiError, ApiResult};
 use crate::resources::ResourceType;
 

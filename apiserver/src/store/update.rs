@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::create::set_type_meta;
 use super::delete::is_pod_in_grace;
-use super::metadata::{metadata_mut, string_set, strip_rv};
-use super::{ObjRef, Part, Propagation, Store, WriteOptions};
+use super::metadata::{metadata_mut, set_type_meta, string_set, strip_rv};
+use super::object_ref::ObjRef;
+use super::objects::Store;
+use super::options::{Part, Propagation, WriteOptions};
 use crate::admission;
 use crate::error::{ApiError, ApiResult};
 use crate::resources::ResourceType;

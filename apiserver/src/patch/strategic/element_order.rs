@@ -1,75 +1,12 @@
-//! The order of a merged list: `$setElementOrder/<field>` (what kubectl apply sends) and
+//! The order of a merged list: the `$setElementOrder` check kubectl apply relies on, and
 //! apimachinery's normalisation that keeps server-only items in their live place.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::go_values::{go_fmt, go_type, scalar_eq};
-use super::lists::{merge_key_equal, merge_list};
-use super::{DIRECTIVE, PatchError, SET_ELEMENT_ORDER, bad_format, clean, is_delete_item};
-use crate::patch::schema::FieldSchema;
-
-/// `$setElementOrder/<field>`: merge the field's patch list now and order the result as the
-/// directive says, server-only items keeping their place relative to the live order.
-pub(super) fn merge_set_element_order(
-    original: &mut Map<String, Value>,
-    patch: &mut Map<String, Value>,
-    schema: &FieldSchema,
-) -> Result<(), PatchError> {
-    let keys: Vec<String> = patch.keys().filter(|k| k.starts_with(SET_ELEMENT_ORDER)).cloned().collect();
-    for key in keys {
-        let order = patch.remove(&key).unwrap_or(Value::Null);
-        let Some(name) = key.strip_prefix(SET_ELEMENT_ORDER).and_then(|r| r.strip_prefix('/')) else {
-            return Err(bad_format("setElementOrder list"));
-        };
-        let Value::Array(order) = order else {
-            return Err(PatchError::Internal(format!(
-                "expected a []interface {{}}, but received a {}",
-                go_type(&order)
-            )));
-        };
-        let field = schema.child(name);
-        let merge_key = field.patch_merge_key.clone().unwrap_or_default();
-        let original_list = match original.get(name) {
-            Some(Value::Array(list)) => Some(list.clone()),
-            Some(other) => {
-                return Err(PatchError::Internal(format!(
-                    "expected a []interface {{}}, but received a {}",
-                    go_type(other)
-                )));
-            }
-            None => None,
-        };
-        let patch_list = match patch.get(name) {
-            Some(Value::Array(list)) => Some(list.clone()),
-            Some(other) => {
-                return Err(PatchError::Internal(format!(
-                    "expected a []interface {{}}, but received a {}",
-                    go_type(other)
-                )));
-            }
-            None => None,
-        };
-        validate_order(patch_list.as_deref().unwrap_or(&[]), &order, &merge_key)?;
-        let merged = match (&original_list, patch_list) {
-            (None, None) => continue,
-            (Some(o), None) => o.clone(),
-            (None, Some(p)) => p.into_iter().filter(|v| !is_delete_item(v)).map(clean).collect(),
-            (Some(o), Some(p)) => {
-                if field.patch_merge {
-                    merge_list(o.clone(), p, field, false)?
-                } else {
-                    p.into_iter().map(clean).collect()
-                }
-            }
-        };
-        let (in_order, server_only) = partition(merged, &order, &merge_key);
-        let live = original_list.unwrap_or_default();
-        original
-            .insert(name.to_string(), Value::Array(normalize_order(in_order, server_only, &order, &live, &merge_key)));
-        patch.remove(name);
-    }
-    Ok(())
-}
+use super::directives::{DIRECTIVE, SET_ELEMENT_ORDER, is_delete_item};
+use super::go_values::{go_fmt, scalar_eq};
+use super::merge_keys::merge_key_equal;
+use crate::patch::PatchError;
 
 /// validatePatchWithSetOrderList: the patch items must appear in the directive, in order.
 pub(super) fn validate_order(patch_list: &[Value], order: &[Value], merge_key: &str) -> Result<(), PatchError> {
@@ -107,11 +44,11 @@ pub(super) fn partition(items: Vec<Value>, by: &[Value], merge_key: &str) -> (Ve
     items.into_iter().partition(|item| index_of(by, item, merge_key).is_some())
 }
 
-pub(super) fn identity<'a>(item: &'a Value, merge_key: &str) -> Option<&'a Value> {
+fn identity<'a>(item: &'a Value, merge_key: &str) -> Option<&'a Value> {
     if merge_key.is_empty() { Some(item) } else { item.get(merge_key) }
 }
 
-pub(super) fn index_of(list: &[Value], item: &Value, merge_key: &str) -> Option<usize> {
+fn index_of(list: &[Value], item: &Value, merge_key: &str) -> Option<usize> {
     let wanted = identity(item, merge_key)?;
     list.iter().position(|v| identity(v, merge_key).is_some_and(|x| scalar_eq(x, wanted)))
 }
