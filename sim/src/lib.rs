@@ -6,7 +6,7 @@
 //! controllers. Same seed, same build: byte-identical trace ([`world`]).
 
 pub mod actors;
-pub mod apiserver;
+pub use dovetail_apiserver as apiserver;
 pub mod controller_host;
 pub mod faults;
 pub mod invariants;

@@ -224,7 +224,7 @@ pub fn record_update(old: &Value, new: &Value, schema: &PatchSchema, opts: &Appl
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apiserver::patch::ConflictCause;
+    use crate::patch::ConflictCause;
     use serde_json::json;
 
     fn deployment() -> PatchSchema {

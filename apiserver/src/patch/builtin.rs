@@ -179,7 +179,7 @@ fn service_status() -> S {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apiserver::patch::schema::ListType;
+    use crate::patch::schema::ListType;
 
     #[test]
     fn every_served_kind_has_a_table() {

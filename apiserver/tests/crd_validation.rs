@@ -2,7 +2,7 @@
 //! passes (with defaults applied), invalid ones fail on the field and with the message a real
 //! apiserver gives, unknown fields are pruned, and every CEL rule is evaluated.
 
-use dovetail_sim::apiserver::schema::{CrdSchema, FieldErrorKind, Rejection, RuleResult, invalid_status};
+use dovetail_apiserver::schema::{CrdSchema, FieldErrorKind, Rejection, RuleResult, invalid_status};
 use serde_json::{Value, json};
 
 const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/crds");
@@ -201,7 +201,7 @@ fn edit(mut v: Value, pointer: &str, new: Option<Value>) -> Value {
     v
 }
 
-fn rejected(schema: &CrdSchema, mut obj: Value) -> Vec<dovetail_sim::apiserver::schema::FieldError> {
+fn rejected(schema: &CrdSchema, mut obj: Value) -> Vec<dovetail_apiserver::schema::FieldError> {
     match schema.admit(&mut obj, None, false) {
         Ok(a) => panic!("admitted: {a:?}\n{obj:#}"),
         Err(Rejection::Invalid(errors)) => errors,
@@ -649,7 +649,7 @@ fn broken_crd_manifests_are_refused() {
     let base = read_yaml(&format!("{CRDS}/karpenter.sh_nodepools.yaml")).remove(0);
     let problems = |crd: Value| match CrdSchema::compile(&crd, "v1") {
         Ok(_) => panic!("compiled a broken CRD"),
-        Err(dovetail_sim::apiserver::schema::CrdError::Invalid { problems, .. }) => problems.join("\n"),
+        Err(dovetail_apiserver::schema::CrdError::Invalid { problems, .. }) => problems.join("\n"),
         Err(other) => panic!("{other}"),
     };
     let cases: Vec<(Value, &str)> = vec![
@@ -691,6 +691,6 @@ fn broken_crd_manifests_are_refused() {
     }
     assert!(matches!(
         CrdSchema::compile(&base, "v2"),
-        Err(dovetail_sim::apiserver::schema::CrdError::VersionNotServed { .. })
+        Err(dovetail_apiserver::schema::CrdError::VersionNotServed { .. })
     ));
 }

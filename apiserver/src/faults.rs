@@ -9,7 +9,7 @@ use rand::Rng;
 
 use super::error::{ApiError, ApiResult};
 use super::resources::ResourceType;
-use crate::world::rng::SimRng;
+use dovetail_world::rng::SimRng;
 
 /// Per-request fault probabilities.
 #[derive(Clone, Debug)]

@@ -17,7 +17,7 @@
 //! [`invalid_status`] wraps them in the 422 `Status` body.
 //!
 //! ```
-//! use dovetail_sim::apiserver::schema::{CrdSchema, Rejection, invalid_status};
+//! use dovetail_apiserver::schema::{CrdSchema, Rejection, invalid_status};
 //! use serde_json::json;
 //!
 //! let crd = json!({
@@ -53,7 +53,7 @@
 //! let status = invalid_status(schema.group(), schema.kind(), "w", &errors);
 //! assert_eq!(status["code"], 422);
 //! assert_eq!(status["message"], r#"Widget.example.com "w" is invalid: spec: Invalid value: "object": no M today"#);
-//! # Ok::<(), dovetail_sim::apiserver::schema::CrdError>(())
+//! # Ok::<(), dovetail_apiserver::schema::CrdError>(())
 //! ```
 
 #![warn(missing_docs)]

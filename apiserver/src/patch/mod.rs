@@ -8,7 +8,7 @@
 //! Everything here is pure: no clock (the caller passes the timestamp), no I/O.
 //!
 //! ```
-//! use dovetail_sim::apiserver::patch::{ApplyOptions, PatchSchema, PatchType, patch, record_update};
+//! use dovetail_apiserver::patch::{ApplyOptions, PatchSchema, PatchType, patch, record_update};
 //! use serde_json::json;
 //!
 //! let schema = PatchSchema::builtin("Pod").unwrap();

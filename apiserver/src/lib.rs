@@ -1,4 +1,8 @@
-//! The simulated Kubernetes API server.
+//! The simulated Kubernetes API server (`dovetail-apiserver`).
+//!
+//! It knows nothing of the simulator around it: it needs only the world's clock, random
+//! streams and trace (`dovetail-world`). The simulator re-exports it as
+//! `dovetail_sim::apiserver`.
 //!
 //! Real REST and watch over HTTP/1, so the production controller's unmodified
 //! `kube::Client` (and kubectl, through `dovetail serve`) cannot tell it from
@@ -27,6 +31,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use dovetail_world::{Clock, SimRng, Trace, derive_rng};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -122,12 +127,35 @@ pub fn labels_of(obj: &Value) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-/// Builds a server whose store reads simulated time and draws from the run's seed.
-pub fn sim_server(seed: u64, trace: crate::world::Trace) -> ApiServer {
-    use crate::world::rng::derive_rng;
-    let store =
-        Store::new(crate::world::Clock::Simulated, derive_rng(seed, "apiserver"), trace, store::StoreConfig::default());
-    ApiServer::new(store, ApiFaults::none(derive_rng(seed, "apiserver-faults")), ServerConfig::default())
+/// The API server's random streams. They are kept apart so that raising fault rates never
+/// shifts the generated names and uids, and named so the two cannot be swapped by accident.
+pub struct ApiServerStreams {
+    /// generateName suffixes and uids (the store's stream).
+    pub store: SimRng,
+    /// Injected API errors ([`ApiFaults`]).
+    pub faults: SimRng,
+}
+
+impl ApiServerStreams {
+    /// The streams a run with `seed` gives the API server: `apiserver` and `apiserver-faults`.
+    pub fn derive(seed: u64) -> Self {
+        Self { store: derive_rng(seed, "apiserver"), faults: derive_rng(seed, "apiserver-faults") }
+    }
+}
+
+impl ApiServer {
+    /// A server whose store reads simulated time and draws from ready random streams, with
+    /// no faults and the default configuration.
+    pub fn simulated(streams: ApiServerStreams, trace: Trace) -> ApiServer {
+        let store = Store::new(Clock::Simulated, streams.store, trace, store::StoreConfig::default());
+        ApiServer::new(store, ApiFaults::none(streams.faults), ServerConfig::default())
+    }
+}
+
+/// Builds a server whose store reads simulated time and draws from the run's seed
+/// ([`ApiServer::simulated`] over [`ApiServerStreams::derive`]).
+pub fn sim_server(seed: u64, trace: Trace) -> ApiServer {
+    ApiServer::simulated(ApiServerStreams::derive(seed), trace)
 }
 
 /// Adds the API server as the turmoil host `apiserver`. The store lives outside the

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::resources::ResourceType;
-use crate::world::clock::{parse_rfc3339, sim_epoch};
+use dovetail_world::clock::{parse_rfc3339, sim_epoch};
 
 /// A Table of `objects`, with the kind's printer columns; `now` is simulated time since
 /// the epoch, for the AGE column.
