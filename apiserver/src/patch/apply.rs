@@ -22,10 +22,10 @@ use serde_json::Value;
 
 use super::PatchError;
 use super::fieldset::{FieldSet, PathElement};
+use super::kind_schema::PatchSchema;
 use super::managed::{
     Entry, conflict_error, parse_managers, reset_fields, strip, strip_managed_fields, stripped_fields, write_managers,
 };
-use super::schema::PatchSchema;
 use super::typed::{compare, field_set, merge, prune};
 
 /// Who is writing, and how: the `fieldManager` and `force` query parameters, the simulated

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::PatchError;
 use super::error::ConflictCause;
 use super::fieldset::{FieldSet, PathElement, path_string};
-use super::schema::PatchSchema;
+use super::kind_schema::PatchSchema;
 
 /// One `managedFields` entry.
 #[derive(Debug, Clone, PartialEq)]

@@ -27,6 +27,7 @@ mod builtin;
 mod error;
 mod fieldset;
 mod json;
+mod kind_schema;
 mod managed;
 pub mod merge;
 mod schema;
@@ -38,7 +39,8 @@ use serde_json::Value;
 pub use apply::{ApplyOptions, manager_or_user_agent, record_update};
 pub use error::{ConflictCause, PatchError};
 pub use fieldset::{FieldSet, PathElement};
-pub use schema::{FieldSchema, ListType, PatchSchema, Shape};
+pub use kind_schema::PatchSchema;
+pub use schema::{FieldSchema, ListType, Shape};
 
 /// The four PATCH content types the apiserver understands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

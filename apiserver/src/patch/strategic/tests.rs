@@ -2,7 +2,7 @@
 //! apiserver's error codes, and JSON merge patch equivalence on list-free objects.
 
 use super::*;
-use crate::patch::schema::PatchSchema;
+use crate::patch::kind_schema::PatchSchema;
 use serde_json::json;
 
 fn pod() -> PatchSchema {
