@@ -4,21 +4,20 @@
 //! instance is gone and whose Node is missing or NotReady are deleted.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Node;
+use kube::Api;
 use kube::api::DeleteParams;
-use kube::{Api, Client};
 
 use crate::apis::NodeClaim;
 use crate::apis::condition::StatusConditions;
-use crate::cloudprovider::CloudProvider;
+use crate::cloudprovider::CloudError;
 use crate::lifecycle::conditions::REGISTERED;
 use crate::provisioning::input::node_is_ready;
-use crate::runtime::SharedClock;
 use crate::runtime::clock::elapsed;
-use crate::state::{Cluster, Snapshot};
+use crate::runtime::reconcile::{Action, Env, Kinds, Reconciler};
+use crate::state::Snapshot;
 
 /// Instances younger than this are never collected (their claim may not be written yet).
 pub const MIN_INSTANCE_AGE: Duration = Duration::from_secs(30);
@@ -54,39 +53,60 @@ pub fn orphaned_claims(snapshot: &Snapshot, cloud_claims: &[NodeClaim]) -> Vec<S
         .collect()
 }
 
-/// Runs both collectors forever.
-pub async fn run(client: Client, cluster: Arc<Cluster>, cloud: Arc<dyn CloudProvider>, clock: SharedClock) {
-    let mut runs: u32 = 0;
-    let mut since_claim_gc = SLOW_INTERVAL;
-    loop {
-        let interval = if runs < FAST_RUNS { FAST_INTERVAL } else { SLOW_INTERVAL };
-        tokio::time::sleep(interval).await;
-        runs = runs.saturating_add(1);
-        since_claim_gc += interval;
-        let snapshot = cluster.snapshot();
+/// Why a collection did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum GarbageCollectionError {
+    /// The cloud's instances could not be listed, so nothing can be told to be leaked.
+    #[error("listing instances for garbage collection")]
+    List(#[source] CloudError),
+}
+
+/// Both collectors, on a timer: every [`FAST_INTERVAL`] for the first [`FAST_RUNS`] runs, then
+/// every [`SLOW_INTERVAL`]; orphaned claims at most every [`SLOW_INTERVAL`].
+#[derive(Debug)]
+pub struct GarbageCollection {
+    /// Runs started so far.
+    runs: u32,
+    /// Time since the orphaned claims were last collected.
+    since_claim_gc: Duration,
+}
+
+impl Default for GarbageCollection {
+    fn default() -> Self {
+        Self { runs: 0, since_claim_gc: SLOW_INTERVAL }
+    }
+}
+
+impl GarbageCollection {
+    /// A collector that has not run yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The wait before the run after `runs` runs.
+    fn interval(runs: u32) -> Duration {
+        if runs < FAST_RUNS { FAST_INTERVAL } else { SLOW_INTERVAL }
+    }
+
+    /// One collection, after the wait for it.
+    async fn collect(&mut self, snapshot: &Snapshot, env: &Env) -> Result<(), GarbageCollectionError> {
         if !snapshot.is_synced() {
-            continue;
+            return Ok(());
         }
-        let instances = match cloud.list().await {
-            Ok(instances) => instances,
-            Err(error) => {
-                tracing::warn!(%error, "listing instances for garbage collection");
-                continue;
-            }
-        };
+        let instances = env.cloud.list().await.map_err(GarbageCollectionError::List)?;
         // Re-read state after the (slow) list, so a claim created meanwhile is seen.
-        let snapshot = cluster.snapshot();
-        for provider_id in leaked(&snapshot, &instances, clock.now()) {
+        let snapshot = env.cluster.snapshot();
+        for provider_id in leaked(&snapshot, &instances, env.clock.now()) {
             let Some(claim) = instances.iter().find(|c| c.provider_id() == Some(provider_id.as_str())) else {
                 continue;
             };
-            match cloud.delete(claim).await {
-                Ok(()) | Err(crate::cloudprovider::CloudError::NotFound(_)) => {
+            match env.cloud.delete(claim).await {
+                Ok(()) | Err(CloudError::NotFound(_)) => {
                     tracing::info!(provider_id = %provider_id, "garbage collected leaked instance");
                 }
                 Err(error) => tracing::warn!(provider_id = %provider_id, %error, "terminating leaked instance"),
             }
-            let nodes: Api<Node> = Api::all(client.clone());
+            let nodes: Api<Node> = Api::all(env.kube.clone());
             for node in snapshot.nodes.values() {
                 if node.spec.as_ref().and_then(|s| s.provider_id.as_deref()) == Some(provider_id.as_str()) {
                     let _ =
@@ -94,20 +114,51 @@ pub async fn run(client: Client, cluster: Arc<Cluster>, cloud: Arc<dyn CloudProv
                 }
             }
         }
-        if since_claim_gc >= SLOW_INTERVAL {
-            since_claim_gc = Duration::ZERO;
-            let claims: Api<NodeClaim> = Api::all(client.clone());
+        if self.since_claim_gc >= SLOW_INTERVAL {
+            self.since_claim_gc = Duration::ZERO;
+            let claims: Api<NodeClaim> = Api::all(env.kube.clone());
             for name in orphaned_claims(&snapshot, &instances) {
                 if claims.delete(&name, &DeleteParams::default()).await.is_ok() {
                     tracing::info!(nodeclaim = %name, reason = "garbage_collected", "deleted nodeclaim");
                 }
             }
         }
+        Ok(())
+    }
+}
+
+impl Reconciler for GarbageCollection {
+    type Error = GarbageCollectionError;
+
+    fn name(&self) -> &'static str {
+        "garbage_collection"
+    }
+
+    fn watches(&self) -> Kinds {
+        // Leaks are found by listing the cloud, which announces nothing: a timer only.
+        Kinds::NONE
+    }
+
+    fn first_run(&self) -> Option<Action> {
+        Some(Action::requeue(Self::interval(0)))
+    }
+
+    async fn reconcile(&mut self, snapshot: &Snapshot, env: &Env) -> Result<Action, Self::Error> {
+        self.since_claim_gc += Self::interval(self.runs);
+        self.runs = self.runs.saturating_add(1);
+        self.collect(snapshot, env).await?;
+        Ok(Action::requeue(Self::interval(self.runs)))
+    }
+
+    fn error_policy(&mut self, _error: &Self::Error) -> Action {
+        Action::requeue(Self::interval(self.runs))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
     fn claim(name: &str, provider_id: &str, created: i64) -> NodeClaim {

@@ -12,7 +12,6 @@ pub mod disruption;
 pub mod garbage_collection;
 pub mod interruption;
 pub mod lifecycle;
-pub mod nodeclaim_disruption;
 pub mod nodeclass;
 pub mod nodepool;
 pub mod operator;

@@ -1,15 +1,28 @@
-//! Wires every controller loop together (core's `operator.NewOperator` + `controllers.NewControllers`).
+//! Wires every controller together (core's `operator.NewOperator` + `controllers.NewControllers`):
+//! a table of [`Reconciler`]s driven by [`reconcile::run`], plus the few tasks that are not
+//! reconcilers (catalog refresh, ICE sweep, metrics sync, the event writer).
 //! The binary calls [`run`] once it holds the leader lease; the simulator calls it inside its
 //! `controller` host with clients that reach the simulated API server and fake cloud.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
+
 use crate::cloudprovider::CloudProvider;
 use crate::cloudprovider::aws::AwsCloudProvider;
+use crate::disruption::Disruption;
+use crate::disruption::consolidatable::ConsolidatableController;
+use crate::disruption::drift::DriftController;
+use crate::disruption::expiration::Expiration;
+use crate::garbage_collection::GarbageCollection;
 use crate::interruption::{Interruption, InterruptionStats};
 use crate::lifecycle::Lifecycle;
-use crate::provisioning::provisioner::Provisioner;
+use crate::nodeclass::NodeClassController;
+use crate::nodepool::NodePoolStatusController;
+use crate::provisioning::{Provisioner, ProvisioningController};
+use crate::runtime::reconcile::{self, Env, Reconciler};
 use crate::runtime::{EventRecorder, EventWriter, Metrics, Settings, SharedClock, SharedRng};
 use crate::state::{Cluster, watch};
 use crate::termination::Termination;
@@ -62,6 +75,14 @@ async fn refresh_catalog(cloud: Arc<AwsCloudProvider>, clock: SharedClock) {
                 tokio::time::sleep(Duration::from_secs(30)).await;
             }
         }
+    }
+}
+
+/// Sweeps expired ICE entries every [`ICE_SWEEP`], so their offerings become available again.
+async fn sweep_unavailable_offerings(cloud: Arc<dyn CloudProvider>) {
+    loop {
+        tokio::time::sleep(ICE_SWEEP).await;
+        cloud.unavailable_offerings().sweep();
     }
 }
 
@@ -143,7 +164,28 @@ async fn sync_metrics(cluster: Arc<Cluster>, metrics: Metrics, interruption: Arc
     }
 }
 
+/// One row of the operator's table: a named task, not yet started.
+struct Task {
+    name: &'static str,
+    future: BoxFuture<'static, ()>,
+}
+
+impl Task {
+    /// A task that is not a reconciler (a timer, a queue writer).
+    fn new(name: &'static str, future: impl Future<Output = ()> + Send + 'static) -> Self {
+        Self { name, future: Box::pin(future) }
+    }
+
+    /// A reconciler, driven by [`reconcile::run`] in `env`.
+    fn controller<R: Reconciler>(reconciler: R, env: &Env) -> Self {
+        Self::new(reconciler.name(), reconcile::run(reconciler, env.clone()))
+    }
+}
+
 /// Runs every controller until the process stops.
+///
+/// The controllers are started in table order (the order their first reconciles run in), and
+/// the provisioner runs on the calling task.
 ///
 /// # Errors
 /// When a controller loop fails unrecoverably.
@@ -154,42 +196,17 @@ pub async fn run(clients: Clients, settings: Settings, env: Environment) -> anyh
     let aws =
         Arc::new(AwsCloudProvider::new(clients.ec2.clone(), clients.ssm.clone(), settings.clone(), env.clock.clone()));
     let cloud: Arc<dyn CloudProvider> = aws.clone();
-
-    tokio::spawn(refresh_catalog(aws.clone(), env.clock.clone()));
-    {
-        let cloud = cloud.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(ICE_SWEEP).await;
-                cloud.unavailable_offerings().sweep();
-            }
-        });
-    }
-    tokio::spawn(crate::nodeclass::run(clients.kube.clone(), cluster.clone(), aws.clone(), env.clock.clone()));
-    tokio::spawn(crate::nodepool::run(clients.kube.clone(), cluster.clone(), env.clock.clone()));
-    crate::nodeclaim_disruption::spawn(clients.kube.clone(), cluster.clone(), cloud.clone(), &env);
-    tokio::spawn(
-        Lifecycle::new(clients.kube.clone(), cluster.clone(), cloud.clone(), env.clock.clone(), env.events.clone())
-            .run(),
-    );
-    tokio::spawn(crate::garbage_collection::run(
-        clients.kube.clone(),
-        cluster.clone(),
-        cloud.clone(),
-        env.clock.clone(),
-    ));
-    let provisioner = Provisioner {
-        client: clients.kube.clone(),
+    let renv = Env {
         cluster: cluster.clone(),
+        kube: clients.kube.clone(),
         cloud: cloud.clone(),
         clock: env.clock.clone(),
+        rng: env.rng.clone(),
         events: env.events.clone(),
-        settings: (*settings).clone(),
+        metrics: env.metrics.clone(),
     };
-    tokio::spawn(
-        Termination::new(clients.kube.clone(), cluster.clone(), cloud.clone(), env.clock.clone(), env.events.clone())
-            .run(),
-    );
+    let termination =
+        Termination::new(clients.kube.clone(), cluster.clone(), cloud.clone(), env.clock.clone(), env.events.clone());
     let interruption = Interruption::new(
         clients.kube.clone(),
         cluster.clone(),
@@ -199,31 +216,58 @@ pub async fn run(clients: Clients, settings: Settings, env: Environment) -> anyh
         env.clock.clone(),
         env.events.clone(),
     );
-    tokio::spawn(
-        crate::disruption::consolidatable::ConsolidatableController::new(
-            clients.kube.clone(),
-            cluster.clone(),
-            env.clock.clone(),
-        )
-        .run(),
+    let interruption_stats = interruption.stats();
+    let disruption = Disruption::new(
+        clients.kube.clone(),
+        cluster.clone(),
+        cloud.clone(),
+        env.clock.clone(),
+        env.events.clone(),
+        env.metrics.clone(),
+        &settings,
     );
-    tokio::spawn(
-        crate::disruption::Disruption::new(
-            clients.kube.clone(),
-            cluster.clone(),
-            cloud.clone(),
-            env.clock.clone(),
-            env.events.clone(),
-            env.metrics.clone(),
-            &settings,
-        )
-        .run(),
-    );
-    tokio::spawn(sync_metrics(cluster.clone(), env.metrics.clone(), interruption.stats()));
-    tokio::spawn(interruption.run());
-    tokio::spawn(
+    let mut tasks = vec![
+        Task::new("catalog.refresh", refresh_catalog(aws.clone(), env.clock.clone())),
+        Task::new("offerings.ice_sweep", sweep_unavailable_offerings(cloud.clone())),
+        Task::controller(NodeClassController::new(aws.clone()), &renv),
+        Task::controller(NodePoolStatusController, &renv),
+        Task::controller(
+            DriftController::new(clients.kube.clone(), cloud.clone(), env.clock.clone(), env.metrics.clone()),
+            &renv,
+        ),
+        Task::controller(Expiration::new(), &renv),
+        Task::controller(
+            Lifecycle::new(clients.kube.clone(), cloud.clone(), env.clock.clone(), env.events.clone()),
+            &renv,
+        ),
+        Task::controller(GarbageCollection::new(), &renv),
+        // The eviction queue starts with it, as its own task.
+        Task::new(termination.name(), termination.run_in(renv.clone())),
+        Task::controller(ConsolidatableController::new(), &renv),
+        Task::controller(disruption, &renv),
+        Task::new("metrics.sync", sync_metrics(cluster.clone(), env.metrics.clone(), interruption_stats)),
+    ];
+    if interruption.is_enabled() {
+        tasks.push(Task::controller(interruption, &renv));
+    } else {
+        tracing::info!("no interruption queue configured; interruption handling disabled");
+    }
+    tasks.push(Task::new(
+        "events.writer",
         EventWriter::new(clients.kube.clone(), env.clock.clone(), env.instance.clone()).run(env.events.clone()),
-    );
-    provisioner.run().await;
+    ));
+    for task in tasks {
+        tracing::debug!(task = task.name, "starting");
+        tokio::spawn(task.future);
+    }
+    let provisioner = Provisioner {
+        client: clients.kube.clone(),
+        cluster: cluster.clone(),
+        cloud: cloud.clone(),
+        clock: env.clock.clone(),
+        events: env.events.clone(),
+        settings: (*settings).clone(),
+    };
+    reconcile::run(ProvisioningController::new(provisioner), renv).await;
     Ok(())
 }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::ResourceExt;
 
+use super::blocker::Blocker;
 use super::input::DisruptionInput;
 use crate::apis::condition::StatusConditions;
 use crate::apis::labels::{self, DO_NOT_DISRUPT_ANNOTATION};
@@ -101,7 +102,7 @@ pub struct Blocked {
     /// Its Node.
     pub node: Arc<Node>,
     /// Why.
-    pub reason: String,
+    pub reason: Blocker,
 }
 
 /// Karpenter's per-pod eviction cost: `1 + deletionCost/2^27 + priority/2^25`, clamped to
@@ -176,10 +177,10 @@ fn pdb_limits(input: &DisruptionInput) -> Vec<PdbLimit> {
 
 /// Why the pods of a node cannot all be evicted now, if they cannot (core
 /// `ValidatePodsDisruptable` + `pdb.Limits.CanEvictPods`).
-fn pod_blocker(pods: &[&Arc<Pod>], pdbs: &[PdbLimit], now: jiff::Timestamp) -> Option<String> {
+fn pod_blocker(pods: &[&Arc<Pod>], pdbs: &[PdbLimit], now: jiff::Timestamp) -> Option<Blocker> {
     for pod in pods {
         if has_active_do_not_disrupt(pod, now) {
-            return Some(format!("pod {:?} has \"karpenter.sh/do-not-disrupt\" annotation", key_of(pod)));
+            return Some(Blocker::DoNotDisruptPod { pod: key_of(pod) });
         }
     }
     for pod in pods {
@@ -194,14 +195,14 @@ fn pod_blocker(pods: &[&Arc<Pod>], pdbs: &[PdbLimit], now: jiff::Timestamp) -> O
             .filter(|p| p.namespace == namespace && p.selector.as_ref().is_some_and(|s| s.matches(pod_labels)))
             .collect();
         if matching.len() > 1 {
-            let keys: Vec<&str> = matching.iter().map(|p| p.key.as_str()).collect();
-            return Some(format!("pod {:?} has multiple PDBs {keys:?}", key_of(pod)));
+            let pdbs = matching.iter().map(|p| p.key.clone()).collect();
+            return Some(Blocker::MultiplePdbs { pod: key_of(pod), pdbs });
         }
         if let Some(pdb) = matching.first()
             && pdb.disruptions_allowed <= 0
             && (!pdb.always_allow_unhealthy || is_pod_ready(pod))
         {
-            return Some(format!("pdb {:?} prevents pod evictions", pdb.key));
+            return Some(Blocker::PdbPreventsEviction { pdb: pdb.key.clone() });
         }
     }
     None
@@ -228,21 +229,21 @@ pub fn get_candidates(input: &DisruptionInput, class: DisruptionClass) -> (Vec<C
             continue;
         }
         let node_name = node.name_any();
-        let block = |reason: String| Blocked { claim: claim.clone(), node: node.clone(), reason };
+        let block = |reason: Blocker| Blocked { claim: claim.clone(), node: node.clone(), reason };
         let Some(pool_name) = claim.node_pool_name() else { continue };
         let Some(pool) = snapshot.node_pools.get(pool_name) else {
-            blocked.push(block(format!("NodePool {pool_name:?} not found")));
+            blocked.push(block(Blocker::NodePoolNotFound { pool: pool_name.to_owned() }));
             continue;
         };
         let nominated = [name.as_str(), node_name.as_str()].iter().any(|n| {
             input.memory.nominated.get(*n).is_some_and(|at| elapsed(*at, input.now) < input.options.nomination_window)
         });
         if nominated {
-            blocked.push(block("state node is nominated for a pending pod".into()));
+            blocked.push(block(Blocker::Nominated));
             continue;
         }
         if node.annotations().get(DO_NOT_DISRUPT_ANNOTATION).is_some_and(|v| v == "true") {
-            blocked.push(block("disruption is blocked through the \"karpenter.sh/do-not-disrupt\" annotation".into()));
+            blocked.push(block(Blocker::DoNotDisruptNode));
             continue;
         }
         let active: Vec<&Arc<Pod>> =

@@ -9,21 +9,20 @@
 //! it (finishing or starting to terminate counts as leaving) bumps it to now.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use crate::apis::condition::{Condition, StatusConditions};
 use crate::apis::nodeclaim::{CONDITION_CONSOLIDATABLE, CONDITION_INITIALIZED};
 use crate::apis::{NodeClaim, NodePool};
 use crate::provisioning::pending::{is_terminal, is_terminating};
-use crate::runtime::SharedClock;
 use crate::runtime::clock::elapsed;
-use crate::state::{Cluster, Snapshot};
+use crate::runtime::reconcile::{Action, Env, Kind, Kinds, Reconciler};
+use crate::state::Snapshot;
 
 /// How often the controller looks at least, and the floor between passes.
 const MAX_WAIT: Duration = Duration::from_secs(10);
@@ -72,41 +71,45 @@ pub fn pods_by_node(snapshot: &Snapshot) -> BTreeMap<String, BTreeSet<String>> {
     map
 }
 
-/// The controller.
+/// The controller: remembers which pods were on each node at its last look, to see pods come
+/// and go.
+#[derive(Debug, Default)]
 pub struct ConsolidatableController {
-    client: Client,
-    cluster: Arc<Cluster>,
-    clock: SharedClock,
+    previous: Option<BTreeMap<String, BTreeSet<String>>>,
+}
+
+impl Reconciler for ConsolidatableController {
+    type Error = std::convert::Infallible;
+
+    fn name(&self) -> &'static str {
+        "nodeclaim.consolidatable"
+    }
+
+    fn watches(&self) -> Kinds {
+        // Pods coming and going; claims and their nodes; the pool's consolidateAfter.
+        Kinds::of(&[Kind::Pod, Kind::Node, Kind::NodeClaim, Kind::NodePool])
+    }
+
+    async fn reconcile(&mut self, snapshot: &Snapshot, env: &Env) -> Result<Action, Self::Error> {
+        let wait = if snapshot.is_synced() { self.pass(snapshot, env).await } else { MIN_WAIT };
+        Ok(Action::requeue(wait).paced(MIN_WAIT))
+    }
+
+    fn error_policy(&mut self, error: &Self::Error) -> Action {
+        match *error {}
+    }
 }
 
 impl ConsolidatableController {
-    /// A controller writing through `client`.
-    pub fn new(client: Client, cluster: Arc<Cluster>, clock: SharedClock) -> Self {
-        Self { client, cluster, clock }
-    }
-
-    /// Runs until the process stops.
-    pub async fn run(self) {
-        let mut changes = self.cluster.subscribe();
-        let mut previous: Option<BTreeMap<String, BTreeSet<String>>> = None;
-        loop {
-            let snapshot = self.cluster.snapshot();
-            let wait = if snapshot.is_synced() { self.pass(&snapshot, &mut previous).await } else { MIN_WAIT };
-            tokio::time::sleep(MIN_WAIT).await;
-            let rest = wait.saturating_sub(MIN_WAIT);
-            if !rest.is_zero() {
-                tokio::select! {
-                    changed = changes.changed() => if changed.is_err() { return },
-                    () = tokio::time::sleep(rest) => {}
-                }
-            }
-        }
+    /// A controller that has not looked yet.
+    pub fn new() -> Self {
+        Self::default()
     }
 
     /// One pass: bump lastPodEventTime where pods came or went, then reconcile the condition.
     /// Returns when to look again.
-    async fn pass(&self, snapshot: &Snapshot, previous: &mut Option<BTreeMap<String, BTreeSet<String>>>) -> Duration {
-        let now = self.clock.now();
+    async fn pass(&mut self, snapshot: &Snapshot, env: &Env) -> Duration {
+        let now = env.clock.now();
         let current = pods_by_node(snapshot);
         let empty = BTreeSet::new();
         let mut wait = MAX_WAIT;
@@ -120,7 +123,7 @@ impl ConsolidatableController {
                 .and_then(|s| s.node_name.clone())
                 .or_else(|| snapshot.nodes_for_node_claim(claim).first().map(|n| n.name_any()));
             let mut claim = claim.as_ref().clone();
-            let pod_event = match (previous.as_ref(), node_name.as_deref()) {
+            let pod_event = match (self.previous.as_ref(), node_name.as_deref()) {
                 (Some(before), Some(node)) => before.get(node).unwrap_or(&empty) != current.get(node).unwrap_or(&empty),
                 _ => false,
             };
@@ -129,7 +132,7 @@ impl ConsolidatableController {
             }
             let Some(pool) = claim.node_pool_name().and_then(|p| snapshot.node_pools.get(p)) else {
                 if pod_event {
-                    self.write(&claim, None).await;
+                    write(env, &claim, None).await;
                 }
                 continue;
             };
@@ -150,43 +153,43 @@ impl ConsolidatableController {
                 wait = wait.min(remaining + Duration::from_millis(1));
             }
             if pod_event || conditions.is_some() {
-                self.write(&claim, conditions).await;
+                write(env, &claim, conditions).await;
             }
         }
-        *previous = Some(current);
+        self.previous = Some(current);
         wait.max(MIN_WAIT)
     }
+}
 
-    /// Writes `lastPodEventTime` and, when given, the condition list (status merge patch). A
-    /// condition list replaces the stored one, so that write is guarded by resourceVersion; if
-    /// it loses a race the pod event time is still written on its own and the condition is
-    /// retried next pass.
-    async fn write(&self, claim: &NodeClaim, conditions: Option<Vec<Condition>>) {
-        let api: Api<NodeClaim> = Api::all(self.client.clone());
-        let name = claim.name_any();
-        let pod_event = claim.status.as_ref().and_then(|s| s.last_pod_event_time.as_ref());
-        let mut status = json!({});
-        if let Some(t) = pod_event {
-            status["lastPodEventTime"] = json!(t);
-        }
-        let guarded = conditions.is_some();
-        if let Some(conditions) = conditions {
-            status["conditions"] = json!(conditions);
-        }
-        let mut patch = json!({"status": status});
-        if guarded {
-            patch["metadata"] = json!({"resourceVersion": claim.metadata.resource_version});
-        }
-        match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-            Ok(_) => {}
-            Err(error) if guarded && pod_event.is_some() => {
-                tracing::debug!(nodeclaim = %name, %error, "updating consolidatable condition (will retry)");
-                let only_time = json!({"status": {"lastPodEventTime": pod_event}});
-                if let Err(error) = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&only_time)).await {
-                    tracing::debug!(nodeclaim = %name, %error, "recording last pod event time");
-                }
+/// Writes `lastPodEventTime` and, when given, the condition list (status merge patch). A
+/// condition list replaces the stored one, so that write is guarded by resourceVersion; if
+/// it loses a race the pod event time is still written on its own and the condition is
+/// retried next pass.
+async fn write(env: &Env, claim: &NodeClaim, conditions: Option<Vec<Condition>>) {
+    let api: Api<NodeClaim> = Api::all(env.kube.clone());
+    let name = claim.name_any();
+    let pod_event = claim.status.as_ref().and_then(|s| s.last_pod_event_time.as_ref());
+    let mut status = json!({});
+    if let Some(t) = pod_event {
+        status["lastPodEventTime"] = json!(t);
+    }
+    let guarded = conditions.is_some();
+    if let Some(conditions) = conditions {
+        status["conditions"] = json!(conditions);
+    }
+    let mut patch = json!({"status": status});
+    if guarded {
+        patch["metadata"] = json!({"resourceVersion": claim.metadata.resource_version});
+    }
+    match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+        Ok(_) => {}
+        Err(error) if guarded && pod_event.is_some() => {
+            tracing::debug!(nodeclaim = %name, %error, "updating consolidatable condition (will retry)");
+            let only_time = json!({"status": {"lastPodEventTime": pod_event}});
+            if let Err(error) = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&only_time)).await {
+                tracing::debug!(nodeclaim = %name, %error, "recording last pod event time");
             }
-            Err(error) => tracing::debug!(nodeclaim = %name, %error, "updating consolidatable status (will retry)"),
         }
+        Err(error) => tracing::debug!(nodeclaim = %name, %error, "updating consolidatable status (will retry)"),
     }
 }

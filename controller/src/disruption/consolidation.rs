@@ -10,7 +10,7 @@ use super::SPOT_TO_SPOT_MIN_TYPES;
 use super::candidates::Candidate;
 use super::command::{Command, Method};
 use super::input::DisruptionInput;
-use super::simulation::simulate;
+use super::simulation::{SimulationError, simulate};
 use crate::apis::labels::{CAPACITY_TYPE_LABEL, CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT};
 use crate::cloudprovider::InstanceType;
 use crate::scheduling::{PlannedNodeClaim, Requirement, Requirements, truncate_instance_types};
@@ -31,23 +31,75 @@ fn cheaper_options(options: &[Arc<InstanceType>], requirements: &Requirements, l
     priced.into_iter().map(|(_, it)| it.clone()).collect()
 }
 
+/// Why a candidate cannot take part in consolidation at all (§5.6 filter).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConsolidationBlocker {
+    /// Its instance type or the offering it runs on is not in the catalog: no price to beat.
+    #[error("instance type or offering is unknown")]
+    UnknownOffering,
+    /// Its node lacks the zone or capacity-type label.
+    #[error("zone or capacity type label is missing")]
+    MissingLabels,
+    /// Its NodePool says `consolidateAfter: Never`.
+    #[error("consolidation is disabled (consolidateAfter: Never)")]
+    ConsolidationDisabled,
+    /// Its NodePool only consolidates empty nodes.
+    #[error("NodePool consolidationPolicy is WhenEmpty")]
+    WhenEmptyPolicy,
+    /// It is empty: Emptiness handles it.
+    #[error("node is empty")]
+    Empty,
+    /// `consolidateAfter` has not passed since its last pod event (no `Consolidatable`).
+    #[error("node is not consolidatable yet")]
+    NotConsolidatable,
+}
+
 /// Why a candidate cannot take part in consolidation at all, if it cannot (§5.6 filter).
-pub fn consolidation_blocker(candidate: &Candidate) -> Option<&'static str> {
+pub fn consolidation_blocker(candidate: &Candidate) -> Option<ConsolidationBlocker> {
     if candidate.instance_type.is_none() || candidate.price.is_none() {
-        Some("instance type or offering is unknown")
+        Some(ConsolidationBlocker::UnknownOffering)
     } else if candidate.zone.is_empty() || candidate.capacity_type.is_empty() {
-        Some("zone or capacity type label is missing")
+        Some(ConsolidationBlocker::MissingLabels)
     } else if !candidate.consolidation_enabled {
-        Some("consolidation is disabled (consolidateAfter: Never)")
+        Some(ConsolidationBlocker::ConsolidationDisabled)
     } else if candidate.policy == crate::apis::nodepool::ConsolidationPolicy::WhenEmpty {
-        Some("NodePool consolidationPolicy is WhenEmpty")
+        Some(ConsolidationBlocker::WhenEmptyPolicy)
     } else if candidate.is_empty() {
-        Some("node is empty")
+        Some(ConsolidationBlocker::Empty)
     } else if !candidate.is_consolidatable() {
-        Some("node is not consolidatable yet")
+        Some(ConsolidationBlocker::NotConsolidatable)
     } else {
         None
     }
+}
+
+/// Why consolidating some candidates is not possible or not worth it (the `Unconsolidatable`
+/// event message).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unconsolidatable {
+    /// Their pods would not all fit elsewhere.
+    #[error(transparent)]
+    PodsFitNowhereElse(#[from] SimulationError),
+    /// Their pods would need more than one new node.
+    #[error("Can't remove without creating {0} candidates")]
+    TooManyReplacements(usize),
+    /// No instance type that fits is cheaper than the candidates together.
+    #[error("Can't replace with a cheaper node")]
+    NoCheaperReplacement,
+    /// The cheaper types do not satisfy the replacement's minValues.
+    #[error("Can't replace with a cheaper node, {0}")]
+    MinValues(String),
+    /// Spot would replace spot, and the `SpotToSpotConsolidation` gate is off.
+    #[error("SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node")]
+    SpotToSpotDisabled,
+    /// No spot type that fits is cheaper than the spot candidates.
+    #[error("Can't replace spot node with a cheaper spot node")]
+    NoCheaperSpot,
+    /// A single spot node needs at least [`SPOT_TO_SPOT_MIN_TYPES`] cheaper spot types.
+    #[error(
+        "SpotToSpotConsolidation requires {SPOT_TO_SPOT_MIN_TYPES} cheaper instance type options than the current candidate to consolidate, got {0}"
+    )]
+    TooFewCheaperSpotTypes(usize),
 }
 
 /// Simulates without `candidates` and returns the delete or replace command, or why neither is
@@ -55,14 +107,14 @@ pub fn consolidation_blocker(candidate: &Candidate) -> Option<&'static str> {
 ///
 /// # Errors
 /// The reason consolidating these candidates is not possible or not worth it.
-pub fn compute(input: &DisruptionInput, method: Method, candidates: &[Candidate]) -> Result<Command, String> {
+pub fn compute(input: &DisruptionInput, method: Method, candidates: &[Candidate]) -> Result<Command, Unconsolidatable> {
     let refs: Vec<&Candidate> = candidates.iter().collect();
     let results = simulate(input, &refs)?;
     let command = |replacements| Command { method, candidates: candidates.to_vec(), replacements };
     match results.new_node_claims.len() {
         0 => return Ok(command(Vec::new())),
         1 => {}
-        n => return Err(format!("Can't remove without creating {n} candidates")),
+        n => return Err(Unconsolidatable::TooManyReplacements(n)),
     }
     let mut replacement = results.new_node_claims.into_iter().next().expect("one new claim");
     let candidate_price: f64 = candidates.iter().map(|c| c.price.unwrap_or(f64::INFINITY)).sum();
@@ -72,11 +124,11 @@ pub fn compute(input: &DisruptionInput, method: Method, candidates: &[Candidate]
     }
     let options = cheaper_options(&replacement.instance_type_options, &replacement.requirements, candidate_price);
     if options.is_empty() {
-        return Err("Can't replace with a cheaper node".into());
+        return Err(Unconsolidatable::NoCheaperReplacement);
     }
     let policy = input.options.scheduler.min_values_policy;
     if let Err(error) = truncate_instance_types(&options, &replacement.requirements, options.len(), policy) {
-        return Err(format!("Can't replace with a cheaper node, {error}"));
+        return Err(Unconsolidatable::MinValues(error.to_string()));
     }
     // Prices were compared assuming the spot offering launches; never fall back to a pricier
     // on-demand node on a spot ICE.
@@ -92,21 +144,18 @@ fn spot_to_spot(
     candidate_count: usize,
     mut replacement: PlannedNodeClaim,
     candidate_price: f64,
-) -> Result<PlannedNodeClaim, String> {
+) -> Result<PlannedNodeClaim, Unconsolidatable> {
     if !input.options.spot_to_spot {
-        return Err("SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node".into());
+        return Err(Unconsolidatable::SpotToSpotDisabled);
     }
     replacement.requirements.add(CAPACITY_TYPE_LABEL, Requirement::in_values([CAPACITY_TYPE_SPOT]));
     let mut options = cheaper_options(&replacement.instance_type_options, &replacement.requirements, candidate_price);
     if options.is_empty() {
-        return Err("Can't replace spot node with a cheaper spot node".into());
+        return Err(Unconsolidatable::NoCheaperSpot);
     }
     if candidate_count == 1 {
         if options.len() < SPOT_TO_SPOT_MIN_TYPES {
-            return Err(format!(
-                "SpotToSpotConsolidation requires {SPOT_TO_SPOT_MIN_TYPES} cheaper instance type options than the current candidate to consolidate, got {}",
-                options.len()
-            ));
+            return Err(Unconsolidatable::TooFewCheaperSpotTypes(options.len()));
         }
         options.truncate(SPOT_TO_SPOT_MIN_TYPES);
     }

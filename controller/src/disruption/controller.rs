@@ -1,4 +1,5 @@
-//! The singleton disruption loop (karpenter-behaviour.md §5.1): once cluster state is synced,
+//! The singleton disruption loop (karpenter-behaviour.md §5.1), a [`Reconciler`] on a timer:
+//! once cluster state is synced,
 //! each loop releases stale `karpenter.sh/disrupted` taints, builds a [`DisruptionInput`],
 //! asks [`decide`] for at most one command (Emptiness → Drift → multi-node → single-node),
 //! re-validates consolidation after [`VALIDATION_DELAY`] and hands the command to the
@@ -30,6 +31,7 @@ use crate::cloudprovider::CloudProvider;
 use crate::provisioning::pending::is_terminal;
 use crate::provisioning::provisioner::{has_disrupted_taint, ordered_pools, usable_pool};
 use crate::runtime::clock::elapsed;
+use crate::runtime::reconcile::{Action, Env, Kinds, Reconciler};
 use crate::runtime::{Clock, Event, EventRecorder, EventType, Metrics, Settings, SharedClock};
 use crate::scheduling::NodePoolInput;
 use crate::state::{Cluster, Snapshot};
@@ -145,17 +147,6 @@ impl Disruption {
         }
     }
 
-    /// Runs the loop forever.
-    pub async fn run(mut self) {
-        while !self.cluster.is_synced() {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-        loop {
-            let acted = self.reconcile().await;
-            tokio::time::sleep(if acted { Duration::from_secs(1) } else { POLL_IDLE }).await;
-        }
-    }
-
     /// The usable pools with their instance types.
     async fn pools(&self, snapshot: &Snapshot) -> Vec<NodePoolInput> {
         let mut pools = Vec::new();
@@ -236,7 +227,7 @@ impl Disruption {
     }
 
     /// One loop; returns whether a command started.
-    pub async fn reconcile(&mut self) -> bool {
+    pub async fn disrupt_once(&mut self) -> bool {
         let input = self.input().await;
         self.release_stale(&input).await;
         let mut report = Report::default();
@@ -290,5 +281,33 @@ impl Disruption {
                 false
             }
         }
+    }
+}
+
+/// How soon the loop looks again after it started a command, or while the state is not synced.
+const ACTED_REQUEUE: Duration = Duration::from_secs(1);
+
+impl Reconciler for Disruption {
+    type Error = std::convert::Infallible;
+
+    fn name(&self) -> &'static str {
+        "disruption"
+    }
+
+    fn watches(&self) -> Kinds {
+        // Core's singleton polls: a decision needs the whole cluster, so it runs on its own beat.
+        Kinds::NONE
+    }
+
+    async fn reconcile(&mut self, snapshot: &Snapshot, _env: &Env) -> Result<Action, Self::Error> {
+        if !snapshot.is_synced() {
+            return Ok(Action::requeue(ACTED_REQUEUE));
+        }
+        let acted = self.disrupt_once().await;
+        Ok(Action::requeue(if acted { ACTED_REQUEUE } else { POLL_IDLE }))
+    }
+
+    fn error_policy(&mut self, error: &Self::Error) -> Action {
+        match *error {}
     }
 }

@@ -1,7 +1,8 @@
-//! Karpenter's voluntary disruption (karpenter-behaviour.md §5): the `Consolidatable` condition
-//! ([`consolidatable`]) and the singleton disruption loop ([`controller`]) that tries, in order,
-//! Emptiness → Drift → multi-node → single-node consolidation and runs at most one command per
-//! loop through the orchestration queue ([`execution`]).
+//! Karpenter's disruption (karpenter-behaviour.md §5): the `Consolidatable` condition
+//! ([`consolidatable`]), the `Drifted` condition ([`drift::controller`]), forceful expiration
+//! ([`expiration`], outside the budgets), and the singleton disruption loop ([`controller`]) that
+//! tries, in order, Emptiness → Drift → multi-node → single-node consolidation and runs at most
+//! one command per loop through the orchestration queue ([`execution`]).
 //!
 //! Every decision is a pure function of an in-memory [`input::DisruptionInput`] (cluster
 //! state, instance types with prices, pools, the time) so it can be unit tested and benchmarked
@@ -12,6 +13,7 @@
 
 #![warn(missing_docs)]
 
+pub mod blocker;
 pub mod budgets;
 pub mod candidates;
 pub mod command;
@@ -21,6 +23,7 @@ pub mod controller;
 pub mod drift;
 pub mod emptiness;
 pub mod execution;
+pub mod expiration;
 pub mod input;
 pub mod multi_node;
 pub mod report;

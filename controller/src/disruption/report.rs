@@ -65,7 +65,7 @@ impl Report {
                 claim: b.claim.clone(),
                 node: b.node.clone(),
                 reason: DISRUPTION_BLOCKED,
-                message: b.reason.clone(),
+                message: b.reason.to_string(),
             });
         }
     }

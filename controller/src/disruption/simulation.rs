@@ -10,11 +10,32 @@ use super::candidates::Candidate;
 use super::input::DisruptionInput;
 use crate::scheduling::{Results, SchedulingInput, schedule};
 
+/// Why the candidates' pods would not all find a place elsewhere.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SimulationError {
+    /// A running pod would not schedule at all.
+    #[error("not all pods would schedule, {pod} => {reason}")]
+    PodWouldNotSchedule {
+        /// The pod, `namespace/name`.
+        pod: String,
+        /// The scheduler's reason.
+        reason: String,
+    },
+    /// A running pod would only fit on a node that is not initialized yet.
+    #[error("not all pods would schedule, {pod} => would schedule against uninitialized node {node}")]
+    UninitializedNode {
+        /// The pod, `namespace/name`.
+        pod: String,
+        /// The uninitialized node.
+        node: String,
+    },
+}
+
 /// Runs the scheduler without `candidates`.
 ///
 /// # Errors
-/// A message naming the first running pod that would not find a place.
-pub fn simulate(input: &DisruptionInput, candidates: &[&Candidate]) -> Result<Results, String> {
+/// The first running pod that would not find a place.
+pub fn simulate(input: &DisruptionInput, candidates: &[&Candidate]) -> Result<Results, SimulationError> {
     let removed: BTreeSet<&str> = candidates.iter().flat_map(|c| [c.name.as_str(), c.node_name.as_str()]).collect();
     let existing: Vec<_> = input.existing.iter().filter(|n| !removed.contains(n.name.as_str())).cloned().collect();
     let uninitialized: BTreeSet<&str> =
@@ -32,15 +53,13 @@ pub fn simulate(input: &DisruptionInput, candidates: &[&Candidate]) -> Result<Re
     };
     let results = schedule(&scheduling);
     if let Some((pod, error)) = results.pod_errors.iter().find(|(key, _)| !input.pending_keys.contains(*key)) {
-        return Err(format!("not all pods would schedule, {pod} => {error}"));
+        return Err(SimulationError::PodWouldNotSchedule { pod: pod.clone(), reason: error.to_string() });
     }
     for (node, pods) in &results.existing_node_assignments {
         if uninitialized.contains(node.as_str())
             && let Some(pod) = pods.iter().find(|p| !input.pending_keys.contains(*p))
         {
-            return Err(format!(
-                "not all pods would schedule, {pod} => would schedule against uninitialized node {node}"
-            ));
+            return Err(SimulationError::UninitializedNode { pod: pod.clone(), node: node.clone() });
         }
     }
     Ok(results)

@@ -69,7 +69,7 @@ pub fn single_node(
                 unseen.clear();
                 return Some(command);
             }
-            Err(message) => report.unconsolidatable(candidate, message),
+            Err(reason) => report.unconsolidatable(candidate, reason.to_string()),
         }
     }
     unseen.clear();

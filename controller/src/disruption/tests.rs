@@ -10,7 +10,7 @@ use super::budgets::{allowed_disruptions, pool_budget};
 use super::candidates::{DisruptionClass, disruption_cost, get_candidates, pod_eviction_cost};
 use super::command::{Decision, Method};
 use super::consolidatable::{Consolidatable, consolidatable};
-use super::consolidation::{compute, consolidation_blocker};
+use super::consolidation::{ConsolidationBlocker, Unconsolidatable, compute, consolidation_blocker};
 use super::controller::{LoopState, decide};
 use super::emptiness::emptiness;
 use super::input::{DisruptionInput, DisruptionOptions};
@@ -18,7 +18,7 @@ use super::multi_node::{first_n_consolidation, multi_node_candidates};
 use super::report::Report;
 use super::single_node::single_node;
 use super::synthetic::{SyntheticCluster, fake_types, node_pool};
-use super::validation::validate;
+use super::validation::{Changed, Invalid, validate};
 use crate::apis::nodepool::DisruptionReason;
 use crate::runtime::Clock;
 use crate::runtime::clock::{ManualClock, add};
@@ -59,7 +59,7 @@ fn candidate_names(input: &DisruptionInput) -> Vec<String> {
 }
 
 fn blocked_reasons(input: &DisruptionInput) -> Vec<String> {
-    get_candidates(input, DisruptionClass::Graceful).1.into_iter().map(|b| b.reason).collect()
+    get_candidates(input, DisruptionClass::Graceful).1.into_iter().map(|b| b.reason.to_string()).collect()
 }
 
 // ---- candidates ----
@@ -336,7 +336,8 @@ fn a_node_that_is_already_the_cheapest_fit_is_not_replaced() {
     let i = input(&c);
     let (candidates, _) = get_candidates(&i, DisruptionClass::Graceful);
     let error = compute(&i, Method::SingleNode, &candidates).expect_err("not cheaper");
-    assert_eq!(error, "Can't replace with a cheaper node");
+    assert_eq!(error, Unconsolidatable::NoCheaperReplacement);
+    assert_eq!(error.to_string(), "Can't replace with a cheaper node");
 }
 
 #[test]
@@ -369,7 +370,7 @@ fn when_empty_pools_and_non_consolidatable_nodes_are_left_to_emptiness() {
     c.add_pod("p", "x", Some("n"), 1000, 1024);
     let i = input(&c);
     let (candidates, _) = get_candidates(&i, DisruptionClass::Graceful);
-    assert_eq!(consolidation_blocker(&candidates[0]), Some("NodePool consolidationPolicy is WhenEmpty"));
+    assert_eq!(consolidation_blocker(&candidates[0]), Some(ConsolidationBlocker::WhenEmptyPolicy));
     let mut state = LoopState::default();
     let clock = ManualClock::new(now());
     assert!(decide(&i, &clock, &mut state, &mut Report::default()).is_none());
@@ -392,11 +393,12 @@ fn spot_nodes_are_only_replaced_behind_the_feature_gate_with_fifteen_cheaper_typ
     let off = input(&c);
     let (candidates, _) = get_candidates(&off, DisruptionClass::Graceful);
     let error = compute(&off, Method::SingleNode, &candidates).expect_err("gate off");
-    assert!(error.contains("SpotToSpotConsolidation is disabled"), "{error}");
+    assert_eq!(error, Unconsolidatable::SpotToSpotDisabled);
     let gate_on = DisruptionOptions { spot_to_spot: true, ..DisruptionOptions::default() };
     let on = c.input(now(), gate_on.clone());
     let error = compute(&on, Method::SingleNode, &candidates).expect_err("too few cheaper types");
-    assert!(error.contains("requires 15 cheaper instance type options"), "{error}");
+    assert!(matches!(error, Unconsolidatable::TooFewCheaperSpotTypes(n) if n < 15), "{error}");
+    assert!(error.to_string().contains("requires 15 cheaper instance type options"), "{error}");
     // A 40-vCPU spot node among 60 types has plenty of cheaper spot options.
     let big = spot_cluster(60, "c5.40xlarge");
     let on = big.input(now(), gate_on);
@@ -439,7 +441,7 @@ fn validation_aborts_when_the_cluster_changed() {
     // A pod lands on b meanwhile: a's pod no longer fits there.
     c.add_pod("late", "z", Some("b"), 800, 256);
     let error = validate(&input(&c), &command).expect_err("changed");
-    assert!(error.contains("replacement"), "{error}");
+    assert!(error.to_string().contains("replacement"), "{error}");
     // Or a's claim stops being consolidatable (a pod event).
     let mut d = c.clone();
     d.snapshot.pods.remove("default/late");
@@ -447,7 +449,11 @@ fn validation_aborts_when_the_cluster_changed() {
         use crate::apis::condition::StatusConditions;
         claim.clear_condition("Consolidatable");
     });
-    assert!(validate(&input(&d), &command).expect_err("churn").contains("not consolidatable"));
+    let error = validate(&input(&d), &command).expect_err("churn");
+    assert_eq!(
+        error,
+        Invalid::Changed { name: "a".into(), why: Changed::Consolidation(ConsolidationBlocker::NotConsolidatable) }
+    );
 }
 
 // ---- multi-node ----

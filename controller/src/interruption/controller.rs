@@ -16,6 +16,7 @@ use crate::apis::NodeClaim;
 use crate::apis::labels::{CAPACITY_TYPE_SPOT, INSTANCE_TYPE_LABEL, TOPOLOGY_ZONE_LABEL};
 use crate::cloudprovider::CloudProvider;
 use crate::runtime::clock::elapsed;
+use crate::runtime::reconcile::{self, Env, Kinds, Reconciler};
 use crate::runtime::{Event, EventRecorder, EventType, SharedClock};
 use crate::state::{Cluster, Snapshot};
 
@@ -47,6 +48,33 @@ pub struct Interruption {
     clock: SharedClock,
     events: EventRecorder,
     stats: Arc<InterruptionStats>,
+    /// The queue's URL once resolved; forgotten when the queue is gone.
+    url: Option<String>,
+    /// Failed calls in a row, for the backoff.
+    failures: u32,
+}
+
+/// Why a reconcile of the interruption queue failed; every cause is retried with backoff.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InterruptionError {
+    /// `GetQueueUrl` failed.
+    #[error("resolving interruption queue {queue}: {message}")]
+    QueueUrl {
+        /// The queue name.
+        queue: String,
+        /// What SQS said.
+        message: String,
+    },
+    /// `ReceiveMessage` failed.
+    #[error("receiving interruption messages from {queue}: {message}")]
+    Receive {
+        /// The queue name.
+        queue: String,
+        /// What SQS said.
+        message: String,
+        /// The queue no longer exists: its URL is resolved again.
+        queue_gone: bool,
+    },
 }
 
 /// What became of one received message.
@@ -71,7 +99,18 @@ impl Interruption {
         clock: SharedClock,
         events: EventRecorder,
     ) -> Self {
-        Self { client, cluster, cloud, sqs, queue_name: queue_name.into(), clock, events, stats: Arc::default() }
+        Self {
+            client,
+            cluster,
+            cloud,
+            sqs,
+            queue_name: queue_name.into(),
+            clock,
+            events,
+            stats: Arc::default(),
+            url: None,
+            failures: 0,
+        }
     }
 
     /// The counters, shared with the running controller (for metrics).
@@ -79,39 +118,27 @@ impl Interruption {
         self.stats.clone()
     }
 
-    /// Polls the queue for ever. Returns at once when no queue is configured.
+    /// Whether a queue is configured (`--interruption-queue`); without one there is nothing to
+    /// run.
+    pub fn is_enabled(&self) -> bool {
+        !self.queue_name.is_empty()
+    }
+
+    /// Polls the queue for ever, alone (as the interruption tests do). Returns at once when no
+    /// queue is configured.
     pub async fn run(self) {
-        if self.queue_name.is_empty() {
+        if !self.is_enabled() {
             tracing::info!("no interruption queue configured; interruption handling disabled");
             return;
         }
-        while !self.cluster.is_synced() {
-            tokio::time::sleep(SYNC_POLL).await;
-        }
-        let mut failures: u32 = 0;
-        loop {
-            let url = match self.queue_url().await {
-                Ok(url) => url,
-                Err(error) => {
-                    tracing::warn!(queue = %self.queue_name, %error, "resolving interruption queue");
-                    tokio::time::sleep(backoff(&mut failures)).await;
-                    continue;
-                }
-            };
-            tracing::debug!(queue = %self.queue_name, "watching interruption queue");
-            loop {
-                match self.poll(&url).await {
-                    Ok(()) => failures = 0,
-                    Err((error, queue_gone)) => {
-                        tracing::warn!(queue = %self.queue_name, %error, "receiving interruption messages");
-                        tokio::time::sleep(backoff(&mut failures)).await;
-                        if queue_gone {
-                            break;
-                        }
-                    }
-                }
-            }
-        }
+        let env = Env::standalone(
+            self.cluster.clone(),
+            self.client.clone(),
+            self.cloud.clone(),
+            self.clock.clone(),
+            self.events.clone(),
+        );
+        reconcile::run(self, env).await;
     }
 
     async fn queue_url(&self) -> Result<String, String> {
@@ -123,6 +150,20 @@ impl Interruption {
             .await
             .map_err(|e| DisplayErrorContext(e).to_string())?;
         output.queue_url().map(str::to_owned).ok_or_else(|| "GetQueueUrl returned no URL".to_string())
+    }
+
+    /// The queue URL, resolved on first use.
+    async fn url(&mut self) -> Result<String, InterruptionError> {
+        if let Some(url) = &self.url {
+            return Ok(url.clone());
+        }
+        let url = self
+            .queue_url()
+            .await
+            .map_err(|message| InterruptionError::QueueUrl { queue: self.queue_name.clone(), message })?;
+        tracing::debug!(queue = %self.queue_name, "watching interruption queue");
+        self.url = Some(url.clone());
+        Ok(url)
     }
 
     /// One long poll and the handling of what it returned. The error says whether the queue
@@ -269,6 +310,38 @@ pub fn node_claim_for_instance<'a>(snapshot: &'a Snapshot, instance_id: &str) ->
         .values()
         .find(|claim| claim.provider_id().and_then(instance_id_of) == Some(instance_id))
         .map(AsRef::as_ref)
+}
+
+impl Reconciler for Interruption {
+    type Error = InterruptionError;
+
+    fn name(&self) -> &'static str {
+        "interruption"
+    }
+
+    fn watches(&self) -> Kinds {
+        // The queue is the input: each reconcile is one long poll, then the next at once.
+        Kinds::NONE
+    }
+
+    async fn reconcile(&mut self, snapshot: &Snapshot, _env: &Env) -> Result<reconcile::Action, Self::Error> {
+        if !snapshot.is_synced() {
+            return Ok(reconcile::Action::requeue(SYNC_POLL));
+        }
+        let url = self.url().await?;
+        if let Err((message, queue_gone)) = self.poll(&url).await {
+            if queue_gone {
+                self.url = None;
+            }
+            return Err(InterruptionError::Receive { queue: self.queue_name.clone(), message, queue_gone });
+        }
+        self.failures = 0;
+        Ok(reconcile::Action::requeue(Duration::ZERO))
+    }
+
+    fn error_policy(&mut self, _error: &Self::Error) -> reconcile::Action {
+        reconcile::Action::requeue(backoff(&mut self.failures))
+    }
 }
 
 /// The next error backoff: 1 s doubling to 60 s.

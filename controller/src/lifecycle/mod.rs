@@ -1,6 +1,6 @@
 //! The NodeClaim lifecycle (karpenter-behaviour.md §3.3–3.6): [`launch`] → [`registration`] →
 //! [`initialization`], with [`liveness`] deleting claims that stall. One loop walks every claim
-//! in name order whenever the cluster changes or a deadline passes; launches run as their own
+//! in name order whenever a claim, node, pool or class changes or a deadline passes; launches run as their own
 //! tasks so a slow CreateFleet never holds up registration of other nodes.
 
 pub mod conditions;
@@ -23,10 +23,14 @@ use crate::apis::NodeClaim;
 use crate::apis::condition::{ConditionStatus, StatusConditions};
 use crate::apis::labels;
 use crate::cloudprovider::CloudProvider;
+use crate::runtime::reconcile::{Action, Env, Kind, Kinds, Reconciler, Trigger};
 use crate::runtime::{Event, EventRecorder, EventType, SharedClock};
-use crate::state::{Cluster, Snapshot};
+use crate::state::Snapshot;
 use conditions::{INITIALIZED, LAUNCHED, REGISTERED, set_condition};
 use launch::{LAUNCH_BACKOFF, LaunchCache, LaunchOutcome, Launcher};
+
+/// Without a deadline, claims are walked again after this long.
+const IDLE_REQUEUE: Duration = Duration::from_secs(60);
 
 /// Per-claim launch bookkeeping.
 #[derive(Debug, Default)]
@@ -40,22 +44,43 @@ struct LaunchState {
 #[derive(Clone)]
 pub struct Lifecycle {
     client: Client,
-    cluster: Arc<Cluster>,
     clock: SharedClock,
     events: EventRecorder,
     launcher: Launcher,
     state: Arc<Mutex<LaunchState>>,
+    /// Fired when a launch task ends, so its outcome (or its backoff) is looked at.
+    trigger: Trigger,
+}
+
+impl Reconciler for Lifecycle {
+    type Error = std::convert::Infallible;
+
+    fn name(&self) -> &'static str {
+        "nodeclaim.lifecycle"
+    }
+
+    fn watches(&self) -> Kinds {
+        // Claims and their nodes; a launch reads the claim's NodePool and EC2NodeClass.
+        Kinds::of(&[Kind::NodeClaim, Kind::Node, Kind::NodePool, Kind::NodeClass])
+    }
+
+    fn trigger(&self) -> Option<Trigger> {
+        Some(self.trigger.clone())
+    }
+
+    async fn reconcile(&mut self, snapshot: &Snapshot, _env: &Env) -> Result<Action, Self::Error> {
+        let wake = self.pass(snapshot).await.unwrap_or_else(|| Instant::now() + IDLE_REQUEUE);
+        Ok(Action::requeue(wake.saturating_duration_since(Instant::now())))
+    }
+
+    fn error_policy(&mut self, error: &Self::Error) -> Action {
+        match *error {}
+    }
 }
 
 impl Lifecycle {
     /// A lifecycle controller.
-    pub fn new(
-        client: Client,
-        cluster: Arc<Cluster>,
-        cloud: Arc<dyn CloudProvider>,
-        clock: SharedClock,
-        events: EventRecorder,
-    ) -> Self {
+    pub fn new(client: Client, cloud: Arc<dyn CloudProvider>, clock: SharedClock, events: EventRecorder) -> Self {
         let launcher = Launcher {
             client: client.clone(),
             cloud,
@@ -63,26 +88,11 @@ impl Lifecycle {
             events: events.clone(),
             cache: Arc::new(LaunchCache::default()),
         };
-        Self { client, cluster, clock, events, launcher, state: Arc::default() }
-    }
-
-    /// Runs forever.
-    pub async fn run(self) {
-        let mut changes = self.cluster.subscribe();
-        loop {
-            let wake = self.pass().await;
-            let wake = wake.unwrap_or_else(|| Instant::now() + Duration::from_secs(60));
-            tokio::select! {
-                biased;
-                changed = changes.changed() => if changed.is_err() { return },
-                () = tokio::time::sleep_until(wake) => {}
-            }
-        }
+        Self { client, clock, events, launcher, state: Arc::default(), trigger: Trigger::new() }
     }
 
     /// One walk over every claim; returns the earliest deadline to wake for.
-    pub async fn pass(&self) -> Option<Instant> {
-        let snapshot = self.cluster.snapshot();
+    pub async fn pass(&self, snapshot: &Snapshot) -> Option<Instant> {
         if !snapshot.is_synced() {
             return Some(Instant::now() + Duration::from_secs(1));
         }
@@ -102,17 +112,17 @@ impl Lifecycle {
                 liveness::Liveness::Alive(None) => {}
             }
             if !claim.is_condition_true(LAUNCHED) {
-                if let Some(at) = self.start_launch(&snapshot, claim) {
+                if let Some(at) = self.start_launch(snapshot, claim) {
                     wake_at(at);
                 }
                 continue;
             }
             if !claim.is_condition_true(REGISTERED) {
-                self.register(&snapshot, claim).await;
+                self.register(snapshot, claim).await;
                 continue;
             }
             if !claim.is_condition_true(INITIALIZED) {
-                self.initialize(&snapshot, claim).await;
+                self.initialize(snapshot, claim).await;
             }
         }
         wake
@@ -155,7 +165,7 @@ impl Lifecycle {
             drop(state);
             // Wake the loop: the claim's own update arrives through the watch, but a retry
             // deadline must be seen too.
-            this.cluster.remember(|_| {});
+            this.trigger.fire();
         });
         None
     }

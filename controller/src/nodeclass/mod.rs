@@ -6,6 +6,7 @@
 //! Resolution runs on every class change and every 5 minutes, so a new AMI behind an alias
 //! shows up in the status (which is what AMI drift compares against).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,8 +22,8 @@ use crate::apis::ec2nodeclass::{
 use crate::apis::labels;
 use crate::apis::{EC2NodeClass, EC2NodeClassStatus};
 use crate::cloudprovider::aws::AwsCloudProvider;
-use crate::runtime::SharedClock;
-use crate::state::Cluster;
+use crate::runtime::reconcile::{Action, Env, Kind, Kinds, Reconciler};
+use crate::state::Snapshot;
 
 /// How often every class is re-resolved without a change.
 pub const RESOLVE_INTERVAL: Duration = Duration::from_secs(300);
@@ -104,72 +105,111 @@ async fn kubernetes_version(client: &Client) -> Option<String> {
     Some(format!("{}.{minor}", info.major))
 }
 
-/// Runs forever.
-pub async fn run(client: Client, cluster: Arc<Cluster>, cloud: Arc<AwsCloudProvider>, clock: SharedClock) {
-    let mut changes = cluster.subscribe();
-    let api: Api<EC2NodeClass> = Api::all(client.clone());
-    let mut version: Option<String> = None;
-    let mut last_spec: std::collections::BTreeMap<String, (Option<i64>, tokio::time::Instant)> =
-        std::collections::BTreeMap::new();
-    loop {
-        if version.is_none() {
-            version = kubernetes_version(&client).await;
+/// Without a change, the controller looks again after this long.
+pub const RESYNC: Duration = Duration::from_secs(30);
+/// Bursts of changes are coalesced into one reconcile.
+pub const DEBOUNCE: Duration = Duration::from_secs(1);
+
+/// The EC2NodeClass controller: finalizer, resolution and status of every class.
+pub struct NodeClassController {
+    aws: Arc<AwsCloudProvider>,
+    /// The API server's `major.minor`, once known (AMI aliases resolve per version).
+    version: Option<String>,
+    /// Class name → (generation resolved, when).
+    resolved: BTreeMap<String, (Option<i64>, tokio::time::Instant)>,
+}
+
+impl NodeClassController {
+    /// A controller resolving through `aws`.
+    pub fn new(aws: Arc<AwsCloudProvider>) -> Self {
+        Self { aws, version: None, resolved: BTreeMap::new() }
+    }
+
+    /// Adds the termination finalizer, or resolves the class and writes its status when due.
+    async fn reconcile_class(&mut self, api: &Api<EC2NodeClass>, class: &EC2NodeClass, version: &str, env: &Env) {
+        let name = class.metadata.name.clone().unwrap_or_default();
+        if !class.finalizers().iter().any(|f| f == labels::AWS_TERMINATION_FINALIZER) {
+            let mut finalizers = class.finalizers().to_vec();
+            finalizers.push(labels::AWS_TERMINATION_FINALIZER.to_owned());
+            let patch = json!({"metadata": {"finalizers": finalizers,
+                "resourceVersion": class.metadata.resource_version}});
+            if let Err(error) = api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+                tracing::debug!(ec2nodeclass = %name, %error, "adding finalizer");
+            }
+            return;
         }
-        let snapshot = cluster.snapshot();
+        // Re-resolve on a spec change, or every 5 minutes.
+        let generation = class.metadata.generation;
+        let due = self
+            .resolved
+            .get(&name)
+            .is_none_or(|(seen, at)| *seen != generation || at.elapsed() >= RESOLVE_INTERVAL || !class.is_ready());
+        if !due {
+            return;
+        }
+        let resolved = self.aws.resolve_node_class(class, version).await.map_err(|e| e.to_string());
+        if let Err(error) = &resolved {
+            tracing::warn!(ec2nodeclass = %name, %error, "resolving EC2NodeClass");
+        }
+        let status = desired_status(class, resolved, &env.clock.now_time());
+        self.resolved.insert(name.clone(), (generation, tokio::time::Instant::now()));
+        if class.status.as_ref() == Some(&status) {
+            return;
+        }
+        let patch = json!({"status": status});
+        if let Err(error) = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            tracing::debug!(ec2nodeclass = %name, %error, "writing status");
+        }
+    }
+}
+
+impl Reconciler for NodeClassController {
+    type Error = std::convert::Infallible;
+
+    fn name(&self) -> &'static str {
+        "nodeclass"
+    }
+
+    fn watches(&self) -> Kinds {
+        // The finalizer waits for the class's NodeClaims to go.
+        Kinds::of(&[Kind::NodeClass, Kind::NodeClaim])
+    }
+
+    fn debounce(&self) -> Duration {
+        DEBOUNCE
+    }
+
+    async fn reconcile(&mut self, snapshot: &Snapshot, env: &Env) -> Result<Action, Self::Error> {
+        let api: Api<EC2NodeClass> = Api::all(env.kube.clone());
+        let fresh;
+        let mut snapshot = snapshot;
+        if self.version.is_none() {
+            self.version = kubernetes_version(&env.kube).await;
+            // The version call took a round trip: look at the state as it is now.
+            fresh = env.cluster.snapshot();
+            snapshot = &fresh;
+        }
         if snapshot.is_synced()
-            && let Some(version) = &version
+            && let Some(version) = self.version.clone()
         {
             for class in snapshot.node_classes.values() {
-                let name = class.metadata.name.clone().unwrap_or_default();
                 if class.metadata.deletion_timestamp.is_some() {
-                    finalize(&api, &snapshot, class).await;
+                    finalize(&api, snapshot, class).await;
                     continue;
                 }
-                if !class.finalizers().iter().any(|f| f == labels::AWS_TERMINATION_FINALIZER) {
-                    let mut finalizers = class.finalizers().to_vec();
-                    finalizers.push(labels::AWS_TERMINATION_FINALIZER.to_owned());
-                    let patch = json!({"metadata": {"finalizers": finalizers,
-                        "resourceVersion": class.metadata.resource_version}});
-                    if let Err(error) = api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-                        tracing::debug!(ec2nodeclass = %name, %error, "adding finalizer");
-                    }
-                    continue;
-                }
-                // Re-resolve on a spec change, or every 5 minutes.
-                let generation = class.metadata.generation;
-                let due = last_spec.get(&name).is_none_or(|(seen, at)| {
-                    *seen != generation || at.elapsed() >= RESOLVE_INTERVAL || !class.is_ready()
-                });
-                if !due {
-                    continue;
-                }
-                let resolved = cloud.resolve_node_class(class, version).await.map_err(|e| e.to_string());
-                if let Err(error) = &resolved {
-                    tracing::warn!(ec2nodeclass = %name, %error, "resolving EC2NodeClass");
-                }
-                let status = desired_status(class, resolved, &clock.now_time());
-                last_spec.insert(name.clone(), (generation, tokio::time::Instant::now()));
-                if class.status.as_ref() == Some(&status) {
-                    continue;
-                }
-                let patch = json!({"status": status});
-                if let Err(error) = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-                    tracing::debug!(ec2nodeclass = %name, %error, "writing status");
-                }
+                self.reconcile_class(&api, class, &version, env).await;
             }
         }
-        tokio::select! {
-            biased;
-            changed = changes.changed() => if changed.is_err() { return },
-            () = tokio::time::sleep(Duration::from_secs(30)) => {}
-        }
-        // Coalesce bursts of changes.
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        Ok(Action::requeue(RESYNC))
+    }
+
+    fn error_policy(&mut self, error: &Self::Error) -> Action {
+        match *error {}
     }
 }
 
 /// Removes the finalizer once no NodeClaim references the class.
-async fn finalize(api: &Api<EC2NodeClass>, snapshot: &crate::state::Snapshot, class: &EC2NodeClass) {
+async fn finalize(api: &Api<EC2NodeClass>, snapshot: &Snapshot, class: &EC2NodeClass) {
     let name = class.metadata.name.clone().unwrap_or_default();
     let in_use = snapshot.node_claims.values().any(|c| c.spec.node_class_ref.name == name);
     if in_use || !class.finalizers().iter().any(|f| f == labels::AWS_TERMINATION_FINALIZER) {

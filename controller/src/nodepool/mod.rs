@@ -2,19 +2,18 @@
 //! runtime validation, `NodeClassReady` from the referenced EC2NodeClass, the `Ready` roll-up,
 //! and `status.resources` / `status.nodes` summed over the pool's NodeClaims.
 
-use std::sync::Arc;
 use std::time::Duration;
 
+use kube::Api;
 use kube::api::{Patch, PatchParams};
-use kube::{Api, Client};
 use serde_json::json;
 
 use crate::apis::condition::{ConditionStatus, StatusConditions};
 use crate::apis::nodepool::{CONDITION_NODE_CLASS_READY, CONDITION_VALIDATION_SUCCEEDED};
 use crate::apis::{NodePool, NodePoolStatus};
 use crate::provisioning::provisioner::pool_usage;
-use crate::runtime::SharedClock;
-use crate::state::{Cluster, Snapshot};
+use crate::runtime::reconcile::{Action, Env, Kind, Kinds, Reconciler};
+use crate::state::Snapshot;
 
 /// The status the pool should have now.
 pub fn desired_status(
@@ -72,19 +71,37 @@ pub fn desired_status(
     status
 }
 
-/// Runs forever: recompute on every change (at most every second) and at least every 30 s.
-pub async fn run(client: Client, cluster: Arc<Cluster>, clock: SharedClock) {
-    let mut changes = cluster.subscribe();
-    let api: Api<NodePool> = Api::all(client);
-    loop {
-        let snapshot = cluster.snapshot();
+/// Bursts of changes are acted on at most once a second.
+pub const PACE: Duration = Duration::from_secs(1);
+/// Every pool's status is recomputed at least this often after the pace.
+pub const RESYNC: Duration = Duration::from_secs(30);
+
+/// The NodePool status controller: recomputes every pool's status on a change (at most once a
+/// [`PACE`]) and at least every [`RESYNC`].
+#[derive(Debug, Default)]
+pub struct NodePoolStatusController;
+
+impl Reconciler for NodePoolStatusController {
+    type Error = std::convert::Infallible;
+
+    fn name(&self) -> &'static str {
+        "nodepool.status"
+    }
+
+    fn watches(&self) -> Kinds {
+        // Conditions read the pool and its class; resources and node counts its NodeClaims.
+        Kinds::of(&[Kind::NodePool, Kind::NodeClass, Kind::NodeClaim])
+    }
+
+    async fn reconcile(&mut self, snapshot: &Snapshot, env: &Env) -> Result<Action, Self::Error> {
+        let api: Api<NodePool> = Api::all(env.kube.clone());
         if snapshot.is_synced() {
-            let now = clock.now_time();
+            let now = env.clock.now_time();
             for pool in snapshot.node_pools.values() {
                 if pool.metadata.deletion_timestamp.is_some() {
                     continue;
                 }
-                let status = desired_status(&snapshot, pool, &now);
+                let status = desired_status(snapshot, pool, &now);
                 if pool.status.as_ref() == Some(&status) {
                     continue;
                 }
@@ -95,11 +112,10 @@ pub async fn run(client: Client, cluster: Arc<Cluster>, clock: SharedClock) {
                 }
             }
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        tokio::select! {
-            biased;
-            changed = changes.changed() => if changed.is_err() { return },
-            () = tokio::time::sleep(Duration::from_secs(30)) => {}
-        }
+        Ok(Action::requeue(PACE + RESYNC).paced(PACE))
+    }
+
+    fn error_policy(&mut self, error: &Self::Error) -> Action {
+        match *error {}
     }
 }

@@ -1,20 +1,18 @@
-//! The provisioning loop (core provisioner.go): batch pending pods, run the scheduling
+//! The provisioning pass (core provisioner.go): batch pending pods, run the scheduling
 //! simulation over the cluster state, create the NodeClaims it plans, and nominate the existing
 //! nodes it fills.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 use kube::api::PostParams;
 use kube::{Api, Client};
-use tokio::time::Instant;
 
-use super::batcher::{Batcher, REQUEUE};
 use super::input;
 use super::node_claim_template::to_node_claim;
 use super::pending::is_provisionable;
 use crate::apis::condition::StatusConditions;
+use crate::apis::validation::ValidationErrors;
 use crate::apis::{EC2NodeClass, NodeClaim, NodePool, labels};
 use crate::cloudprovider::CloudProvider;
 use crate::runtime::{Event, EventRecorder, EventType, Settings, SharedClock};
@@ -51,22 +49,45 @@ pub struct PassSummary {
     pub unschedulable: usize,
 }
 
+/// Why a NodePool cannot launch nodes now.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PoolUnusable {
+    /// The pool has a deletionTimestamp.
+    #[error("NodePool is being deleted")]
+    Deleting,
+    /// A static pool keeps its replica count; the provisioner never launches for it.
+    #[error("static NodePool")]
+    Static,
+    /// The pool fails Karpenter's runtime validation.
+    #[error("NodePool is invalid: {0}")]
+    Invalid(#[source] ValidationErrors),
+    /// The EC2NodeClass it references does not exist.
+    #[error("EC2NodeClass {0:?} not found")]
+    NodeClassNotFound(String),
+    /// The EC2NodeClass it references is not Ready (unresolved subnets, AMIs...).
+    #[error("EC2NodeClass {0:?} is not ready")]
+    NodeClassNotReady(String),
+}
+
 /// Whether a pool can provision: not deleting, not static, valid, its node class Ready.
-pub fn usable_pool<'a>(snapshot: &'a Snapshot, pool: &NodePool) -> Result<&'a EC2NodeClass, String> {
+///
+/// # Errors
+/// Why the pool cannot launch now.
+pub fn usable_pool<'a>(snapshot: &'a Snapshot, pool: &NodePool) -> Result<&'a EC2NodeClass, PoolUnusable> {
     if pool.metadata.deletion_timestamp.is_some() {
-        return Err("NodePool is being deleted".into());
+        return Err(PoolUnusable::Deleting);
     }
     if pool.spec.is_static() {
-        return Err("static NodePool".into());
+        return Err(PoolUnusable::Static);
     }
-    pool.runtime_validate().map_err(|e| format!("NodePool is invalid: {e}"))?;
+    pool.runtime_validate().map_err(PoolUnusable::Invalid)?;
     let reference = pool.node_class_ref();
     let class = snapshot
         .node_classes
         .get(&reference.name)
-        .ok_or_else(|| format!("EC2NodeClass {:?} not found", reference.name))?;
+        .ok_or_else(|| PoolUnusable::NodeClassNotFound(reference.name.clone()))?;
     if !class.is_ready() {
-        return Err(format!("EC2NodeClass {:?} is not ready", reference.name));
+        return Err(PoolUnusable::NodeClassNotReady(reference.name.clone()));
     }
     Ok(class)
 }
@@ -115,42 +136,10 @@ pub fn exceeded_limit(pool: &NodePool, usage: &Resources) -> Option<String> {
 
 impl Provisioner {
     /// The trigger set: provisionable pods by UID, and nodes tainted disrupted.
-    fn triggers(snapshot: &Snapshot) -> BTreeSet<String> {
+    pub fn triggers(snapshot: &Snapshot) -> BTreeSet<String> {
         let pods = snapshot.pods.values().filter(|p| is_provisionable(p)).filter_map(|p| p.metadata.uid.clone());
         let nodes = snapshot.nodes.values().filter(|n| has_disrupted_taint(n)).filter_map(|n| n.metadata.name.clone());
         pods.chain(nodes.map(|n| format!("node/{n}"))).collect()
-    }
-
-    /// Runs the loop forever.
-    pub async fn run(self) {
-        let mut changes = self.cluster.subscribe();
-        let mut batcher = Batcher::new(self.settings.batch_idle_duration, self.settings.batch_max_duration);
-        let mut next_requeue = Instant::now() + REQUEUE;
-        loop {
-            let now = Instant::now();
-            if now >= next_requeue {
-                batcher.requeue();
-                next_requeue = now + REQUEUE;
-            }
-            let snapshot = self.cluster.snapshot();
-            batcher.offer(&Self::triggers(&snapshot), now);
-            if batcher.take_due(now) {
-                if snapshot.is_synced() {
-                    let summary = self.provision().await;
-                    tracing::debug!(?summary, "provisioning pass");
-                } else {
-                    batcher.requeue();
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                }
-                continue;
-            }
-            let wake = batcher.deadline().map_or(next_requeue, |d| d.min(next_requeue));
-            tokio::select! {
-                biased;
-                changed = changes.changed() => if changed.is_err() { return },
-                () = tokio::time::sleep_until(wake) => {}
-            }
-        }
     }
 
     /// Builds the scheduling input from state: nodes are read before pods, so a pod that bound

@@ -1,6 +1,7 @@
 //! What the controller takes from its environment: the clock, the random source, settings,
 //! events and metrics. Production wires the system clock and an OS-seeded RNG; the simulator
 //! wires simulated time and a seeded stream. Nothing else in the crate reads time or entropy.
+//! [`reconcile`] is the runtime every controller loop runs on.
 
 pub mod clock;
 pub mod event_writer;
@@ -9,6 +10,7 @@ pub mod flags;
 pub mod leader;
 pub mod metrics;
 pub mod random;
+pub mod reconcile;
 pub mod settings;
 
 pub use clock::{Clock, SharedClock, SystemClock};
@@ -18,4 +20,5 @@ pub use flags::{Flags, ProcessOptions};
 pub use leader::{LeaderElection, LeaderElectionConfig, Leadership};
 pub use metrics::Metrics;
 pub use random::SharedRng;
+pub use reconcile::{Action, Env, Reconciler};
 pub use settings::{FeatureGates, Settings};

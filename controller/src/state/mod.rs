@@ -5,8 +5,14 @@
 //! Maps are `BTreeMap`s keyed by `namespace/name` (or `name` for cluster-scoped kinds), so every
 //! iteration is in a stable order whatever order the API server sent events in. Readers take a
 //! cheap [`Snapshot`] (maps of `Arc`s) and never hold the lock across an await.
+//!
+//! Every write names the [`Kind`] it changed, and controllers subscribe to the kinds they read
+//! ([`Cluster::changes`]), so a change wakes only the controllers it concerns.
 
+pub mod changes;
 pub mod watch;
+
+pub use changes::{Changes, Kind, Kinds, StateGone};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -99,7 +105,7 @@ struct Inner {
 #[derive(Debug)]
 pub struct Cluster {
     inner: Mutex<Inner>,
-    changed: tokio::sync::watch::Sender<u64>,
+    changed: tokio::sync::watch::Sender<changes::Generations>,
 }
 
 impl Default for Cluster {
@@ -111,7 +117,7 @@ impl Default for Cluster {
 impl Cluster {
     /// An empty, unsynced state.
     pub fn new() -> Self {
-        Self { inner: Mutex::new(Inner::default()), changed: tokio::sync::watch::channel(0).0 }
+        Self { inner: Mutex::new(Inner::default()), changed: tokio::sync::watch::channel([0; Kind::ALL.len()]).0 }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -133,31 +139,33 @@ impl Cluster {
         self.lock().snapshot.is_synced()
     }
 
-    /// A receiver that wakes whenever anything changes.
-    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.changed.subscribe()
+    /// A subscription that wakes when one of `kinds` changes.
+    pub fn changes(&self, kinds: Kinds) -> Changes {
+        Changes::new(self.changed.subscribe(), kinds)
     }
 
-    /// Applies `f` to the snapshot and announces the change.
-    pub fn update(&self, f: impl FnOnce(&mut Snapshot)) {
-        let generation = {
+    /// Applies `f` to the snapshot and announces a change of `kind`.
+    pub fn update(&self, kind: Kind, f: impl FnOnce(&mut Snapshot)) {
+        {
             let mut inner = self.lock();
             f(&mut inner.snapshot);
             inner.snapshot.generation += 1;
-            inner.snapshot.generation
-        };
-        self.changed.send_replace(generation);
+        }
+        self.announce(kind);
     }
 
-    /// Applies `f` to the controller's memory and announces the change.
+    /// Applies `f` to the controller's memory and announces a change of [`Kind::Memory`].
     pub fn remember(&self, f: impl FnOnce(&mut Memory)) {
-        let generation = {
+        {
             let mut inner = self.lock();
             f(&mut inner.memory);
             inner.snapshot.generation += 1;
-            inner.snapshot.generation
-        };
-        self.changed.send_replace(generation);
+        }
+        self.announce(Kind::Memory);
+    }
+
+    fn announce(&self, kind: Kind) {
+        self.changed.send_modify(|generations| generations[kind as usize] += 1);
     }
 
     /// Records that pods were nominated to a node or in-flight claim at `at`.

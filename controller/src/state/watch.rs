@@ -16,23 +16,23 @@ use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
-use super::{Cluster, Snapshot, key_of};
+use super::{Cluster, Kind, Snapshot, key_of};
 use crate::apis::{EC2NodeClass, NodeClaim, NodePool};
 
 type MapOf<K> = fn(&mut Snapshot) -> &mut BTreeMap<String, Arc<K>>;
 
 /// Starts one watcher task per kind on the current runtime.
 pub fn spawn_watchers(client: &Client, cluster: &Arc<Cluster>) {
-    spawn::<Pod>(client, cluster, "Pod", |s| &mut s.pods);
-    spawn::<Node>(client, cluster, "Node", |s| &mut s.nodes);
-    spawn::<NodeClaim>(client, cluster, "NodeClaim", |s| &mut s.node_claims);
-    spawn::<NodePool>(client, cluster, "NodePool", |s| &mut s.node_pools);
-    spawn::<EC2NodeClass>(client, cluster, "EC2NodeClass", |s| &mut s.node_classes);
-    spawn::<PodDisruptionBudget>(client, cluster, "PodDisruptionBudget", |s| &mut s.pdbs);
-    spawn::<DaemonSet>(client, cluster, "DaemonSet", |s| &mut s.daemon_sets);
+    spawn::<Pod>(client, cluster, Kind::Pod, |s| &mut s.pods);
+    spawn::<Node>(client, cluster, Kind::Node, |s| &mut s.nodes);
+    spawn::<NodeClaim>(client, cluster, Kind::NodeClaim, |s| &mut s.node_claims);
+    spawn::<NodePool>(client, cluster, Kind::NodePool, |s| &mut s.node_pools);
+    spawn::<EC2NodeClass>(client, cluster, Kind::NodeClass, |s| &mut s.node_classes);
+    spawn::<PodDisruptionBudget>(client, cluster, Kind::PodDisruptionBudget, |s| &mut s.pdbs);
+    spawn::<DaemonSet>(client, cluster, Kind::DaemonSet, |s| &mut s.daemon_sets);
 }
 
-fn spawn<K>(client: &Client, cluster: &Arc<Cluster>, kind: &'static str, map: MapOf<K>)
+fn spawn<K>(client: &Client, cluster: &Arc<Cluster>, kind: Kind, map: MapOf<K>)
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
 {
@@ -49,24 +49,24 @@ where
                 }
                 Ok(Event::InitDone) => {
                     let listed = std::mem::take(&mut buffer);
-                    cluster.update(|s| {
+                    cluster.update(kind, |s| {
                         *map(s) = listed;
-                        s.synced.insert(kind);
+                        s.synced.insert(kind.as_str());
                     });
                 }
                 Ok(Event::Apply(object)) => {
                     let key = key_of(&object);
-                    cluster.update(|s| {
+                    cluster.update(kind, |s| {
                         map(s).insert(key, Arc::new(object));
                     });
                 }
                 Ok(Event::Delete(object)) => {
                     let key = key_of(&object);
-                    cluster.update(|s| {
+                    cluster.update(kind, |s| {
                         map(s).remove(&key);
                     });
                 }
-                Err(error) => tracing::warn!(kind, %error, "watch failed, retrying"),
+                Err(error) => tracing::warn!(kind = kind.as_str(), %error, "watch failed, retrying"),
             }
         }
     });

@@ -8,8 +8,8 @@
 //!   TerminationGracePeriod), terminates the instance, then releases the Node (core
 //!   `node/termination`).
 //!
-//! One loop walks every deleting claim and Node in name order whenever the cluster changes or a
-//! requeue deadline passes; the eviction queue runs as its own task, as in Karpenter. Volume
+//! One [`Reconciler`] walks every deleting claim and Node in name order whenever a claim, node or
+//! pod changes or a requeue deadline passes; the eviction queue runs as its own task, as in Karpenter. Volume
 //! attachments are not awaited: the simulated cluster has no CSI attacher, so `VolumesDetached` is
 //! set True once drained (a hook for VolumeAttachments belongs in `state` first).
 
@@ -33,8 +33,9 @@ use crate::apis::condition::StatusConditions;
 use crate::apis::labels::TERMINATION_FINALIZER;
 use crate::cloudprovider::{CloudError, CloudProvider};
 use crate::lifecycle::conditions::{INSTANCE_TERMINATING, set_condition};
+use crate::runtime::reconcile::{self, Action, Env, Kind, Kinds, Reconciler};
 use crate::runtime::{Event, EventRecorder, SharedClock};
-use crate::state::Cluster;
+use crate::state::{Cluster, Snapshot};
 pub use eviction::EvictionQueue;
 
 /// Drain is reported done only once it has lasted this long, so a node whose pods vanish in the
@@ -84,7 +85,7 @@ pub struct Termination {
 }
 
 impl Termination {
-    /// A termination controller. The eviction queue starts with [`Termination::run`].
+    /// A termination controller. The eviction queue starts with [`Termination::run_in`].
     pub fn new(
         client: Client,
         cluster: Arc<Cluster>,
@@ -101,23 +102,27 @@ impl Termination {
         &self.queue
     }
 
-    /// Runs the eviction queue and the finalizer loop for ever.
+    /// Runs the eviction queue and the finalizer loop for ever, alone (as the termination tests
+    /// do), in an [`Env::standalone`] made of its own clients.
     pub async fn run(self) {
+        let env = Env::standalone(
+            self.cluster.clone(),
+            self.client.clone(),
+            self.cloud.clone(),
+            self.clock.clone(),
+            self.events.clone(),
+        );
+        self.run_in(env).await;
+    }
+
+    /// Runs the eviction queue (as its own task) and the finalizer loop for ever in `env`.
+    pub async fn run_in(self, env: Env) {
         tokio::spawn(self.queue.clone().run());
-        let mut changes = self.cluster.subscribe();
-        loop {
-            let after = self.pass().await.unwrap_or(IDLE_REQUEUE);
-            tokio::select! {
-                biased;
-                changed = changes.changed() => if changed.is_err() { return },
-                () = tokio::time::sleep(after) => {}
-            }
-        }
+        reconcile::run(self, env).await;
     }
 
     /// One walk over every deleting NodeClaim and Node; returns the soonest requeue.
-    pub async fn pass(&self) -> Option<Duration> {
-        let snapshot = self.cluster.snapshot();
+    pub async fn pass(&self, snapshot: &Snapshot) -> Option<Duration> {
         if !snapshot.is_synced() {
             return Some(DRAIN_REQUEUE);
         }
@@ -129,12 +134,12 @@ impl Termination {
         };
         for claim in snapshot.node_claims.values() {
             if claim.metadata.deletion_timestamp.is_some() && has_termination_finalizer(claim.as_ref()) {
-                requeue(self.finalize_node_claim(&snapshot, claim).await);
+                requeue(self.finalize_node_claim(snapshot, claim).await);
             }
         }
         for node in snapshot.nodes.values() {
             if node.metadata.deletion_timestamp.is_some() && has_termination_finalizer(node.as_ref()) {
-                requeue(self.finalize_node(&snapshot, node).await);
+                requeue(self.finalize_node(snapshot, node).await);
             }
         }
         soonest
@@ -205,6 +210,27 @@ impl Termination {
             published.insert(key, now);
         }
         self.events.publish(event);
+    }
+}
+
+impl Reconciler for Termination {
+    type Error = std::convert::Infallible;
+
+    fn name(&self) -> &'static str {
+        "termination"
+    }
+
+    fn watches(&self) -> Kinds {
+        // Deleting claims and nodes, and the pods still draining off them.
+        Kinds::of(&[Kind::NodeClaim, Kind::Node, Kind::Pod])
+    }
+
+    async fn reconcile(&mut self, snapshot: &Snapshot, _env: &Env) -> Result<Action, Self::Error> {
+        Ok(Action::requeue(self.pass(snapshot).await.unwrap_or(IDLE_REQUEUE)))
+    }
+
+    fn error_policy(&mut self, error: &Self::Error) -> Action {
+        match *error {}
     }
 }
 

@@ -5,12 +5,12 @@
 
 use std::collections::BTreeMap;
 
-use super::budgets::take;
-use super::candidates::Candidate;
-use super::command::{Command, Method};
-use super::input::DisruptionInput;
-use super::report::Report;
-use super::simulation::simulate;
+use crate::disruption::budgets::take;
+use crate::disruption::candidates::Candidate;
+use crate::disruption::command::{Command, Method};
+use crate::disruption::input::DisruptionInput;
+use crate::disruption::report::Report;
+use crate::disruption::simulation::simulate;
 
 /// The Drift command, if a drifted node can go within budget.
 pub fn drift(
@@ -40,7 +40,7 @@ pub fn drift(
                     replacements: results.new_node_claims,
                 });
             }
-            Err(error) => report.blocked(candidate, error),
+            Err(error) => report.blocked(candidate, error.to_string()),
         }
     }
     None

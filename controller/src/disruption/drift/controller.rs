@@ -20,15 +20,16 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::drift::{INSTANCE_TYPE_CHECK_MIN_AGE, core_drift};
 use super::hash_version::{missing, node_class_annotations, node_pool_annotations, restamp};
+use super::rules::{INSTANCE_TYPE_CHECK_MIN_AGE, core_drift};
 use crate::apis::condition::{ConditionStatus, StatusConditions};
 use crate::apis::labels::CAPACITY_TYPE_LABEL;
 use crate::apis::nodeclaim::{CONDITION_DRIFTED, CONDITION_LAUNCHED};
 use crate::apis::{EC2NodeClass, NodeClaim, NodePool};
 use crate::cloudprovider::{CloudError, CloudProvider, DriftReason};
+use crate::runtime::reconcile::{Action, Env, Kind, Kinds, Reconciler};
 use crate::runtime::{Metrics, SharedClock};
-use crate::state::{Cluster, Snapshot};
+use crate::state::Snapshot;
 
 /// Every launched claim is re-evaluated at least this often (core: `RequeueAfter: 5m`).
 pub const DRIFT_RECHECK: Duration = Duration::from_secs(300);
@@ -38,10 +39,9 @@ pub const DRIFT_RETRY: Duration = Duration::from_secs(30);
 /// Bursts of cluster changes are coalesced into one pass.
 pub const COALESCE: Duration = Duration::from_secs(1);
 
-/// The drift controller. Run it with [`DriftController::run`].
+/// The drift controller, a [`Reconciler`].
 pub struct DriftController {
     client: Client,
-    cluster: Arc<Cluster>,
     cloud: Arc<dyn CloudProvider>,
     clock: SharedClock,
     metrics: Metrics,
@@ -51,37 +51,16 @@ pub struct DriftController {
 
 impl DriftController {
     /// A drift controller over the shared state.
-    pub fn new(
-        client: Client,
-        cluster: Arc<Cluster>,
-        cloud: Arc<dyn CloudProvider>,
-        clock: SharedClock,
-        metrics: Metrics,
-    ) -> Self {
-        Self { client, cluster, cloud, clock, metrics, checked: BTreeMap::new() }
-    }
-
-    /// Runs forever: a pass on every change (coalesced) and whenever a re-check is due.
-    pub async fn run(mut self) {
-        let mut changes = self.cluster.subscribe();
-        loop {
-            let after = self.pass().await.unwrap_or(DRIFT_RECHECK);
-            tokio::select! {
-                biased;
-                changed = changes.changed() => if changed.is_err() { return },
-                () = tokio::time::sleep(after) => {}
-            }
-            tokio::time::sleep(COALESCE).await;
-        }
+    pub fn new(client: Client, cloud: Arc<dyn CloudProvider>, clock: SharedClock, metrics: Metrics) -> Self {
+        Self { client, cloud, clock, metrics, checked: BTreeMap::new() }
     }
 
     /// One walk over every NodePool, EC2NodeClass and NodeClaim; returns when a re-check is due.
-    pub async fn pass(&mut self) -> Option<Duration> {
-        let snapshot = self.cluster.snapshot();
+    pub async fn pass(&mut self, snapshot: &Snapshot) -> Option<Duration> {
         if !snapshot.is_synced() {
             return Some(COALESCE);
         }
-        self.annotate_owners(&snapshot).await;
+        self.annotate_owners(snapshot).await;
         let uids: Vec<String> = snapshot.node_claims.values().filter_map(|c| c.metadata.uid.clone()).collect();
         self.checked.retain(|uid, _| uids.contains(uid));
         let mut soonest: Option<Duration> = None;
@@ -224,6 +203,31 @@ impl DriftController {
                 patch_annotations(&self.client, class.as_ref(), annotations).await;
             }
         }
+    }
+}
+
+impl Reconciler for DriftController {
+    type Error = std::convert::Infallible;
+
+    fn name(&self) -> &'static str {
+        "nodeclaim.drift"
+    }
+
+    fn watches(&self) -> Kinds {
+        // A claim drifts from its NodePool or its EC2NodeClass (spec or resolved status).
+        Kinds::of(&[Kind::NodeClaim, Kind::NodePool, Kind::NodeClass])
+    }
+
+    fn debounce(&self) -> Duration {
+        COALESCE
+    }
+
+    async fn reconcile(&mut self, snapshot: &Snapshot, _env: &Env) -> Result<Action, Self::Error> {
+        Ok(Action::requeue(self.pass(snapshot).await.unwrap_or(DRIFT_RECHECK)))
+    }
+
+    fn error_policy(&mut self, error: &Self::Error) -> Action {
+        match *error {}
     }
 }
 

@@ -9,16 +9,16 @@
 //! the claim (and its Node) and counts `karpenter_nodeclaims_disrupted_total{reason="expired"}`.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::DeleteParams;
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, ResourceExt};
 
 use crate::apis::NodeClaim;
 use crate::runtime::clock::{add, elapsed};
-use crate::runtime::{Event, EventRecorder, EventType, Metrics, SharedClock};
-use crate::state::Cluster;
+use crate::runtime::reconcile::{Action, Env, Kind, Kinds, Reconciler};
+use crate::runtime::{Event, EventType};
+use crate::state::Snapshot;
 
 /// The `reason` label of the disrupted counter for expirations (core `metrics.ExpiredReason`).
 pub const EXPIRED_REASON: &str = "expired";
@@ -42,46 +42,44 @@ pub fn is_expired(claim: &NodeClaim, now: jiff::Timestamp) -> bool {
     expiry(claim).is_some_and(|at| now >= at)
 }
 
-/// The expiration controller. Run it with [`Expiration::run`].
+/// The expiration controller, a [`Reconciler`].
+#[derive(Debug, Default)]
 pub struct Expiration {
-    client: Client,
-    cluster: Arc<Cluster>,
-    clock: SharedClock,
-    events: EventRecorder,
-    metrics: Metrics,
     /// UIDs of claims this controller deleted, so a pass that runs before the watch shows the
     /// deletionTimestamp does not count (or announce) the same expiry twice.
     expired: BTreeSet<String>,
 }
 
-impl Expiration {
-    /// An expiration controller over the shared state.
-    pub fn new(
-        client: Client,
-        cluster: Arc<Cluster>,
-        clock: SharedClock,
-        events: EventRecorder,
-        metrics: Metrics,
-    ) -> Self {
-        Self { client, cluster, clock, events, metrics, expired: BTreeSet::new() }
+impl Reconciler for Expiration {
+    type Error = std::convert::Infallible;
+
+    fn name(&self) -> &'static str {
+        "nodeclaim.expiration"
     }
 
-    /// Runs forever: a pass on every change and exactly at the next expiry.
-    pub async fn run(mut self) {
-        let mut changes = self.cluster.subscribe();
-        loop {
-            let after = self.pass().await;
-            tokio::select! {
-                biased;
-                changed = changes.changed() => if changed.is_err() { return },
-                () = tokio::time::sleep(after) => {}
-            }
-        }
+    fn watches(&self) -> Kinds {
+        // A claim's expiry is in its own spec.
+        Kinds::of(&[Kind::NodeClaim])
+    }
+
+    /// A pass on every claim change and exactly at the next expiry.
+    async fn reconcile(&mut self, snapshot: &Snapshot, env: &Env) -> Result<Action, Self::Error> {
+        Ok(Action::requeue(self.pass(snapshot, env).await))
+    }
+
+    fn error_policy(&mut self, error: &Self::Error) -> Action {
+        match *error {}
+    }
+}
+
+impl Expiration {
+    /// An expiration controller that has expired nothing yet.
+    pub fn new() -> Self {
+        Self::default()
     }
 
     /// Deletes every expired claim; returns how long until the next one expires.
-    pub async fn pass(&mut self) -> Duration {
-        let snapshot = self.cluster.snapshot();
+    pub async fn pass(&mut self, snapshot: &Snapshot, env: &Env) -> Duration {
         if !snapshot.is_synced() {
             return RETRY;
         }
@@ -92,7 +90,7 @@ impl Expiration {
             .filter_map(|c| c.metadata.uid.clone())
             .collect();
         self.expired.retain(|uid| live.contains(uid));
-        let now = self.clock.now();
+        let now = env.clock.now();
         let mut next = IDLE;
         for claim in snapshot.node_claims.values() {
             let uid = claim.metadata.uid.clone().unwrap_or_default();
@@ -104,7 +102,7 @@ impl Expiration {
                 next = next.min(elapsed(now, at));
                 continue;
             }
-            if self.expire(&snapshot, claim).await {
+            if expire(env, snapshot, claim).await {
                 self.expired.insert(uid);
             } else {
                 next = next.min(RETRY);
@@ -112,40 +110,40 @@ impl Expiration {
         }
         next
     }
+}
 
-    /// Deletes an expired claim, then announces and counts it; returns false when the delete
-    /// failed (NotFound counts as done).
-    async fn expire(&self, snapshot: &crate::state::Snapshot, claim: &NodeClaim) -> bool {
-        let name = claim.name_any();
-        let api: Api<NodeClaim> = Api::all(self.client.clone());
-        match api.delete(&name, &DeleteParams::default()).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.code == 404 => return true,
-            Err(error) => {
-                tracing::debug!(nodeclaim = %name, %error, "deleting expired nodeclaim (will retry)");
-                return false;
-            }
+/// Deletes an expired claim, then announces and counts it; returns false when the delete
+/// failed (NotFound counts as done).
+async fn expire(env: &Env, snapshot: &Snapshot, claim: &NodeClaim) -> bool {
+    let name = claim.name_any();
+    let api: Api<NodeClaim> = Api::all(env.kube.clone());
+    match api.delete(&name, &DeleteParams::default()).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 404 => return true,
+        Err(error) => {
+            tracing::debug!(nodeclaim = %name, %error, "deleting expired nodeclaim (will retry)");
+            return false;
         }
-        let pool = claim.node_pool_name().unwrap_or_default().to_owned();
-        let lifetime = claim.spec.expire_after();
-        tracing::info!(nodeclaim = %name, nodepool = %pool, expire_after = lifetime.as_str(), "deleting expired nodeclaim");
-        self.events.publish(Event::about(
-            claim,
+    }
+    let pool = claim.node_pool_name().unwrap_or_default().to_owned();
+    let lifetime = claim.spec.expire_after();
+    tracing::info!(nodeclaim = %name, nodepool = %pool, expire_after = lifetime.as_str(), "deleting expired nodeclaim");
+    env.events.publish(Event::about(
+        claim,
+        EventType::Normal,
+        DISRUPTION_TERMINATING,
+        "Disrupting NodeClaim: Expired".to_owned(),
+    ));
+    for node in snapshot.nodes_for_node_claim(claim) {
+        env.events.publish(Event::about(
+            node.as_ref(),
             EventType::Normal,
             DISRUPTION_TERMINATING,
-            "Disrupting NodeClaim: Expired".to_owned(),
+            "Disrupting Node: Expired".to_owned(),
         ));
-        for node in snapshot.nodes_for_node_claim(claim) {
-            self.events.publish(Event::about(
-                node.as_ref(),
-                EventType::Normal,
-                DISRUPTION_TERMINATING,
-                "Disrupting Node: Expired".to_owned(),
-            ));
-        }
-        self.metrics.nodeclaim_disrupted(EXPIRED_REASON, &pool);
-        true
     }
+    env.metrics.nodeclaim_disrupted(EXPIRED_REASON, &pool);
+    true
 }
 
 #[cfg(test)]
