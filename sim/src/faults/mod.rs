@@ -21,7 +21,7 @@ use crate::scenario::SimDuration;
 use crate::scenario::dist::Dist;
 use crate::scenario::faults::FaultSpec;
 use crate::world::{SimRng, Trace, TraceEntry};
-use dovetail_fakecloud::wire::SharedCloud;
+use dovetail_fakecloud::cloud::SharedCloud;
 use rand::Rng;
 
 /// One fault occurrence, fully drawn.

@@ -46,7 +46,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dovetail_fakecloud::FakeCloud;
-use dovetail_fakecloud::wire::{SharedCloud, lock};
+use dovetail_fakecloud::cloud::{SharedCloud, lock};
 use serde::{Serialize, Serializer};
 
 pub use config::InvariantConfig;

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::apiserver::ApiServer;
 use crate::apiserver::store::Store;
-use dovetail_fakecloud::wire::{SharedCloud, lock};
+use dovetail_fakecloud::cloud::{SharedCloud, lock};
 
 /// Observations so far.
 #[derive(Default)]
