@@ -219,7 +219,7 @@ fn losing_a_node_recreates_its_pods_elsewhere_and_jobs_complete() {
 #[test]
 fn nodes_follow_instances_and_a_killed_instance_moves_its_pods() {
     use base64::Engine as _;
-    use dovetail_fakecloud::wire::lock;
+    use dovetail_fakecloud::cloud::lock;
     use dovetail_fakecloud::{LaunchTemplateRef, LaunchTemplateSpec, RunInstancesRequest};
     let (mut sim, _server, cloud) = dovetail_tests::cloud_world(15);
     let user_data = base64::engine::general_purpose::STANDARD.encode(

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use dovetail_controller::apis::NodeClaim;
 use dovetail_controller::apis::condition::StatusConditions;
-use dovetail_fakecloud::wire::{SharedCloud, lock};
+use dovetail_fakecloud::cloud::{SharedCloud, lock};
 use dovetail_tests::workloads::{deployment, is_ready, is_running, wait_pods};
 use dovetail_tests::{client, general_purpose, install, karpenter_crds, karpenter_world_for};
 use k8s_openapi::api::apps::v1::Deployment;

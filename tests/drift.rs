@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use dovetail_controller::apis::NodeClaim;
 use dovetail_controller::apis::condition::StatusConditions;
-use dovetail_fakecloud::wire::lock;
+use dovetail_fakecloud::cloud::lock;
 use dovetail_tests::workloads::{deployment, is_running, one_per_node, wait_pods, with_grace};
 use dovetail_tests::{client, general_purpose, install, karpenter_crds, karpenter_world};
 use kube::Api;

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use dovetail_fakecloud::wire::{SharedCloud, lock};
+use dovetail_fakecloud::cloud::{SharedCloud, lock};
 use dovetail_fakecloud::{Faults, ScriptedError};
 use dovetail_sim::apiserver::ApiServer;
 use dovetail_sim::invariants::{Checker, InvariantsReport, Phase};

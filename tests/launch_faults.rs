@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use dovetail_fakecloud::wire::{SharedCloud, lock};
+use dovetail_fakecloud::cloud::{SharedCloud, lock};
 use dovetail_fakecloud::{CapacityType, PoolKey};
 use dovetail_tests::{client, general_purpose, install, karpenter_crds, karpenter_world};
 use k8s_openapi::api::core::v1::Pod;

@@ -49,7 +49,7 @@ pub fn ready_node(name: &str, zone: &str, cpu: u32, mem_gi: u32) -> k8s_openapi:
 
 /// A cluster world whose nodes are the fake cloud's instances (us-east-1), with the
 /// cloud also served as the `aws` host.
-pub fn cloud_world<'a>(seed: u64) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::wire::SharedCloud) {
+pub fn cloud_world<'a>(seed: u64) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::cloud::SharedCloud) {
     cloud_world_for(seed, WorldConfig::new(seed).duration)
 }
 
@@ -57,8 +57,9 @@ pub fn cloud_world<'a>(seed: u64) -> (turmoil::Sim<'a>, ApiServer, dovetail_fake
 pub fn cloud_world_for<'a>(
     seed: u64,
     duration: std::time::Duration,
-) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::wire::SharedCloud) {
-    use dovetail_fakecloud::wire::{Server, TurmoilClock, serve_turmoil, shared};
+) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::cloud::SharedCloud) {
+    use dovetail_fakecloud::cloud::shared;
+    use dovetail_fakecloud::wire::{Server, serve_turmoil};
     use dovetail_fakecloud::{Catalog, CloudConfig, FakeCloud};
     let mut cfg = WorldConfig::new(seed);
     cfg.duration = duration;
@@ -74,7 +75,7 @@ pub fn cloud_world_for<'a>(
         let served = served.clone();
         async move {
             let listener = turmoil::net::TcpListener::bind(("0.0.0.0", 80)).await?;
-            serve_turmoil(listener, Server::new(served, TurmoilClock, "http://aws:80")).await?;
+            serve_turmoil(listener, Server::new(served, "http://aws:80")).await?;
             Ok(())
         }
     });
@@ -131,7 +132,7 @@ pub fn general_purpose(capacity_types: &[&str], limits: Option<serde_json::Value
 
 /// A world with the API server and cluster actors, the fake cloud (`aws`) and the production
 /// controller (`controller`). The caller installs CRDs and manifests through a client.
-pub fn karpenter_world<'a>(seed: u64) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::wire::SharedCloud) {
+pub fn karpenter_world<'a>(seed: u64) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::cloud::SharedCloud) {
     karpenter_world_for(seed, WorldConfig::new(seed).duration)
 }
 
@@ -139,7 +140,7 @@ pub fn karpenter_world<'a>(seed: u64) -> (turmoil::Sim<'a>, ApiServer, dovetail_
 pub fn karpenter_world_for<'a>(
     seed: u64,
     duration: std::time::Duration,
-) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::wire::SharedCloud) {
+) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::cloud::SharedCloud) {
     karpenter_world_full(seed, duration, dovetail_sim::kube_client::ClientFaults::default())
 }
 
@@ -147,7 +148,7 @@ pub fn karpenter_world_for<'a>(
 pub fn karpenter_world_with<'a>(
     seed: u64,
     faults: dovetail_sim::kube_client::ClientFaults,
-) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::wire::SharedCloud) {
+) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::cloud::SharedCloud) {
     karpenter_world_full(seed, WorldConfig::new(seed).duration, faults)
 }
 
@@ -156,9 +157,10 @@ pub fn karpenter_world_full<'a>(
     seed: u64,
     duration: std::time::Duration,
     faults: dovetail_sim::kube_client::ClientFaults,
-) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::wire::SharedCloud) {
+) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::cloud::SharedCloud) {
     let (mut sim, server, cloud) = cloud_world_for(seed, duration);
-    dovetail_fakecloud::wire::lock(&cloud).create_interruption_queue(dovetail_sim::controller_host::INTERRUPTION_QUEUE);
+    dovetail_fakecloud::cloud::lock(&cloud)
+        .create_interruption_queue(dovetail_sim::controller_host::INTERRUPTION_QUEUE);
     let settings = dovetail_sim::controller_host::default_settings("us-east-1");
     dovetail_sim::controller_host::add_controller_host_with_faults(&mut sim, seed, settings, faults);
     (sim, server, cloud)

@@ -52,7 +52,7 @@ fn five_hundred_pending_pods_run_on_new_nodes() {
     };
     sim.client("test", async move { scenario.await.map_err(Into::into) });
     sim.run().expect("the simulation");
-    let cloud = dovetail_fakecloud::wire::lock(&cloud);
+    let cloud = dovetail_fakecloud::cloud::lock(&cloud);
     let running: Vec<_> = cloud.instances().filter(|i| i.state.name() == "running").collect();
     assert!(!running.is_empty());
     // Every instance is on-demand, from the allowed categories and generations.
@@ -104,7 +104,7 @@ fn provisioning_digest(seed: u64) -> (String, usize) {
     };
     sim.client("test", async move { scenario.await.map_err(Into::into) });
     sim.run().expect("the simulation");
-    let cloud = dovetail_fakecloud::wire::lock(&cloud);
+    let cloud = dovetail_fakecloud::cloud::lock(&cloud);
     (cloud.digest(), cloud.instances().count())
 }
 

@@ -1,28 +1,22 @@
 //! How the production binary builds its AWS SDK clients. Our AWS SDK dependencies have their
 //! default (TLS) features off, so the SDK has no HTTP client of its own: [`PlainHttpClient`] is
-//! an SDK `HttpClient` over plain-HTTP hyper, which reaches `http://` endpoints such as
-//! moto_server or LocalStack. With the `tls` cargo feature, [`AwsConnection::default_chain`]
+//! the SDK `HttpClient` of `dovetail-sdkhttp` over hyper's plain TCP connector, which reaches
+//! `http://` endpoints such as moto_server or LocalStack. With the `tls` cargo feature, [`AwsConnection::default_chain`]
 //! instead uses the SDK's default HTTPS client and aws-config's default credential chain
 //! (environment, IRSA web identity, SSO, IMDS) for real AWS.
 //!
-//! The simulator does not use this module: it wires its own turmoil `HttpClient`
-//! (`dovetail_fakecloud::sdk`) into the same SDK clients.
+//! The simulator does not use this module: it gives the same SDK clients the same
+//! `HttpClient` over a connector that dials turmoil TCP (`dovetail_fakecloud::sdk`).
 
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use aws_credential_types::Credentials;
 use aws_credential_types::provider::SharedCredentialsProvider;
-use aws_smithy_runtime_api::client::http::{
-    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient, SharedHttpConnector,
-};
-use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
-use aws_smithy_runtime_api::client::result::ConnectorError;
-use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use aws_smithy_runtime_api::client::http::SharedHttpClient;
 use aws_smithy_types::body::SdkBody;
 use aws_smithy_types::retry::RetryConfig;
 use aws_smithy_types::timeout::TimeoutConfig;
-use http_body_util::BodyExt;
+use dovetail_sdkhttp::HyperSdkClient;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector as HyperHttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
@@ -57,19 +51,15 @@ pub enum AwsSetupError {
     },
 }
 
-/// An SDK `HttpClient` that sends each request over plain HTTP/1 with hyper. `https://` URLs
-/// fail with hyper's "invalid URL, scheme is not http"; [`check_endpoint`] reports that clearly
-/// at startup instead.
-#[derive(Debug, Clone, Default)]
-pub struct PlainHttpClient {
-    client: Arc<OnceLock<Client<HyperHttpConnector, SdkBody>>>,
-}
+/// An SDK `HttpClient` that sends each request over plain HTTP/1 with hyper's TCP connector.
+/// `https://` URLs fail with hyper's "invalid URL, scheme is not http"; [`check_endpoint`]
+/// reports that clearly at startup instead. The connection pool is built on first use, on the
+/// runtime current then.
+pub type PlainHttpClient = HyperSdkClient<HyperHttpConnector>;
 
-impl PlainHttpClient {
-    /// A client; the connection pool is built on first use, on the runtime current then.
-    pub fn new() -> Self {
-        Self::default()
-    }
+/// A [`PlainHttpClient`].
+pub fn plain_http_client() -> PlainHttpClient {
+    HyperSdkClient::new(CONNECT_TIMEOUT, hyper_client)
 }
 
 fn hyper_client(connect_timeout: Duration) -> Client<HyperHttpConnector, SdkBody> {
@@ -78,43 +68,6 @@ fn hyper_client(connect_timeout: Duration) -> Client<HyperHttpConnector, SdkBody
     connector.set_nodelay(true);
     // tokio timers (not std::time) drive pool expiry, as everywhere else in the crate.
     Client::builder(TokioExecutor::new()).timer(TokioTimer::new()).pool_timer(TokioTimer::new()).build(connector)
-}
-
-impl HttpClient for PlainHttpClient {
-    fn http_connector(&self, settings: &HttpConnectorSettings, _components: &RuntimeComponents) -> SharedHttpConnector {
-        let connect_timeout = settings.connect_timeout().unwrap_or(CONNECT_TIMEOUT);
-        let client = self.client.get_or_init(|| hyper_client(connect_timeout)).clone();
-        SharedHttpConnector::new(PlainConnector { client, read_timeout: settings.read_timeout() })
-    }
-}
-
-#[derive(Debug, Clone)]
-struct PlainConnector {
-    client: Client<HyperHttpConnector, SdkBody>,
-    read_timeout: Option<Duration>,
-}
-
-impl HttpConnector for PlainConnector {
-    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
-        let client = self.client.clone();
-        let read_timeout = self.read_timeout;
-        HttpConnectorFuture::new(async move {
-            let request = request.try_into_http1x().map_err(|e| ConnectorError::user(e.into()))?;
-            let exchange = async {
-                let response = client.request(request).await.map_err(|e| ConnectorError::io(e.into()))?;
-                let (parts, body) = response.into_parts();
-                let bytes = body.collect().await.map_err(|e| ConnectorError::io(e.into()))?.to_bytes();
-                Ok::<_, ConnectorError>(http::Response::from_parts(parts, SdkBody::from(bytes)))
-            };
-            let response = match read_timeout {
-                Some(limit) => {
-                    tokio::time::timeout(limit, exchange).await.map_err(|e| ConnectorError::timeout(e.into()))??
-                }
-                None => exchange.await?,
-            };
-            HttpResponse::try_from(response).map_err(|e| ConnectorError::other(e.into(), None))
-        })
-    }
 }
 
 /// Static credentials from `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and optionally
@@ -161,7 +114,7 @@ pub struct AwsConnection {
 impl AwsConnection {
     /// Plain HTTP with the given credentials: the only mode without the `tls` feature.
     pub fn plain_http(region: impl Into<String>, credentials: SharedCredentialsProvider) -> Self {
-        Self { region: region.into(), credentials, http: Some(SharedHttpClient::new(PlainHttpClient::new())) }
+        Self { region: region.into(), credentials, http: Some(SharedHttpClient::new(plain_http_client())) }
     }
 
     /// The SDK's default HTTPS client and aws-config's default credential chain (environment,
@@ -222,6 +175,8 @@ client_builder!(
 
 #[cfg(test)]
 mod tests {
+    use http_body_util::BodyExt;
+
     use super::*;
 
     #[test]

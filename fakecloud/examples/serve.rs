@@ -10,7 +10,8 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use dovetail_fakecloud::wire::{Server, TokioClock, serve_tcp, shared};
+use dovetail_fakecloud::cloud::{SharedCloud, TokioClock};
+use dovetail_fakecloud::wire::{Server, serve_tcp};
 use dovetail_fakecloud::{Catalog, CloudConfig, EPOCH_2026, FakeCloud};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -25,7 +26,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
         let endpoint = format!("http://127.0.0.1:{port}");
         eprintln!("fake EC2/SQS for {region} (seed {seed}) at {endpoint}");
-        serve_tcp(listener, Server::new(shared(cloud), TokioClock::starting_at(Duration::ZERO), &endpoint)).await
+        serve_tcp(listener, Server::new(SharedCloud::new(cloud, TokioClock::starting_at(Duration::ZERO)), &endpoint))
+            .await
     })?;
     Ok(())
 }

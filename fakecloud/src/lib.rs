@@ -5,6 +5,8 @@
 //! instances, launch templates, subnets, security groups, AMIs, the SQS interruption queue,
 //! throttling and the billing [`Ledger`]. Time moves only through
 //! [`FakeCloud::advance_to`]; [`FakeCloud::next_deadline`] says when it next has work.
+//! In a world, [`SharedCloud`] shares it and owns its time: it reads a [`cloud::CloudClock`]
+//! and brings the cloud up to the current instant whenever someone acts on it.
 //!
 //! Then [`wire`] serves it over HTTP, speaking the EC2 query protocol and SQS's JSON
 //! protocol, on a turmoil listener inside the simulation or on a real TCP port; and
@@ -17,7 +19,8 @@
 //! ```no_run
 //! use std::time::{Duration, UNIX_EPOCH};
 //! use dovetail_fakecloud::sdk::{SdkOptions, ec2_client, sqs_client};
-//! use dovetail_fakecloud::wire::{Server, TurmoilClock, lock, serve_turmoil, shared};
+//! use dovetail_fakecloud::cloud::shared;
+//! use dovetail_fakecloud::wire::{Server, serve_turmoil};
 //! use dovetail_fakecloud::{Catalog, CloudConfig, EPOCH_2026, FakeCloud, Faults, SpotStorm};
 //!
 //! let seed = 42;
@@ -27,7 +30,7 @@
 //!     Catalog::load("us-west-2").expect("catalog"),
 //! );
 //! cloud.create_interruption_queue("karpenter-interruptions");
-//! let cloud = shared(cloud);
+//! let cloud = shared(cloud); // time: turmoil's simulated clock
 //!
 //! let mut sim = turmoil::Builder::new()
 //!     .rng_seed(seed)
@@ -39,7 +42,7 @@
 //!     let served = served.clone();
 //!     async move {
 //!         let listener = turmoil::net::TcpListener::bind(("0.0.0.0", 80)).await?;
-//!         serve_turmoil(listener, Server::new(served, TurmoilClock, "http://aws:80")).await?;
+//!         serve_turmoil(listener, Server::new(served, "http://aws:80")).await?;
 //!         Ok(())
 //!     }
 //! });
@@ -51,39 +54,34 @@
 //!     Ok(())
 //! });
 //! // Faults and scripted events go through the shared cloud at any step:
-//! lock(&cloud).set_faults(Faults { describe_lag: Duration::from_secs(2), ..Faults::default() });
-//! lock(&cloud).schedule_spot_storm(
+//! cloud.lock().set_faults(Faults { describe_lag: Duration::from_secs(2), ..Faults::default() });
+//! cloud.lock().schedule_spot_storm(
 //!     Duration::from_secs(600),
 //!     SpotStorm { zone: Some("us-west-2a".into()), instance_types: vec![], fraction: 0.5 },
 //! );
 //! while !sim.step().expect("step") {
-//!     // Requests advance the cloud lazily; a world that inspects it between requests
-//!     // advances it to the sim's time first.
-//!     lock(&cloud).advance_to(sim.elapsed());
+//!     // Code between steps is in no host: tell the cloud where the world is, so that
+//!     // `cloud.advance()` here brings it up to the sim's time.
+//!     cloud.stepped_to(sim.elapsed());
 //! }
+//! let _now = cloud.advance();
 //! ```
 
 #![warn(missing_docs)]
 
 mod capacity;
 mod catalog;
-mod cloud;
+pub mod cloud;
 mod config;
 mod error;
 mod eventbridge;
 mod events;
 mod faults;
-mod fleet;
 mod ids;
 mod images;
 mod instance;
-mod launch;
-mod launch_template;
 mod ledger;
-mod md5;
 mod network;
-mod ops_ec2;
-mod ops_sqs;
 pub mod sdk;
 mod seed;
 mod spot;
@@ -95,20 +93,20 @@ pub mod wire;
 
 pub use capacity::{CapacityType, Pool, PoolKey};
 pub use catalog::{Catalog, InstanceTypeInfo, InterruptionBucket, Zone, data_dir};
-pub use cloud::{FakeCloud, INITIAL_AMI_VERSION};
+pub use cloud::fleet::{
+    CreateFleetOutput, CreateFleetRequest, FleetError, FleetInstances, FleetLaunchTemplateConfig, FleetOverride,
+};
+pub use cloud::launch::{RunInstancesOutput, RunInstancesRequest};
+pub use cloud::launch_template::{LaunchTemplate, LaunchTemplateRef, LaunchTemplateSpec};
+pub use cloud::ops_ec2::{LocationType, Page, SpotPricePoint, StateChange};
+pub use cloud::{FakeCloud, INITIAL_AMI_VERSION, SharedCloud};
 pub use config::{CloudConfig, EPOCH_2026};
 pub use error::{ApiError, ApiResult, Error, Result};
 pub use faults::{Faults, ScriptedError, SpotStorm};
-pub use fleet::{
-    CreateFleetOutput, CreateFleetRequest, FleetError, FleetInstances, FleetLaunchTemplateConfig, FleetOverride,
-};
 pub use images::{AMAZON_EKS_OWNER, Image, Images};
 pub use instance::{Instance, InstanceState, ScheduledEvent};
-pub use launch::{RunInstancesOutput, RunInstancesRequest};
-pub use launch_template::{LaunchTemplate, LaunchTemplateRef, LaunchTemplateSpec};
 pub use ledger::{ApiCall, BillingRecord, CostReport, Ledger, NODEPOOL_TAG};
 pub use network::{SecurityGroup, Subnet};
-pub use ops_ec2::{LocationType, Page, SpotPricePoint, StateChange};
 pub use sqs::{Message, Queue, Received, Sqs};
 pub use tags::{Filter, Tags};
 pub use throttle::{BucketSpec, ThrottleConfig};

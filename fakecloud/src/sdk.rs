@@ -1,11 +1,10 @@
-//! How an unmodified AWS SDK client reaches the fake: an SDK `HttpClient` over turmoil TCP,
+//! How an unmodified AWS SDK client reaches the fake: the SDK `HttpClient` over turmoil TCP,
 //! a simulated time source, and configs built the way `rust-stack.md` §3.2 prescribes.
 //!
 //! Build clients *inside* the turmoil host that uses them: the hyper pool spawns its
 //! connection tasks on the runtime current at the first request, and turmoil drops that
 //! runtime when the host crashes or bounces.
 
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_credential_types::Credentials;
@@ -14,16 +13,8 @@ use aws_sdk_ec2::config::timeout::TimeoutConfig;
 use aws_sdk_ec2::config::{BehaviorVersion, Region, SharedAsyncSleep};
 use aws_smithy_async::rt::sleep::TokioSleep;
 use aws_smithy_async::time::TimeSource;
-use aws_smithy_runtime_api::client::http::{
-    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpConnector,
-};
-use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
-use aws_smithy_runtime_api::client::result::ConnectorError;
-use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-use aws_smithy_types::body::SdkBody;
+use dovetail_sdkhttp::HyperSdkClient;
 use dovetail_simnet::{TurmoilConnector, http_client};
-use http_body_util::BodyExt;
-use hyper_util::client::legacy::Client;
 
 /// The SDK's wall clock, replaced by simulated time: `UNIX_EPOCH + turmoil::since_epoch()`.
 /// Used for SigV4 dates, clock-skew correction and retry token-bucket refill.
@@ -36,63 +27,12 @@ impl TimeSource for SimTimeSource {
     }
 }
 
-/// An SDK HTTP client that sends each request over turmoil TCP, so every attempt is a real
-/// request that the simulated network can delay, drop or partition.
-#[derive(Debug, Clone)]
-pub struct SimHttpClient {
-    connect_timeout: Duration,
-    client: Arc<OnceLock<Client<TurmoilConnector, SdkBody>>>,
-}
-
-impl SimHttpClient {
-    /// A client whose connects give up after `connect_timeout` of simulated time (a
-    /// partitioned peer never answers a SYN, so an unbounded connect would hang forever).
-    pub fn new(connect_timeout: Duration) -> Self {
-        Self { connect_timeout, client: Arc::new(OnceLock::new()) }
-    }
-}
-
-impl Default for SimHttpClient {
-    fn default() -> Self {
-        Self::new(Duration::from_secs(10))
-    }
-}
-
-impl HttpClient for SimHttpClient {
-    fn http_connector(&self, settings: &HttpConnectorSettings, _components: &RuntimeComponents) -> SharedHttpConnector {
-        let connect_timeout = settings.connect_timeout().unwrap_or(self.connect_timeout);
-        let client = self.client.get_or_init(|| http_client(TurmoilConnector::new(connect_timeout))).clone();
-        SharedHttpConnector::new(SimConnector { client, read_timeout: settings.read_timeout() })
-    }
-}
-
-#[derive(Debug, Clone)]
-struct SimConnector {
-    client: Client<TurmoilConnector, SdkBody>,
-    read_timeout: Option<Duration>,
-}
-
-impl HttpConnector for SimConnector {
-    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
-        let client = self.client.clone();
-        let read_timeout = self.read_timeout;
-        HttpConnectorFuture::new(async move {
-            let request = request.try_into_http1x().map_err(|e| ConnectorError::user(e.into()))?;
-            let exchange = async {
-                let response = client.request(request).await.map_err(|e| ConnectorError::io(e.into()))?;
-                let (parts, body) = response.into_parts();
-                let bytes = body.collect().await.map_err(|e| ConnectorError::io(e.into()))?.to_bytes();
-                Ok::<_, ConnectorError>(http::Response::from_parts(parts, SdkBody::from(bytes)))
-            };
-            let response = match read_timeout {
-                Some(limit) => {
-                    tokio::time::timeout(limit, exchange).await.map_err(|e| ConnectorError::timeout(e.into()))??
-                }
-                None => exchange.await?,
-            };
-            HttpResponse::try_from(response).map_err(|e| ConnectorError::other(e.into(), None))
-        })
-    }
+/// The SDK `HttpClient` (`dovetail-sdkhttp`, the production controller's too) over turmoil
+/// TCP, so every attempt is a real request that the simulated network can delay, drop or
+/// partition. Its connects give up after the SDK's connect timeout (10 s when unset) of
+/// simulated time: a partitioned peer never answers a SYN.
+pub fn sim_http_client() -> HyperSdkClient<TurmoilConnector> {
+    HyperSdkClient::new(Duration::from_secs(10), |connect_timeout| http_client(TurmoilConnector::new(connect_timeout)))
 }
 
 /// What differs between simulated AWS clients. Everything else is fixed by
@@ -169,7 +109,7 @@ pub fn ec2_config(opts: &SdkOptions) -> aws_sdk_ec2::Config {
         .region(Region::new(opts.region.clone()))
         .endpoint_url(opts.endpoint_url.clone())
         .credentials_provider(credentials())
-        .http_client(SimHttpClient::default())
+        .http_client(sim_http_client())
         .sleep_impl(SharedAsyncSleep::new(TokioSleep::new()))
         .time_source(SimTimeSource)
         .retry_config(opts.retry())
@@ -185,7 +125,7 @@ pub fn sqs_config(opts: &SdkOptions) -> aws_sdk_sqs::Config {
         .region(aws_sdk_sqs::config::Region::new(opts.region.clone()))
         .endpoint_url(opts.endpoint_url.clone())
         .credentials_provider(credentials())
-        .http_client(SimHttpClient::default())
+        .http_client(sim_http_client())
         .sleep_impl(SharedAsyncSleep::new(TokioSleep::new()))
         .time_source(SimTimeSource)
         .retry_config(opts.retry())
@@ -211,7 +151,7 @@ pub fn ssm_config(opts: &SdkOptions) -> aws_sdk_ssm::Config {
         .region(aws_sdk_ssm::config::Region::new(opts.region.clone()))
         .endpoint_url(opts.endpoint_url.clone())
         .credentials_provider(credentials())
-        .http_client(SimHttpClient::default())
+        .http_client(sim_http_client())
         .sleep_impl(SharedAsyncSleep::new(TokioSleep::new()))
         .time_source(SimTimeSource)
         .retry_config(opts.retry())

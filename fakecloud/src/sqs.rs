@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use md5::{Digest, Md5};
 use rand::Rng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
@@ -10,6 +11,11 @@ use rand_chacha::ChaCha8Rng;
 use crate::error::{ApiError, ApiResult};
 use crate::faults::Faults;
 use crate::ids::IdGen;
+
+/// SQS's `MD5OfMessageBody`: lowercase hex MD5 of the body, which clients may verify.
+pub(crate) fn md5_of(body: &str) -> String {
+    hex::encode(Md5::digest(body.as_bytes()))
+}
 
 /// SQS's default visibility timeout.
 pub const DEFAULT_VISIBILITY: Duration = Duration::from_secs(30);
@@ -188,7 +194,7 @@ impl Sqs {
             out.push(Received {
                 message_id: m.message_id.clone(),
                 receipt_handle: handle,
-                md5_of_body: crate::md5::hex(m.body.as_bytes()),
+                md5_of_body: md5_of(&m.body),
                 body: m.body.clone(),
                 sent_at: m.sent_at,
                 receive_count: m.receive_count,
@@ -232,6 +238,12 @@ mod tests {
         let mut sqs = Sqs::default();
         sqs.create_queue("q", INTERRUPTION_QUEUE_RETENTION, DEFAULT_VISIBILITY);
         (sqs, stream(1, "sqs"), IdGen::new(1))
+    }
+
+    #[test]
+    fn md5_of_body_matches_rfc1321_vectors() {
+        assert_eq!(md5_of(""), "d41d8cd98f00b204e9800998ecf8427e");
+        assert_eq!(md5_of("abc"), "900150983cd24fb0d6963f7d28e17f72");
     }
 
     #[test]

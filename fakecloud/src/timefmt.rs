@@ -1,6 +1,10 @@
-//! Rendering simulated instants as the ISO-8601 timestamps AWS APIs return.
+//! Simulated instants as the ISO-8601 timestamps AWS APIs exchange, through jiff.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use jiff::Timestamp;
+use jiff::civil::DateTime;
+use jiff::tz::TimeZone;
 
 /// Seconds since the UNIX epoch of `epoch + at`.
 pub(crate) fn unix_secs(epoch: SystemTime, at: Duration) -> f64 {
@@ -8,64 +12,35 @@ pub(crate) fn unix_secs(epoch: SystemTime, at: Duration) -> f64 {
     (base + at).as_secs_f64()
 }
 
+/// The instant `epoch + at` (clamped to jiff's range, far beyond any simulation).
+fn timestamp(epoch: SystemTime, at: Duration) -> Timestamp {
+    Timestamp::try_from(epoch + at).unwrap_or(Timestamp::MAX)
+}
+
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` for `epoch + at` (EC2's XML timestamp format).
 pub(crate) fn iso8601_millis(epoch: SystemTime, at: Duration) -> String {
-    let total = epoch.duration_since(UNIX_EPOCH).unwrap_or_default() + at;
-    let (date, hms) = split(total.as_secs());
-    format!("{date}T{hms}.{:03}Z", total.subsec_millis())
+    timestamp(epoch, at).strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ` (EventBridge's `time` field format).
 pub(crate) fn iso8601_secs(epoch: SystemTime, at: Duration) -> String {
-    let total = epoch.duration_since(UNIX_EPOCH).unwrap_or_default() + at;
-    let (date, hms) = split(total.as_secs());
-    format!("{date}T{hms}Z")
+    timestamp(epoch, at).strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-/// Parses `YYYY-MM-DDTHH:MM:SS[.fff]Z` back to seconds since the UNIX epoch.
-pub(crate) fn parse_iso8601(s: &str) -> Option<f64> {
-    let s = s.strip_suffix('Z').unwrap_or(s);
-    let (date, time) = s.split_once('T')?;
-    let mut d = date.split('-').map(|p| p.parse::<i64>());
-    let (y, m, day) = (d.next()?.ok()?, d.next()?.ok()?, d.next()?.ok()?);
-    let mut t = time.split(':');
-    let h: i64 = t.next()?.parse().ok()?;
-    let min: i64 = t.next()?.parse().ok()?;
-    let sec: f64 = t.next()?.parse().ok()?;
-    let days = days_from_civil(y, m, day);
-    Some((days * 86_400 + h * 3600 + min * 60) as f64 + sec)
-}
-
-fn split(secs: u64) -> (String, String) {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (y, m, d) = civil_from_days(days);
-    (format!("{y:04}-{m:02}-{d:02}"), format!("{:02}:{:02}:{:02}", rem / 3600, (rem / 60) % 60, rem % 60))
-}
-
-/// Howard Hinnant's `civil_from_days`: proleptic Gregorian date of a day count.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-/// The inverse of [`civil_from_days`].
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+/// The simulated instant (time since `epoch`) that a request's timestamp names: ISO-8601
+/// (`2026-01-01T00:10:00Z`; without an offset, UTC) or UNIX seconds (`1767226200.5`), the
+/// forms the EC2 query protocol accepts. Instants before `epoch` are zero.
+pub(crate) fn parse_instant(epoch: SystemTime, text: &str) -> Option<Duration> {
+    let iso = text
+        .parse::<Timestamp>()
+        .ok()
+        .or_else(|| text.parse::<DateTime>().ok().and_then(|t| t.to_zoned(TimeZone::UTC).ok()).map(|z| z.timestamp()));
+    if let Some(instant) = iso {
+        let since = instant.duration_since(Timestamp::try_from(epoch).ok()?);
+        return Some(Duration::try_from(since).unwrap_or_default());
+    }
+    let secs: f64 = text.parse().ok()?;
+    Some(Duration::from_secs_f64((secs - unix_secs(epoch, Duration::ZERO)).max(0.0)))
 }
 
 #[cfg(test)]
@@ -74,17 +49,22 @@ mod tests {
 
     #[test]
     fn formats_known_instants() {
-        let epoch = UNIX_EPOCH + Duration::from_secs(1_767_225_600); // 2026-01-01T00:00:00Z
+        let epoch = UNIX_EPOCH + crate::config::EPOCH_2026;
         assert_eq!(iso8601_millis(epoch, Duration::ZERO), "2026-01-01T00:00:00.000Z");
         assert_eq!(iso8601_secs(epoch, Duration::from_millis(90_061_500)), "2026-01-02T01:01:01Z");
         assert_eq!(iso8601_millis(UNIX_EPOCH, Duration::from_secs(951_782_400)), "2000-02-29T00:00:00.000Z");
+        // Milliseconds are truncated, not rounded.
+        assert_eq!(iso8601_millis(epoch, Duration::from_nanos(1_999_999_999)), "2026-01-01T00:00:01.999Z");
     }
 
     #[test]
-    fn parse_round_trips() {
-        let epoch = UNIX_EPOCH + Duration::from_secs(1_767_225_600);
-        let s = iso8601_millis(epoch, Duration::from_millis(12_345_678));
-        let parsed = parse_iso8601(&s).expect("parses");
-        assert!((parsed - unix_secs(epoch, Duration::from_millis(12_345_678))).abs() < 1e-6);
+    fn parses_what_it_formats_and_unix_seconds() {
+        let epoch = UNIX_EPOCH + crate::config::EPOCH_2026;
+        let at = Duration::from_millis(12_345_678);
+        assert_eq!(parse_instant(epoch, &iso8601_millis(epoch, at)), Some(at));
+        assert_eq!(parse_instant(epoch, "2026-01-01T00:10:00"), Some(Duration::from_secs(600)));
+        assert_eq!(parse_instant(epoch, "1767226200"), Some(Duration::from_secs(600)));
+        assert_eq!(parse_instant(epoch, "2025-12-31T23:00:00Z"), Some(Duration::ZERO));
+        assert_eq!(parse_instant(epoch, "yesterday"), None);
     }
 }

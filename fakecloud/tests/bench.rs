@@ -16,7 +16,7 @@ use aws_sdk_ec2::types::{
     FleetLaunchTemplateSpecificationRequest, FleetType, TargetCapacitySpecificationRequest,
 };
 use common::*;
-use dovetail_fakecloud::wire::lock;
+use dovetail_fakecloud::cloud::lock;
 use dovetail_fakecloud::{FakeCloud, RunInstancesRequest};
 
 #[allow(clippy::disallowed_methods)] // Measuring the wall cost of the simulator is the point.

@@ -10,7 +10,7 @@ use aws_sdk_ec2::types::{
     FleetLaunchTemplateSpecificationRequest, FleetType, TargetCapacitySpecificationRequest,
 };
 use common::*;
-use dovetail_fakecloud::wire::lock;
+use dovetail_fakecloud::cloud::lock;
 use dovetail_fakecloud::{FakeCloud, Faults, SpotStorm};
 
 const CHILD_ENV: &str = "DOVETAIL_FAKECLOUD_DIGEST_SEED";

@@ -12,11 +12,11 @@ use aws_sdk_ec2::types::{
     SpotOptionsRequest, TargetCapacitySpecificationRequest,
 };
 use common::*;
-use dovetail_fakecloud::wire::lock;
+use dovetail_fakecloud::cloud::lock;
 use dovetail_fakecloud::{CapacityType, FakeCloud, Faults, PoolKey, ScriptedError, ThrottleConfig};
 
 fn overrides(
-    cloud: &dovetail_fakecloud::wire::SharedCloud,
+    cloud: &dovetail_fakecloud::cloud::SharedCloud,
     pairs: &[(&str, &str)],
 ) -> Vec<FleetLaunchTemplateOverridesRequest> {
     pairs

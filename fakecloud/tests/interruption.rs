@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use aws_sdk_ec2::types::InstanceType;
 use common::*;
-use dovetail_fakecloud::wire::lock;
+use dovetail_fakecloud::cloud::lock;
 use dovetail_fakecloud::{FakeCloud, InstanceState, SpotStorm};
 use serde_json::Value;
 

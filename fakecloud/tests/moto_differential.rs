@@ -12,7 +12,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, UNIX_EPOCH};
 
 use bytes::Bytes;
-use dovetail_fakecloud::wire::{Server, TokioClock, serve_tcp, shared};
+use dovetail_fakecloud::cloud::{SharedCloud, TokioClock};
+use dovetail_fakecloud::wire::{Server, serve_tcp};
 use dovetail_fakecloud::{Catalog, CloudConfig, EPOCH_2026, FakeCloud};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
@@ -280,8 +281,8 @@ fn responses_have_the_same_shape_as_motos() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
         let catalog = Catalog::load("us-west-2").expect("catalog");
-        let cloud = shared(FakeCloud::new(CloudConfig::new(1, UNIX_EPOCH + EPOCH_2026), catalog));
-        let server = Server::new(cloud, TokioClock::starting_at(Duration::ZERO), &endpoint);
+        let cloud = FakeCloud::new(CloudConfig::new(1, UNIX_EPOCH + EPOCH_2026), catalog);
+        let server = Server::new(SharedCloud::new(cloud, TokioClock::starting_at(Duration::ZERO)), &endpoint);
         tokio::spawn(serve_tcp(listener, server));
         run_sequence(&endpoint).await
     });
@@ -309,13 +310,13 @@ fn ssm_get_parameter_resolves_the_al2023_alias_over_the_wire() {
     rt.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
-        let cloud = shared(FakeCloud::new(
-            CloudConfig::new(1, UNIX_EPOCH + EPOCH_2026),
-            Catalog::load("us-west-2").expect("catalog"),
-        ));
+        let cloud = SharedCloud::new(
+            FakeCloud::new(CloudConfig::new(1, UNIX_EPOCH + EPOCH_2026), Catalog::load("us-west-2").expect("catalog")),
+            TokioClock::starting_at(Duration::ZERO),
+        );
         let path = "/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/x86_64/standard/recommended/image_id";
-        let expected = dovetail_fakecloud::wire::lock(&cloud).get_parameter(path).expect("parameter");
-        tokio::spawn(serve_tcp(listener, Server::new(cloud, TokioClock::starting_at(Duration::ZERO), &endpoint)));
+        let expected = cloud.lock().get_parameter(path).expect("parameter");
+        tokio::spawn(serve_tcp(listener, Server::new(cloud, &endpoint)));
         let http: Http = Client::builder(TokioExecutor::new()).build(HttpConnector::new());
         let (status, body) = post(
             &http,

@@ -10,38 +10,14 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub struct SimDuration(pub Duration);
 
 impl SimDuration {
-    /// Parses `1h30m`, `45s`, `250ms`, `2.5m`.
+    /// Parses Go duration text (`1h30m`, `45s`, `250ms`, `2.5m`; `dovetail_goduration::parse`),
+    /// surrounding whitespace ignored. A scenario's durations are never negative, not even `-0s`.
     pub fn parse(s: &str) -> Result<Self, String> {
         let s = s.trim();
-        if s == "0" {
-            return Ok(Self(Duration::ZERO));
+        if s.starts_with('-') {
+            return Err(format!("invalid duration {s:?}: negative durations are not allowed"));
         }
-        let mut total = 0f64;
-        let mut rest = s;
-        if rest.is_empty() {
-            return Err("empty duration".into());
-        }
-        while !rest.is_empty() {
-            let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-            if num_end == 0 {
-                return Err(format!("invalid duration {s:?}: expected a number at {rest:?}"));
-            }
-            let n: f64 = rest[..num_end].parse().map_err(|_| format!("invalid duration {s:?}"))?;
-            rest = &rest[num_end..];
-            let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-            let unit = &rest[..unit_end];
-            rest = &rest[unit_end..];
-            let secs = match unit {
-                "h" => 3600.0,
-                "m" => 60.0,
-                "s" => 1.0,
-                "ms" => 0.001,
-                "" => return Err(format!("invalid duration {s:?}: missing unit (use h, m, s or ms)")),
-                u => return Err(format!("invalid duration {s:?}: unknown unit {u:?} (use h, m, s or ms)")),
-            };
-            total += n * secs;
-        }
-        Ok(Self(Duration::from_secs_f64(total)))
+        dovetail_goduration::parse(s).map(Self).map_err(|e| format!("{e} (use h, m, s or ms)"))
     }
 }
 

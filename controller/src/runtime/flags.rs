@@ -374,47 +374,20 @@ fn validate_dns_label(flag: &'static str, env: &'static str, value: &str) -> Res
     }
 }
 
-/// Parses a Go `time.ParseDuration` string: a sequence of decimal numbers with units
-/// `ns`, `us`/`µs`, `ms`, `s`, `m`, `h` (`1m30s`, `1.5s`, `500ms`). Negative durations are
-/// rejected: no Karpenter duration setting may be negative.
+/// Parses a Go `time.ParseDuration` string (`dovetail_goduration::parse`): a sequence of
+/// decimal numbers with units `ns`, `us`/`µs`, `ms`, `s`, `m`, `h` (`1m30s`, `1.5s`, `500ms`),
+/// surrounding whitespace ignored. Negative durations, `-0` included, are rejected: no
+/// Karpenter duration setting may be negative.
 ///
 /// # Errors
 /// A message saying what is accepted, which clap prefixes with the flag and the value.
 pub fn parse_go_duration(s: &str) -> Result<Duration, String> {
     const ALLOWED: &str = "a Go duration such as 1s, 500ms, 1m30s (units ns, us, ms, s, m, h)";
     let s = s.trim();
-    if s == "0" {
-        return Ok(Duration::ZERO);
-    }
-    if s.is_empty() || s.starts_with('-') {
+    if s.starts_with('-') {
         return Err(ALLOWED.to_string());
     }
-    let s = s.strip_prefix('+').unwrap_or(s);
-    let mut total_nanos: f64 = 0.0;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let number_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        let (number, after) = rest.split_at(number_len);
-        let value: f64 = number.parse().map_err(|_| ALLOWED.to_string())?;
-        let unit_len = after.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(after.len());
-        let (unit, next) = after.split_at(unit_len);
-        let scale = match unit {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return Err(ALLOWED.to_string()),
-        };
-        total_nanos += value * scale;
-        rest = next;
-    }
-    if !total_nanos.is_finite() || total_nanos > u64::MAX as f64 {
-        return Err(format!("{ALLOWED}, at most about 584 years"));
-    }
-    // Rounding to whole nanoseconds is Go's behaviour too.
-    Ok(Duration::from_nanos(total_nanos.round() as u64))
+    dovetail_goduration::parse(s).map_err(|e| format!("{ALLOWED}: {}", e.reason))
 }
 
 fn format_duration(d: Duration) -> String {

@@ -3,13 +3,26 @@
 //! Time only moves when the caller says so ([`FakeCloud::advance_to`]), and the cloud does
 //! work only at the deadlines it has scheduled ([`FakeCloud::next_deadline`]), so an idle
 //! simulated hour with a thousand instances costs a handful of events, not a tick loop.
-//! The EC2 and SQS operations live in sibling modules (`ops_*`, `fleet`, `launch`) as
-//! further `impl FakeCloud` blocks. Here: construction, time and inspection;
+//! The EC2 and SQS operations live in child modules (`ops_ec2`, `ops_sqs`, `fleet`,
+//! `launch`) as further `impl FakeCloud` blocks. Here: construction, time and inspection;
 //! `lifecycle` runs scheduled events (launch completion, interruptions, outages) and
 //! `scenario` holds fault switches and scenario controls.
+//!
+//! [`SharedCloud`] is the handle the served cloud, the simulated world and fault injectors
+//! share; it owns the cloud's time ([`CloudClock`]), so nobody else moves it.
 
+mod clock;
+pub(crate) mod fleet;
+pub(crate) mod launch;
+pub(crate) mod launch_template;
 mod lifecycle;
+pub(crate) mod ops_ec2;
+mod ops_sqs;
 mod scenario;
+mod shared;
+
+pub use clock::{CloudClock, TokioClock, TurmoilClock};
+pub use shared::{SharedCloud, lock, shared};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -23,11 +36,9 @@ use crate::catalog::Catalog;
 use crate::config::CloudConfig;
 use crate::events::EventQueue;
 use crate::faults::Faults;
-use crate::fleet::CreateFleetOutput;
 use crate::ids::IdGen;
 use crate::images::Images;
 use crate::instance::Instance;
-use crate::launch_template::LaunchTemplate;
 use crate::ledger::{CostReport, Ledger};
 use crate::network::{Network, SecurityGroup, Subnet};
 use crate::seed::stream;
@@ -35,6 +46,9 @@ use crate::spot::SpotMarket;
 use crate::sqs::Sqs;
 use crate::tags::Tags;
 use crate::throttle::Throttle;
+use fleet::CreateFleetOutput;
+use launch::RunInstancesOutput;
+use launch_template::LaunchTemplate;
 
 /// The first AMI release every fake cloud starts with.
 pub const INITIAL_AMI_VERSION: &str = "v20260101";
@@ -73,7 +87,7 @@ pub struct FakeCloud {
     pub(crate) throttle: Option<Throttle>,
     pub(crate) zone_outages: BTreeSet<String>,
     pub(crate) fleet_tokens: BTreeMap<String, (String, CreateFleetOutput)>,
-    pub(crate) run_tokens: BTreeMap<String, (String, crate::launch::RunInstancesOutput)>,
+    pub(crate) run_tokens: BTreeMap<String, (String, RunInstancesOutput)>,
     pub(crate) vcpu_in_use: BTreeMap<CapacityType, u32>,
     pub(crate) fleet_count: u64,
     /// Every instant fleet's requested total target capacity, by fleet id.
@@ -186,6 +200,7 @@ impl FakeCloud {
     }
 
     /// Processes every event due by `now`, in time order, and moves the clock to `now`.
+    /// In a world, [`SharedCloud::advance`] is the one caller: it reads the world's clock.
     pub fn advance_to(&mut self, now: Duration) {
         while !self.events.is_empty()
             && let Some((at, event)) = self.events.pop_due(now)

@@ -3,13 +3,13 @@
 use super::*;
 use crate::capacity::{CapacityType, PoolKey};
 use crate::catalog::tests::small;
+use crate::cloud::fleet::{CreateFleetRequest, FleetLaunchTemplateConfig, FleetOverride};
+use crate::cloud::launch::RunInstancesRequest;
+use crate::cloud::launch_template::{LaunchTemplateRef, LaunchTemplateSpec};
 use crate::config::EPOCH_2026;
 use crate::error::ApiResult;
 use crate::faults::Faults;
-use crate::fleet::{CreateFleetRequest, FleetLaunchTemplateConfig, FleetOverride};
 use crate::instance::InstanceState;
-use crate::launch::RunInstancesRequest;
-use crate::launch_template::{LaunchTemplateRef, LaunchTemplateSpec};
 use crate::tags::Filter;
 use std::collections::BTreeSet;
 use std::time::UNIX_EPOCH;

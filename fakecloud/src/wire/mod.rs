@@ -3,9 +3,8 @@
 //!
 //! The server is generic over its IO, so the same code serves a turmoil listener inside a
 //! simulation ([`serve_turmoil`]) and a real TCP listener on 127.0.0.1 ([`serve_tcp`]) that
-//! the AWS CLI can use. Before handling a request it advances the cloud to the
-//! [`CloudClock`]'s now, so everything due (launch completions, reclaims, queued
-//! interruption messages) has happened by the time the caller looks.
+//! the AWS CLI can use. Each request acts on the cloud through [`SharedCloud::advance`],
+//! so everything due by the request's instant has happened by the time the caller looks.
 
 mod ec2;
 mod instance_type_xml;
@@ -14,7 +13,7 @@ mod sqs_json;
 mod xml;
 
 use std::convert::Infallible;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -24,65 +23,13 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 
-use crate::cloud::FakeCloud;
+use crate::cloud::SharedCloud;
 use crate::error::ApiError;
-
-/// The cloud shared between the server, the world that inspects it and fault injectors.
-pub type SharedCloud = Arc<Mutex<FakeCloud>>;
-
-/// Wraps a cloud for sharing.
-pub fn shared(cloud: FakeCloud) -> SharedCloud {
-    Arc::new(Mutex::new(cloud))
-}
-
-/// Locks the cloud, recovering from a poisoned lock (a panicking test thread must not
-/// hide the state from the report).
-pub fn lock(cloud: &SharedCloud) -> MutexGuard<'_, FakeCloud> {
-    cloud.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Where the server reads simulated time from.
-pub trait CloudClock: Send + Sync + 'static {
-    /// Time since the cloud's simulated instant zero.
-    fn now(&self) -> Duration;
-}
-
-/// turmoil's global simulated time (`turmoil::sim_elapsed`); use inside a turmoil sim.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct TurmoilClock;
-
-impl CloudClock for TurmoilClock {
-    fn now(&self) -> Duration {
-        turmoil::sim_elapsed().unwrap_or_default()
-    }
-}
-
-/// Tokio time since the clock was created: simulated under a paused runtime, real time
-/// for a live server on 127.0.0.1.
-#[derive(Debug, Clone, Copy)]
-pub struct TokioClock {
-    start: tokio::time::Instant,
-    offset: Duration,
-}
-
-impl TokioClock {
-    /// A clock that reads `offset` now and advances with tokio time.
-    pub fn starting_at(offset: Duration) -> Self {
-        Self { start: tokio::time::Instant::now(), offset }
-    }
-}
-
-impl CloudClock for TokioClock {
-    fn now(&self) -> Duration {
-        self.offset + self.start.elapsed()
-    }
-}
 
 /// Everything a connection handler needs.
 #[derive(Clone)]
 pub struct Server {
     cloud: SharedCloud,
-    clock: Arc<dyn CloudClock>,
     endpoint: String,
     wake: Arc<tokio::sync::Notify>,
 }
@@ -94,15 +41,10 @@ impl std::fmt::Debug for Server {
 }
 
 impl Server {
-    /// A server for `cloud`. `endpoint` (e.g. `http://aws:80`) prefixes the queue URLs it
-    /// hands out, so clients can send them back.
-    pub fn new(cloud: SharedCloud, clock: impl CloudClock, endpoint: &str) -> Self {
-        Self {
-            cloud,
-            clock: Arc::new(clock),
-            endpoint: endpoint.trim_end_matches('/').to_string(),
-            wake: Arc::new(tokio::sync::Notify::new()),
-        }
+    /// A server for `cloud`, serving at the cloud's clock. `endpoint` (e.g. `http://aws:80`)
+    /// prefixes the queue URLs it hands out, so clients can send them back.
+    pub fn new(cloud: SharedCloud, endpoint: &str) -> Self {
+        Self { cloud, endpoint: endpoint.trim_end_matches('/').to_string(), wake: Arc::new(tokio::sync::Notify::new()) }
     }
 
     /// The shared cloud.
@@ -146,8 +88,7 @@ impl Server {
     fn handle_ec2(&self, body: &[u8]) -> Response<Full<Bytes>> {
         let params = query::Params::parse(body);
         let action = params.get("Action").unwrap_or("").to_string();
-        let mut cloud = lock(&self.cloud);
-        cloud.advance_to(self.clock.now());
+        let mut cloud = self.cloud.advance();
         let request_id = cloud.message_ids.uuid();
         let result = cloud.admit(&action).and_then(|()| ec2::dispatch(&mut cloud, &action, &params, &request_id));
         cloud.log_call(&action, result.as_ref().err());
@@ -172,9 +113,8 @@ impl Server {
         loop {
             let wake = self.wake.notified();
             let (result, deadline) = {
-                let mut cloud = lock(&self.cloud);
-                let now = self.clock.now();
-                cloud.advance_to(now);
+                let now = self.cloud.now();
+                let mut cloud = self.cloud.advance();
                 let first = waited.is_zero();
                 let result = if first { cloud.admit(&action) } else { Ok(()) }
                     .and_then(|()| sqs_json::dispatch(&mut cloud, &self.endpoint, op, &value, waited));
@@ -198,13 +138,13 @@ impl Server {
                         .map_or(left, |d| d.min(left))
                         .min(Duration::from_secs(1))
                         .max(Duration::from_millis(1));
-                    let before = self.clock.now();
+                    let before = self.cloud.now();
                     tokio::select! {
                         biased;
                         () = wake => {}
                         () = tokio::time::sleep(step) => {}
                     }
-                    waited += self.clock.now().saturating_sub(before).max(Duration::from_millis(1));
+                    waited += self.cloud.now().saturating_sub(before).max(Duration::from_millis(1));
                 }
                 Err(e) => return json_error(&e),
             }
@@ -214,8 +154,7 @@ impl Server {
     fn handle_ssm(&self, op: &str, body: &[u8]) -> Response<Full<Bytes>> {
         let value: serde_json::Value = serde_json::from_slice(body).unwrap_or(serde_json::Value::Null);
         let action = format!("SSM.{op}");
-        let mut cloud = lock(&self.cloud);
-        cloud.advance_to(self.clock.now());
+        let mut cloud = self.cloud.advance();
         let result = cloud.admit(&action).and_then(|()| sqs_json::dispatch_ssm(&mut cloud, op, &value));
         cloud.log_call(&action, result.as_ref().err());
         match result {

@@ -6,8 +6,9 @@
 use std::future::Future;
 use std::time::{Duration, UNIX_EPOCH};
 
+use dovetail_fakecloud::cloud::{SharedCloud, lock, shared};
 use dovetail_fakecloud::sdk::{SdkOptions, ec2_client, sqs_client};
-use dovetail_fakecloud::wire::{Server, SharedCloud, TurmoilClock, lock, serve_turmoil, shared};
+use dovetail_fakecloud::wire::{Server, serve_turmoil};
 use dovetail_fakecloud::{Catalog, CloudConfig, EPOCH_2026, FakeCloud};
 
 pub const REGION: &str = "us-west-2";
@@ -45,7 +46,7 @@ pub fn world(seed: u64, cloud: FakeCloud, duration: Duration) -> (turmoil::Sim<'
         let served = served.clone();
         async move {
             let listener = turmoil::net::TcpListener::bind(("0.0.0.0", 80)).await?;
-            serve_turmoil(listener, Server::new(served, TurmoilClock, ENDPOINT)).await?;
+            serve_turmoil(listener, Server::new(served, ENDPOINT)).await?;
             Ok(())
         }
     });

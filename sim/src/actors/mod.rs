@@ -27,7 +27,7 @@ pub mod workloads;
 
 use std::time::Duration;
 
-use dovetail_fakecloud::wire::SharedCloud;
+use dovetail_fakecloud::cloud::SharedCloud;
 
 use crate::apiserver::{self, ApiServer};
 use crate::world::derive_rng;

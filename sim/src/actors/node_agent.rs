@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use dovetail_fakecloud::FakeCloud;
-use dovetail_fakecloud::wire::{SharedCloud, lock};
+use dovetail_fakecloud::cloud::SharedCloud;
 use k8s_openapi::api::core::v1::Taint;
 use rand::Rng;
 use serde_json::{Value, json};
@@ -173,9 +173,9 @@ impl Reconciler for NodeAgents {
 
     fn reconcile(&mut self, store: &mut Store, now: Duration) -> Option<Duration> {
         let nodes_t = store.registry().get("", "nodes").expect("built in");
-        let cloud = self.cloud.clone();
-        let mut cloud = lock(&cloud);
-        cloud.advance_to(now);
+        // The cloud as it is at this instant (the cloud's clock reads this host's `now`).
+        let handle = self.cloud.clone();
+        let cloud = handle.advance();
         let region = cloud.region().to_string();
         let instances: Vec<_> = cloud.instances().cloned().collect();
         let mut next: Option<Duration> = cloud.next_deadline();

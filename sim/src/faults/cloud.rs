@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use dovetail_fakecloud::wire::{SharedCloud, lock};
+use dovetail_fakecloud::cloud::{SharedCloud, lock};
 use dovetail_fakecloud::{CapacityType, Faults, Pool, PoolKey, SpotStorm, ThrottleConfig};
 
 use crate::scenario::drawn_fault::DrawnFault;
@@ -25,10 +25,10 @@ impl CloudState {
         Self { saved_pools: BTreeMap::new(), _rng: rng }
     }
 
-    /// Starts a pool, storm or outage fault.
+    /// Starts a pool, storm or outage fault. `now` is where the world stepped to, which is
+    /// also the time the cloud acts at.
     pub fn start(&mut self, cloud: &SharedCloud, id: usize, fault: &DrawnFault, now: Duration) {
-        let mut c = lock(cloud);
-        c.advance_to(now);
+        let mut c = cloud.advance();
         match fault {
             DrawnFault::InsufficientCapacity { instance_types, cheapest, zones, capacity_types } => {
                 let types = matching_types(c.catalog(), instance_types, *cheapest);
@@ -50,7 +50,9 @@ impl CloudState {
                     now,
                     SpotStorm { zone: zone.clone(), instance_types: Vec::new(), fraction: *fraction },
                 );
-                c.advance_to(now);
+                drop(c);
+                // The storm strikes now, before anyone looks at the cloud.
+                drop(cloud.advance());
             }
             DrawnFault::AmiRelease { version } => {
                 let version = version.clone().unwrap_or_else(|| format!("v{}", now.as_secs()));
@@ -59,7 +61,8 @@ impl CloudState {
             DrawnFault::ZoneOutage { zone } => {
                 // Validated against the catalog's zones when the scenario loaded.
                 let _ = c.schedule_zone_outage(zone, now, None);
-                c.advance_to(now);
+                drop(c);
+                drop(cloud.advance());
             }
             _ => {}
         }
@@ -67,8 +70,7 @@ impl CloudState {
 
     /// Heals a pool or outage fault.
     pub fn stop(&mut self, cloud: &SharedCloud, id: usize, fault: &DrawnFault, now: Duration) {
-        let mut c = lock(cloud);
-        c.advance_to(now);
+        let mut c = cloud.advance();
         match fault {
             DrawnFault::InsufficientCapacity { .. } => {
                 for (key, pool) in self.saved_pools.remove(&id).unwrap_or_default() {
@@ -77,7 +79,8 @@ impl CloudState {
             }
             DrawnFault::ZoneOutage { zone } => {
                 c.schedule_zone_outage_end(zone, now);
-                c.advance_to(now);
+                drop(c);
+                drop(cloud.advance());
             }
             _ => {}
         }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::apiserver::ApiServer;
 use crate::scenario::drawn_fault::DrawnFault;
-use dovetail_fakecloud::wire::SharedCloud;
+use dovetail_fakecloud::cloud::SharedCloud;
 use dovetail_world::{SimRng, Trace, TraceEntry};
 
 /// What the fault machinery needs from the world.

@@ -31,7 +31,8 @@ use crate::kube_client::sim_kube_client;
 use crate::scenario::plan::Plan;
 use crate::scenario::{ControllerSpec, Loaded, SimDuration};
 use crate::world::{Trace, TraceEntry, WorldConfig, build_sim, derive_rng, derive_seed};
-use dovetail_fakecloud::wire::{Server, SharedCloud, TurmoilClock, lock, serve_turmoil, shared};
+use dovetail_fakecloud::cloud::{SharedCloud, lock, shared};
+use dovetail_fakecloud::wire::{Server, serve_turmoil};
 use dovetail_fakecloud::{Catalog, CloudConfig, FakeCloud};
 use report::{CostSection, InvariantsSection, PendingSection, ViolationReport, round};
 
@@ -165,6 +166,10 @@ pub fn run_with(loaded: &Loaded, seed: u64, options: &mut RunOptions) -> anyhow:
             f(now);
         }
         sim.step().map_err(|e| anyhow::anyhow!("simulation failed at {}: {e}", SimDuration(now)))?;
+        // Between steps the runner is in no host: the cloud's faults act at the world's time.
+        if let Some(cloud) = &cloud {
+            cloud.stepped_to(sim.elapsed());
+        }
     }
     let end = sim.elapsed();
     if let (Some(checker), Some(r)) = (checker.as_mut(), replicas.as_ref()) {
@@ -215,7 +220,7 @@ fn add_cloud(
         let served = served.clone();
         async move {
             let listener = turmoil::net::TcpListener::bind(("0.0.0.0", 80)).await?;
-            serve_turmoil(listener, Server::new(served, TurmoilClock, "http://aws:80")).await?;
+            serve_turmoil(listener, Server::new(served, "http://aws:80")).await?;
             Ok(())
         }
     });

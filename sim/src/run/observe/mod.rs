@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dovetail_fakecloud::FakeCloud;
-use dovetail_fakecloud::wire::{SharedCloud, lock};
+use dovetail_fakecloud::cloud::{SharedCloud, lock};
 use serde_json::Value;
 
 use crate::apiserver::ApiServer;

@@ -7,11 +7,11 @@
 use rand::Rng;
 
 use crate::capacity::{CapacityType, PoolKey};
+use crate::cloud::launch_template::LaunchTemplateRef;
 use crate::cloud::{FakeCloud, draw_between};
 use crate::error::{ApiError, ApiResult};
 use crate::events::CloudEvent;
 use crate::instance::{Instance, InstanceState};
-use crate::launch_template::LaunchTemplateRef;
 use crate::spot::SpotMarket;
 use crate::tags::Tags;
 

@@ -55,7 +55,7 @@ impl FakeCloud {
             &mut self.rng_sqs,
             &mut self.message_ids,
         )?;
-        Ok((id, crate::md5::hex(body.as_bytes())))
+        Ok((id, crate::sqs::md5_of(body)))
     }
 
     /// ReceiveMessage (no waiting; the wire layer implements long polling on top).

@@ -19,9 +19,9 @@ use rand::Rng;
 
 use crate::capacity::{CapacityType, PoolKey};
 use crate::cloud::FakeCloud;
+use crate::cloud::launch::Placement;
+use crate::cloud::launch_template::LaunchTemplateRef;
 use crate::error::{ApiError, ApiResult};
-use crate::launch::Placement;
-use crate::launch_template::LaunchTemplateRef;
 use crate::tags::Tags;
 
 /// One `Overrides.N` entry.
