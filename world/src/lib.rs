@@ -10,5 +10,5 @@ pub mod trace;
 
 pub use clock::Clock;
 pub use duration::SimDuration;
-pub use rng::{SimRng, derive_rng, derive_seed};
+pub use rng::{SimRng, Stream, derive_rng, derive_seed};
 pub use trace::{Trace, TraceEntry};
