@@ -3,16 +3,12 @@
 pub mod workloads;
 
 use dovetail_sim::apiserver::{self, ApiServer};
-use dovetail_sim::world::{Trace, WorldConfig, build_sim};
+use dovetail_sim::world::{Trace, World, WorldConfig};
 
 /// A simulation with an API server host, for `seed`.
 pub fn apiserver_world<'a>(seed: u64) -> (turmoil::Sim<'a>, ApiServer, Trace) {
-    let cfg = WorldConfig::new(seed);
-    let mut sim = build_sim(&cfg);
-    let trace = Trace::new();
-    let server = apiserver::sim_server(seed, trace.clone());
-    apiserver::add_host(&mut sim, &server);
-    (sim, server, trace)
+    let world = World::builder(seed).build().expect("an API-server world has no catalog to load");
+    (world.sim, world.server, world.trace)
 }
 
 /// A kube client for the simulated API server; call inside a turmoil host or client.
@@ -23,12 +19,8 @@ pub fn client() -> kube::Client {
 /// A simulation with the API server and the cluster's actors (scheduler, kubelets,
 /// workload controllers, PDB status, pod GC).
 pub fn cluster_world<'a>(seed: u64) -> (turmoil::Sim<'a>, ApiServer, Trace) {
-    let cfg = WorldConfig::new(seed);
-    let mut sim = build_sim(&cfg);
-    let trace = Trace::new();
-    let server = apiserver::sim_server(seed, trace.clone());
-    dovetail_sim::actors::add_cluster_host(&mut sim, &server, seed, None);
-    (sim, server, trace)
+    let world = World::builder(seed).cluster_actors().build().expect("a cluster world has no catalog to load");
+    (world.sim, world.server, world.trace)
 }
 
 /// A Ready node in `zone` with `cpu` cores and `mem_gi` GiB allocatable.
@@ -58,28 +50,18 @@ pub fn cloud_world_for<'a>(
     seed: u64,
     duration: std::time::Duration,
 ) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::cloud::SharedCloud) {
-    use dovetail_fakecloud::cloud::shared;
-    use dovetail_fakecloud::wire::{Server, serve_turmoil};
-    use dovetail_fakecloud::{Catalog, CloudConfig, FakeCloud};
-    let mut cfg = WorldConfig::new(seed);
-    cfg.duration = duration;
-    let mut sim = build_sim(&cfg);
-    let server = apiserver::sim_server(seed, Trace::new());
-    let config =
-        CloudConfig::new(dovetail_sim::world::derive_seed(seed, "cloud"), dovetail_sim::world::clock::sim_epoch());
-    let cloud =
-        shared(FakeCloud::new(config, Catalog::load("us-east-1").expect("the EC2 catalog in ../shared/data/ec2")));
-    dovetail_sim::actors::add_cluster_host(&mut sim, &server, seed, Some(cloud.clone()));
-    let served = cloud.clone();
-    sim.host("aws", move || {
-        let served = served.clone();
-        async move {
-            let listener = turmoil::net::TcpListener::bind(("0.0.0.0", 80)).await?;
-            serve_turmoil(listener, Server::new(served, "http://aws:80")).await?;
-            Ok(())
-        }
-    });
-    (sim, server, cloud)
+    let world = World::builder(seed)
+        .duration(duration)
+        .cloud("us-east-1")
+        .build()
+        .expect("the EC2 catalog in ../shared/data/ec2");
+    split_cloud_world(world)
+}
+
+/// The simulation, API server and fake cloud of a world built with a cloud.
+fn split_cloud_world(world: World<'_>) -> (turmoil::Sim<'_>, ApiServer, dovetail_fakecloud::cloud::SharedCloud) {
+    let cloud = world.cloud.expect("the world was built with a cloud");
+    (world.sim, world.server, cloud)
 }
 
 /// The Karpenter CRDs, as the upstream manifests (what a user installs with Helm).
@@ -158,12 +140,14 @@ pub fn karpenter_world_full<'a>(
     duration: std::time::Duration,
     faults: dovetail_sim::kube_client::ClientFaults,
 ) -> (turmoil::Sim<'a>, ApiServer, dovetail_fakecloud::cloud::SharedCloud) {
-    let (mut sim, server, cloud) = cloud_world_for(seed, duration);
-    dovetail_fakecloud::cloud::lock(&cloud)
-        .create_interruption_queue(dovetail_sim::controller_host::INTERRUPTION_QUEUE);
-    let settings = dovetail_sim::controller_host::default_settings("us-east-1");
-    dovetail_sim::controller_host::add_controller_host_with_faults(&mut sim, seed, settings, faults);
-    (sim, server, cloud)
+    let world = World::builder(seed)
+        .duration(duration)
+        .cloud("us-east-1")
+        .controller(dovetail_sim::controller_host::default_settings("us-east-1"))
+        .client_faults(faults)
+        .build()
+        .expect("the EC2 catalog in ../shared/data/ec2");
+    split_cloud_world(world)
 }
 
 /// Creates every object through the API (CRDs first, then a short wait so they register).

@@ -4,8 +4,9 @@
 //! depend on call order (a pool's size, a spot price in a given hour) are pure functions of
 //! `(seed, key)`; sequential choices (launch delays, tie-breaks) come from per-component
 //! ChaCha streams, so turning one fault on does not shift the draws of another component.
+//! Those streams are derived exactly as the world's own ([`dovetail_world::derive_rng`]:
+//! SHA-256 of seed and name), so the whole run has one derivation of named streams.
 
-use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 /// splitmix64's finaliser: a cheap, well-mixed, platform-independent 64-bit permutation.
@@ -37,9 +38,10 @@ pub(crate) fn unit(h: u64) -> f64 {
     (h >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// A ChaCha stream for one named component, derived from the root seed.
+/// A ChaCha stream for one named component, derived from the cloud's seed the same way
+/// the world derives every stream (SHA-256 of seed and name).
 pub(crate) fn stream(seed: u64, component: &str) -> ChaCha8Rng {
-    ChaCha8Rng::seed_from_u64(hash_parts(seed, &[component]))
+    dovetail_world::derive_rng(seed, component)
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use dovetail_fakecloud::sdk::{SdkOptions, ec2_client, sqs_client, ssm_client};
 
 use crate::apiserver::API_PORT;
 use crate::kube_client::ClientFaults;
-use crate::world::derive_seed;
+use crate::world::Stream;
 
 /// The turmoil host name of the controller.
 pub const CONTROLLER_HOST: &str = "controller";
@@ -45,20 +45,11 @@ pub fn default_settings(region: &str) -> Settings {
     }
 }
 
-/// Adds the controller host. It (re)builds every client each time it starts, so a bounce
-/// restarts it like a pod restart: fresh caches, state rebuilt from the API server.
-pub fn add_controller_host(sim: &mut turmoil::Sim<'_>, seed: u64, settings: Settings) {
-    add_controller_host_with_faults(sim, seed, settings, ClientFaults::default());
-}
-
-/// [`add_controller_host`] whose kube client injects `faults` (the world around the
-/// controller misbehaving; the controller itself is unchanged).
-pub fn add_controller_host_with_faults(
-    sim: &mut turmoil::Sim<'_>,
-    seed: u64,
-    settings: Settings,
-    faults: ClientFaults,
-) {
+/// Adds the controller host whose kube client injects `faults` (the world around the
+/// controller misbehaving; the controller itself is unchanged). It (re)builds every client
+/// each time it starts, so a bounce restarts it like a pod restart: fresh caches, state
+/// rebuilt from the API server. Worlds get it from [`crate::world::WorldBuilder::controller`].
+pub(crate) fn add_controller_host(sim: &mut turmoil::Sim<'_>, seed: u64, settings: Settings, faults: ClientFaults) {
     let settings = Arc::new(settings);
     sim.host(CONTROLLER_HOST, move || {
         let settings = settings.clone();
@@ -72,7 +63,7 @@ pub fn add_controller_host_with_faults(
             };
             let env = Environment {
                 clock: Arc::new(SimClock),
-                rng: SharedRng::from_seed(derive_seed(seed, "controller")),
+                rng: SharedRng::from_seed(Stream::Controller(0).seed(seed)),
                 events: EventRecorder::new(),
                 metrics: dovetail_controller::runtime::Metrics::new(),
                 instance: CONTROLLER_HOST.to_owned(),
@@ -104,25 +95,34 @@ impl Replicas {
     }
 }
 
+/// The host name of replica `index`: `controller`, then `controller-b`, `controller-c`
+/// (the same names as their random streams, [`Stream::Controller`]).
+pub fn replica_host(index: u8) -> String {
+    Stream::Controller(index).name().into_owned()
+}
+
 /// Adds `count` controller replicas (`controller`, then `controller-b`). With more than one,
 /// each runs leader election on the `karpenter-leader-election` Lease in `kube-system`, as
 /// the binary does, and only the leader runs the controllers. A replica whose leadership
 /// is lost or whose controller returns parks itself and is listed in `exited`; the runner
 /// restarts it (turmoil bounce), which drops every task it spawned, like a process exit.
-pub fn add_controller_replicas(sim: &mut turmoil::Sim<'_>, seed: u64, settings: Settings, count: u8) -> Replicas {
+pub(crate) fn add_controller_replicas(
+    sim: &mut turmoil::Sim<'_>,
+    seed: u64,
+    settings: Settings,
+    count: u8,
+) -> Replicas {
     use dovetail_controller::runtime::leader::{LeaderElection, LeaderElectionConfig};
-    let hosts: Vec<String> = (0..count.max(1))
-        .map(|i| if i == 0 { CONTROLLER_HOST.to_string() } else { format!("{CONTROLLER_HOST}-{}", (b'a' + i) as char) })
-        .collect();
+    let hosts: Vec<String> = (0..count.max(1)).map(replica_host).collect();
     let replicas = Replicas {
         hosts: hosts.clone(),
         settings: Arc::new(std::sync::Mutex::new(settings)),
         exited: Arc::new(std::sync::Mutex::new(Vec::new())),
     };
     let elect = hosts.len() > 1;
-    for host in hosts {
+    for (index, host) in (0u8..).zip(hosts) {
         let replicas = replicas.clone();
-        let rng_seed = if host == CONTROLLER_HOST { derive_seed(seed, "controller") } else { derive_seed(seed, &host) };
+        let rng_seed = Stream::Controller(index).seed(seed);
         sim.host(host.clone(), move || {
             let (replicas, host) = (replicas.clone(), host.clone());
             async move {

@@ -1,10 +1,14 @@
 //! `dovetail`: run scenarios in the deterministic world, or serve a simulated cluster to
 //! kubectl.
+//!
+//! Exit codes: 0 success, 1 an invariant was violated, 2 invalid input, 3 the simulation
+//! crashed or timed out ([`cli::failure::Failure`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use cli::failure::Failure;
 
 mod cli;
 
@@ -123,13 +127,17 @@ fn main() -> ExitCode {
         Command::Serve { scenario, seed, speed, pause_at, karpenter, port, kubeconfig } => {
             cli::serve::serve(&cli::serve::ServeArgs { scenario, seed, speed, pause_at, port, kubeconfig, karpenter })
         }
-        Command::Bench { what, samples } => cli::bench::bench(what, samples),
+        Command::Bench { what, samples } => {
+            cli::bench::bench(what, samples);
+            Ok(())
+        }
     };
     match result {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(2)
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Invariant) => ExitCode::from(Failure::INVARIANT),
+        Err(failure) => {
+            eprintln!("error: {failure}");
+            ExitCode::from(failure.exit_code())
         }
     }
 }

@@ -15,13 +15,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-/// The build flags a reproduce line needs: a release build of the `dovetail` binary.
-pub const BUILD: &str = "cargo run --release -p dovetail-sim --bin dovetail --";
-
-/// The one line that reproduces a run: `cargo run ... -- run <path> --seed N`.
-pub fn reproduce_command(scenario: &Path, seed: u64) -> String {
-    format!("{BUILD} run {} --seed {seed}", scenario.display())
-}
+/// The reproduce line tests print beside a failing seed (the one format, from the world).
+pub use crate::world::reproduce_command;
 
 /// The regression file of a scenario: `<dir>/<scenario stem>.seeds`.
 pub fn seeds_file(dir: &Path, scenario: &str) -> PathBuf {
@@ -140,14 +135,6 @@ mod tests {
     fn a_bad_line_names_file_and_line() {
         let e = parse("# header\n5\nfive # typo\n", Path::new("x.seeds")).unwrap_err();
         assert_eq!(e.to_string(), "x.seeds:3: `five` is not a seed (one unsigned integer per line, `#` comments)");
-    }
-
-    #[test]
-    fn reproduce_names_the_build_and_the_seed() {
-        assert_eq!(
-            reproduce_command(Path::new("scenarios/spot-storm.yaml"), 42),
-            "cargo run --release -p dovetail-sim --bin dovetail -- run scenarios/spot-storm.yaml --seed 42"
-        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ pub mod trace;
 
 pub use clock::Clock;
 pub use duration::SimDuration;
-pub use rng::{SimRng, derive_rng, derive_seed};
+pub use rng::{SimRng, Stream, derive_rng, derive_seed};
 pub use trace::{Trace, TraceEntry};
 
 // turmoil seeds tokio's scheduler (the order `select!` polls its branches) only under

@@ -3,6 +3,13 @@
 //! Every component draws from its own stream derived from (root seed, component name), so
 //! adding a random draw in one component never shifts the numbers another one sees. That
 //! keeps a failing seed meaningful across unrelated code changes.
+//!
+//! [`Stream`] names every stream a world draws from, so the names live in one list (printed
+//! with the expanded scenario) instead of as string literals at the call sites; the fake
+//! cloud derives its own sub-streams from its seed with the same [`derive_rng`].
+
+use std::borrow::Cow;
+use std::fmt;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -29,6 +36,95 @@ pub fn derive_seed(root_seed: u64, component: &str) -> u64 {
     derive_rng(root_seed, component).next_u64()
 }
 
+/// A named random stream of a world, derived from the run's root seed.
+///
+/// The name is what the stream is derived from: renaming a variant's name changes every
+/// recorded seed's behaviour, so names are fixed here and nowhere else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Stream {
+    /// turmoil's own RNG (message latency draws, host order): `turmoil`.
+    Turmoil,
+    /// The thread-local `fastrand` that the AWS SDK (retry jitter, idempotency tokens) and
+    /// kube-runtime's backoff draw from: `fastrand`.
+    Fastrand,
+    /// The simulated API server's store (uids, generated names): `apiserver`.
+    ApiServer,
+    /// The API server's injected faults: `apiserver-faults`.
+    ApiServerFaults,
+    /// The kube-scheduler model's tie-breaks: `kube-scheduler`.
+    KubeScheduler,
+    /// Kubelets' start-up delays: `kubelet`.
+    Kubelet,
+    /// Node agents (registration and readiness of the cloud's instances): `nodes`.
+    Nodes,
+    /// Controller replica `i` (0 is `controller`, 1 is `controller-b`, ...): its `SharedRng`.
+    Controller(u8),
+    /// The fake cloud's seed, from which it derives its own sub-streams: `cloud`.
+    Cloud,
+    /// Which object a fault hits when it is started: `fault-wiring`.
+    FaultWiring,
+    /// Jitter of the scenario's low-level steps: `scenario-steps`.
+    ScenarioSteps,
+    /// Workload `i` of the scenario's plan: `workloads/<i>`.
+    Workload(usize),
+    /// Fault `i` of the scenario's plan: `faults/<i>`.
+    Fault(usize),
+}
+
+impl Stream {
+    /// Every stream of a world but the indexed ones (further controller replicas, the
+    /// plan's workloads and faults), for listing them and checking that no two share a name.
+    pub const FIXED: [Stream; 11] = [
+        Stream::Turmoil,
+        Stream::Fastrand,
+        Stream::ApiServer,
+        Stream::ApiServerFaults,
+        Stream::KubeScheduler,
+        Stream::Kubelet,
+        Stream::Nodes,
+        Stream::Controller(0),
+        Stream::Cloud,
+        Stream::FaultWiring,
+        Stream::ScenarioSteps,
+    ];
+
+    /// The name the stream is derived from.
+    pub fn name(self) -> Cow<'static, str> {
+        match self {
+            Stream::Turmoil => "turmoil".into(),
+            Stream::Fastrand => "fastrand".into(),
+            Stream::ApiServer => "apiserver".into(),
+            Stream::ApiServerFaults => "apiserver-faults".into(),
+            Stream::KubeScheduler => "kube-scheduler".into(),
+            Stream::Kubelet => "kubelet".into(),
+            Stream::Nodes => "nodes".into(),
+            Stream::Controller(0) => "controller".into(),
+            Stream::Controller(i) => format!("controller-{}", char::from(b'a'.saturating_add(i))).into(),
+            Stream::Cloud => "cloud".into(),
+            Stream::FaultWiring => "fault-wiring".into(),
+            Stream::ScenarioSteps => "scenario-steps".into(),
+            Stream::Workload(i) => format!("workloads/{i}").into(),
+            Stream::Fault(i) => format!("faults/{i}").into(),
+        }
+    }
+
+    /// This stream of the run with `root_seed`.
+    pub fn rng(self, root_seed: u64) -> SimRng {
+        derive_rng(root_seed, &self.name())
+    }
+
+    /// A u64 from this stream, for libraries that take a plain seed.
+    pub fn seed(self, root_seed: u64) -> u64 {
+        derive_seed(root_seed, &self.name())
+    }
+}
+
+impl fmt::Display for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -43,6 +139,17 @@ mod tests {
         assert_eq!(a1, a2);
         assert_ne!(a1, b);
         assert_ne!(a1, c);
+    }
+
+    #[test]
+    fn streams_derive_from_their_names() {
+        assert_eq!(Stream::Controller(0).name(), "controller");
+        assert_eq!(Stream::Controller(1).name(), "controller-b");
+        assert_eq!(Stream::Workload(3).name(), "workloads/3");
+        assert_eq!(Stream::Kubelet.seed(9), derive_seed(9, "kubelet"));
+        assert_eq!(Stream::Fault(0).rng(9).next_u64(), derive_rng(9, "faults/0").next_u64());
+        let names: std::collections::BTreeSet<_> = Stream::FIXED.iter().map(|s| s.name()).collect();
+        assert_eq!(names.len(), Stream::FIXED.len(), "two streams share a name");
     }
 
     #[test]

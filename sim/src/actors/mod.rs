@@ -30,7 +30,11 @@ use std::time::Duration;
 use dovetail_fakecloud::cloud::SharedCloud;
 
 use crate::apiserver::{self, ApiServer};
-use crate::world::derive_rng;
+use crate::world::Stream;
+
+/// The streams the cluster's actors draw from without a cloud ([`Stream::Nodes`] joins
+/// them with one).
+pub const STREAMS: [Stream; 2] = [Stream::KubeScheduler, Stream::Kubelet];
 
 /// Every cluster actor of a world, in a fixed order. With a cloud, nodes follow its
 /// instances (kubelet registration, readiness, loss).
@@ -40,22 +44,23 @@ pub fn cluster_actors(seed: u64, cloud: Option<SharedCloud>) -> Vec<Box<dyn runt
         actors.push(Box::new(node_agent::NodeAgents::new(
             cloud,
             node_agent::NodeTiming::default(),
-            derive_rng(seed, "nodes"),
+            Stream::Nodes.rng(seed),
         )));
     }
     actors.push(Box::new(disruption_controller::DisruptionController));
     actors.push(Box::new(pod_gc::PodGc));
     actors.push(Box::new(kube_scheduler::KubeScheduler::new(
         scheduler::SchedulerConfig::default(),
-        derive_rng(seed, "kube-scheduler"),
+        Stream::KubeScheduler.rng(seed),
     )));
-    actors.push(Box::new(kubelet::Kubelets::new(kubelet::KubeletTiming::default(), derive_rng(seed, "kubelet"))));
+    actors.push(Box::new(kubelet::Kubelets::new(kubelet::KubeletTiming::default(), Stream::Kubelet.rng(seed))));
     actors
 }
 
 /// Adds the API server host with the cluster's actors running beside it (as the control
-/// plane and kubelets would). The store outlives the host, like etcd.
-pub fn add_cluster_host(sim: &mut turmoil::Sim<'_>, server: &ApiServer, seed: u64, cloud: Option<SharedCloud>) {
+/// plane and kubelets would). The store outlives the host, like etcd. Worlds get it from
+/// [`crate::world::WorldBuilder::cluster_actors`].
+pub(crate) fn add_cluster_host(sim: &mut turmoil::Sim<'_>, server: &ApiServer, seed: u64, cloud: Option<SharedCloud>) {
     let server = server.clone();
     sim.host("apiserver", move || {
         let server = server.clone();

@@ -7,13 +7,13 @@
 //! step) that the base did not have for the same scenario and seed, which is the gate for
 //! upgrade validation.
 
+use anyhow::Context;
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
-use anyhow::Context;
-use serde_json::Value;
+use super::failure::Failure;
 
 /// The fields of a report that compare reads, each optional.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -262,10 +262,11 @@ fn gap_summary(base: &BTreeMap<(String, u64), Summary>, cand: &BTreeMap<(String,
     out
 }
 
-/// Prints the comparison; exits 1 if the candidate adds a violation.
-pub fn compare(base_dir: &Path, cand_dir: &Path, all: bool) -> anyhow::Result<ExitCode> {
-    let base = read_dir(base_dir)?;
-    let cand = read_dir(cand_dir)?;
+/// Prints the comparison; fails with [`Failure::Invariant`] (exit 1) if the candidate adds
+/// a violation, and with [`Failure::InvalidInput`] if a directory holds no reports.
+pub fn compare(base_dir: &Path, cand_dir: &Path, all: bool) -> Result<(), Failure> {
+    let base = read_dir(base_dir).map_err(Failure::InvalidInput)?;
+    let cand = read_dir(cand_dir).map_err(Failure::InvalidInput)?;
     let rows = compare_maps(&base, &cand);
     let changed = rows.iter().filter(|r| r.changed).count();
     print!("{}", render(&rows, all));
@@ -278,7 +279,7 @@ pub fn compare(base_dir: &Path, cand_dir: &Path, all: bool) -> anyhow::Result<Ex
     for r in &added {
         println!("NEW VIOLATION {} seed {}: {}", r.scenario, r.seed, r.cells[0]);
     }
-    Ok(if added.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    if added.is_empty() { Ok(()) } else { Err(Failure::Invariant) }
 }
 
 #[cfg(test)]
@@ -390,8 +391,8 @@ mod tests {
         assert!(lines[0].starts_with("scenario    seed  violations"), "{table}");
         assert!(lines[1].starts_with("spot-storm  1     +leak"), "{table}");
         assert!(lines[2].starts_with("spot-storm  2     -pdb"), "{table}");
-        assert!(compare(&root.join("base"), &root.join("cand"), false).unwrap() == ExitCode::from(1));
-        assert!(compare(&root.join("cand"), &root.join("base"), true).unwrap() == ExitCode::from(1));
+        assert!(matches!(compare(&root.join("base"), &root.join("cand"), false), Err(Failure::Invariant)));
+        assert!(matches!(compare(&root.join("cand"), &root.join("base"), true), Err(Failure::Invariant)));
         assert!(read_dir(&root.join("nowhere")).is_err());
         let _ = std::fs::remove_dir_all(&root);
     }

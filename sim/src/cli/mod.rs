@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod compare;
+pub mod failure;
 pub mod run;
 pub mod serve;
 pub mod sweep;

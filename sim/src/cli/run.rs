@@ -1,45 +1,59 @@
 //! `dovetail run`: one scenario, one seed.
 
 use std::io::{IsTerminal, Write};
+use std::panic::AssertUnwindSafe;
 use std::path::Path;
-use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
 use dovetail_sim::run::{self, RunOptions};
 use dovetail_sim::scenario::{Loaded, SimDuration};
+use dovetail_sim::world::ScenarioWorld;
 
-/// Prints the expanded scenario, runs it with a progress bar on stderr, prints the summary,
-/// writes the report and trace if asked, and exits 1 (with the reproduce line) on failure.
-pub fn run(path: &Path, seed: u64, report_path: Option<&Path>, trace_path: Option<&Path>) -> anyhow::Result<ExitCode> {
-    let loaded = Loaded::from_file(path)?;
+use super::failure::{Failure, panic_message};
+
+/// Prints the expanded scenario (the world's settings and every value the seed drew, from
+/// the very plan that then runs), runs it with a progress bar on stderr, prints the
+/// summary, writes the report and trace if asked, and fails with [`Failure::Invariant`]
+/// (after the reproduce line) when the report does.
+pub fn run(path: &Path, seed: u64, report_path: Option<&Path>, trace_path: Option<&Path>) -> Result<(), Failure> {
+    let loaded = Loaded::from_file(path).map_err(Failure::invalid)?;
+    let world = ScenarioWorld::build(&loaded, seed).map_err(Failure::InvalidInput)?;
+    let reproduce = world.reproduce();
     println!("# expanded scenario: {} --seed {seed}", path.display());
-    print!("{}", loaded.expanded(seed));
+    print!("{}", world.expanded());
     println!();
     let _ = std::io::stdout().flush();
     // Wall time is reported to the user only, never into the report.
     #[allow(clippy::disallowed_methods)]
     let started = std::time::Instant::now();
     let mut options = RunOptions { progress: Some(progress_bar()), ..RunOptions::default() };
-    let outcome = run::run_with(&loaded, seed, &mut options)?;
+    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| run::run_world(world, &mut options)))
+        .map_err(|panic| Failure::crash(anyhow::anyhow!("the simulation panicked: {}", panic_message(panic.as_ref()))))?
+        .map_err(Failure::Crash);
     let wall = started.elapsed();
     eprintln!();
+    let outcome = outcome.inspect_err(|_| eprintln!("reproduce with: {reproduce}"))?;
     let report = &outcome.report;
     print!("{}", report.summary());
     if let Some(p) = report_path {
-        let json = serde_json::to_string_pretty(report)?;
-        std::fs::write(p, format!("{json}\n")).with_context(|| format!("writing {}", p.display()))?;
+        let json = serde_json::to_string_pretty(report).map_err(Failure::crash)?;
+        std::fs::write(p, format!("{json}\n"))
+            .with_context(|| format!("writing {}", p.display()))
+            .map_err(Failure::Crash)?;
     }
     if let Some(p) = trace_path {
-        std::fs::write(p, outcome.trace.render()).with_context(|| format!("writing {}", p.display()))?;
+        std::fs::write(p, outcome.trace.render())
+            .with_context(|| format!("writing {}", p.display()))
+            .map_err(Failure::Crash)?;
     }
     let speedup = loaded.scenario.duration.0.as_secs_f64() / wall.as_secs_f64().max(1e-9);
     eprintln!("wall {:.2}s, {speedup:.1}x simulated time", wall.as_secs_f64());
     if report.failed() {
         eprintln!("FAILED; reproduce with: {}", report.reproduce);
-        Ok(ExitCode::from(1))
+        Err(Failure::Invariant)
     } else {
-        Ok(ExitCode::SUCCESS)
+        Ok(())
     }
 }
 

@@ -21,14 +21,15 @@
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use dovetail_sim::apiserver::{self, ApiServer};
+use dovetail_sim::apiserver::ApiServer;
 use dovetail_sim::scenario::SimDuration;
 use dovetail_sim::world::clock::mirror_sim_elapsed;
-use dovetail_sim::world::{Trace, WorldConfig, build_sim};
+use dovetail_sim::world::{ScenarioWorld, Trace, World};
+
+use super::failure::Failure;
 
 /// What to serve and how fast.
 #[derive(Clone, Debug)]
@@ -52,44 +53,50 @@ pub struct ServeArgs {
 }
 
 /// Serves until interrupted (Ctrl-C ends the process).
-pub fn serve(args: &ServeArgs) -> anyhow::Result<ExitCode> {
+pub fn serve(args: &ServeArgs) -> Result<(), Failure> {
     if args.speed.is_nan() || args.speed <= 0.0 {
-        anyhow::bail!("--speed {}: must be greater than 0 (1 is real time, 50 is 50× faster)", args.speed);
+        return Err(Failure::invalid(anyhow::anyhow!(
+            "--speed {}: must be greater than 0 (1 is real time, 50 is 50× faster)",
+            args.speed
+        )));
     }
     if let Some(path) = &args.scenario {
-        let loaded = dovetail_sim::scenario::Loaded::from_file(path)?;
+        let loaded = dovetail_sim::scenario::Loaded::from_file(path).map_err(Failure::invalid)?;
         return serve_scenario(&path.display().to_string(), &loaded, args);
     }
     if args.karpenter {
-        return serve_scenario("<serve --karpenter>", &empty_karpenter_cluster()?, args);
+        return serve_scenario("<serve --karpenter>", &empty_karpenter_cluster().map_err(Failure::invalid)?, args);
     }
-    let mut cfg = WorldConfig::new(args.seed);
     // No client hosts, so turmoil never ends the world on its own: a year is "forever".
-    cfg.duration = Duration::from_secs(365 * 24 * 3600);
-    let mut sim = build_sim(&cfg);
-    let server = apiserver::sim_server(args.seed, Trace::hash_only());
-    dovetail_sim::actors::add_cluster_host(&mut sim, &server, args.seed, None);
-    let addr = expose(&server, args.port)?;
-    announce(addr, &args.kubeconfig)?;
+    let World { mut sim, server, .. } = World::builder(args.seed)
+        .duration(Duration::from_secs(365 * 24 * 3600))
+        .trace(Trace::hash_only())
+        .cluster_actors()
+        .build()
+        .map_err(Failure::InvalidInput)?;
+    let addr = expose(&server, args.port).map_err(Failure::Crash)?;
+    announce(addr, &args.kubeconfig).map_err(Failure::Crash)?;
     let mut pacer = Pacer::new(args.speed, args.pause_at.map(|p| p.0));
     loop {
         pacer.wait(sim.elapsed());
-        sim.step().map_err(|e| anyhow::anyhow!("simulation failed at {}: {e}", SimDuration(sim.elapsed())))?;
+        sim.step()
+            .map_err(|e| Failure::crash(anyhow::anyhow!("simulation failed at {}: {e}", SimDuration(sim.elapsed()))))?;
         mirror_sim_elapsed(sim.elapsed());
     }
 }
 
 /// Plays a scenario's world through the runner, paced, with its API server exposed; when
 /// the scenario's duration is over the world stays frozen at its end for inspection.
-fn serve_scenario(name: &str, loaded: &dovetail_sim::scenario::Loaded, args: &ServeArgs) -> anyhow::Result<ExitCode> {
-    eprint!("# expanded scenario: {name} --seed {}\n{}", args.seed, loaded.expanded(args.seed));
+fn serve_scenario(name: &str, loaded: &dovetail_sim::scenario::Loaded, args: &ServeArgs) -> Result<(), Failure> {
+    let world = ScenarioWorld::build(loaded, args.seed).map_err(Failure::InvalidInput)?;
+    eprint!("# expanded scenario: {name} --seed {}\n{}", args.seed, world.expanded());
     let (port, kubeconfig) = (args.port, args.kubeconfig.clone());
     let mut pacer = Pacer::new(args.speed, args.pause_at.map(|p| p.0));
     let mut options = dovetail_sim::run::RunOptions {
         on_start: Some(Box::new(move |server: &ApiServer| {
             if let Err(e) = expose(server, port).and_then(|addr| announce(addr, &kubeconfig)) {
                 eprintln!("error: {e:#}");
-                std::process::exit(2);
+                std::process::exit(i32::from(Failure::CRASH));
             }
         })),
         before_step: Some(Box::new(move |now| {
@@ -98,7 +105,7 @@ fn serve_scenario(name: &str, loaded: &dovetail_sim::scenario::Loaded, args: &Se
         })),
         ..dovetail_sim::run::RunOptions::default()
     };
-    let outcome = dovetail_sim::run::run_with(loaded, args.seed, &mut options)?;
+    let outcome = dovetail_sim::run::run_world(world, &mut options).map_err(Failure::Crash)?;
     eprint!("{}", outcome.report.summary());
     eprintln!(
         "the scenario is over at simulated {}: the world is frozen, kubectl still works; Ctrl-C to stop",

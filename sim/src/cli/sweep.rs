@@ -10,13 +10,16 @@
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use dovetail_sim::regressions::{problems, reproduce_command};
+use dovetail_sim::regressions::problems;
+use dovetail_sim::world::reproduce_command;
 use serde_json::Value;
+
+use super::failure::Failure;
 
 /// A set of seeds from the command line: `1..200` (both ends included), `1..=200`,
 /// `7`, or a comma-separated mix such as `1..10,42,100..=105`.
@@ -99,19 +102,35 @@ struct Job {
     seed: u64,
 }
 
-/// How one run ended.
+/// How one run ended, read from the child's exit code ([`Failure`]) and report.
 #[derive(Debug)]
 enum Verdict {
     Passed,
-    /// The report has violations or failed steps: the summary lines.
+    /// The report has violations or failed steps (exit 1): the summary lines.
     Failed(Vec<String>),
-    /// The run did not produce a verdict (load error, crash, timeout): what happened.
-    Broken(String),
+    /// The scenario is invalid (exit 2): what is wrong.
+    Invalid(String),
+    /// The run crashed, timed out or exited without a report: what happened.
+    Crashed(String),
 }
 
-/// Runs the sweep; exits 1 when any run failed or broke.
-pub fn sweep(args: &SweepArgs) -> anyhow::Result<ExitCode> {
-    let scenarios = scenario_files(&args.paths)?;
+impl Verdict {
+    /// The exit code this verdict would give `dovetail run` (0 when it passed).
+    fn exit_code(&self) -> u8 {
+        match self {
+            Verdict::Passed => 0,
+            Verdict::Failed(_) => Failure::INVARIANT,
+            Verdict::Invalid(_) => Failure::INVALID_INPUT,
+            Verdict::Crashed(_) => Failure::CRASH,
+        }
+    }
+}
+
+/// Runs the sweep. Fails with the most severe class among its runs, a crash (exit 3) over
+/// an invalid scenario (2) over a violated invariant (1); its own bad arguments are
+/// invalid input.
+pub fn sweep(args: &SweepArgs) -> Result<(), Failure> {
+    let scenarios = scenario_files(&args.paths).map_err(Failure::InvalidInput)?;
     let mut jobs = Vec::new();
     for scenario in &scenarios {
         let stem = scenario.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
@@ -123,7 +142,7 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<ExitCode> {
         jobs =
             jobs.into_iter().enumerate().filter(|(i, _)| i % shard.count == shard.index - 1).map(|(_, j)| j).collect();
     }
-    let exe = std::env::current_exe().context("finding the dovetail binary to run children")?;
+    let exe = std::env::current_exe().context("finding the dovetail binary to run children").map_err(Failure::Crash)?;
     let total = jobs.len();
     let workers = args.jobs.max(1).min(total.max(1));
     eprintln!(
@@ -168,13 +187,16 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<ExitCode> {
     let mut results = results;
     results.sort_by(|(a, _), (b, _)| (&a.stem, a.seed).cmp(&(&b.stem, b.seed)));
     let mut failed = 0;
+    let mut worst = 0;
     for (job, verdict) in &results {
         let lines = match verdict {
             Verdict::Passed => continue,
             Verdict::Failed(lines) => lines.clone(),
-            Verdict::Broken(why) => vec![why.clone()],
+            Verdict::Invalid(why) => vec![format!("invalid scenario: {why}")],
+            Verdict::Crashed(why) => vec![format!("crashed: {why}")],
         };
         failed += 1;
+        worst = worst.max(verdict.exit_code());
         println!("FAIL {} seed {}", job.stem, job.seed);
         for line in lines.iter().take(5) {
             println!("    {line}");
@@ -192,7 +214,14 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<ExitCode> {
         wall.as_secs_f64(),
         results.len() as f64 / minutes.max(1e-9)
     );
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    match worst {
+        0 => Ok(()),
+        Failure::INVARIANT => Err(Failure::Invariant),
+        Failure::INVALID_INPUT => {
+            Err(Failure::invalid(anyhow::anyhow!("{failed} runs failed; some scenarios are invalid")))
+        }
+        _ => Err(Failure::crash(anyhow::anyhow!("{failed} runs failed; some crashed or timed out"))),
+    }
 }
 
 /// The scenario files named by `paths`: files as given, directories' `*.yaml` sorted.
@@ -230,16 +259,16 @@ fn run_child(exe: &Path, job: &Job, out: &Path, timeout: Option<Duration>) -> Ve
     if let Some(dir) = report.parent()
         && let Err(e) = std::fs::create_dir_all(dir)
     {
-        return Verdict::Broken(format!("creating {}: {e}", dir.display()));
+        return Verdict::Crashed(format!("creating {}: {e}", dir.display()));
     }
     let _ = std::fs::remove_file(&report);
     let log_file = match std::fs::File::create(&log) {
         Ok(f) => f,
-        Err(e) => return Verdict::Broken(format!("creating {}: {e}", log.display())),
+        Err(e) => return Verdict::Crashed(format!("creating {}: {e}", log.display())),
     };
     let stderr = match log_file.try_clone() {
         Ok(f) => f,
-        Err(e) => return Verdict::Broken(format!("{}: {e}", log.display())),
+        Err(e) => return Verdict::Crashed(format!("{}: {e}", log.display())),
     };
     let child = Command::new(exe)
         .arg("run")
@@ -255,7 +284,7 @@ fn run_child(exe: &Path, job: &Job, out: &Path, timeout: Option<Duration>) -> Ve
         .spawn();
     let mut child = match child {
         Ok(c) => c,
-        Err(e) => return Verdict::Broken(format!("starting {}: {e}", exe.display())),
+        Err(e) => return Verdict::Crashed(format!("starting {}: {e}", exe.display())),
     };
     drop(log_file);
     let status = match timeout {
@@ -265,29 +294,38 @@ fn run_child(exe: &Path, job: &Job, out: &Path, timeout: Option<Duration>) -> Ve
     let status = match status {
         Ok(Some(s)) => s,
         Ok(None) => {
-            return Verdict::Broken(format!(
+            return Verdict::Crashed(format!(
                 "timed out after {limit:?}; log in {}",
                 log.display(),
                 limit = timeout.unwrap_or_default()
             ));
         }
-        Err(e) => return Verdict::Broken(format!("waiting for the run: {e}")),
+        Err(e) => return Verdict::Crashed(format!("waiting for the run: {e}")),
     };
     let parsed = std::fs::read_to_string(&report).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok());
-    match (status.code(), parsed) {
-        (Some(0), Some(r)) if problems(&r).is_empty() => {
-            let _ = std::fs::remove_file(&log);
+    verdict(status.code(), parsed.as_ref(), &log)
+}
+
+/// The verdict of a child that exited with `code` (none: killed by a signal) and wrote
+/// `report` (if it did).
+fn verdict(code: Option<i32>, report: Option<&Value>, log: &Path) -> Verdict {
+    let exit = |c: u8| Some(i32::from(c));
+    match (code, report) {
+        (Some(0), Some(r)) if problems(r).is_empty() => {
+            let _ = std::fs::remove_file(log);
             Verdict::Passed
         }
-        (Some(0 | 1), Some(r)) => {
-            let p = problems(&r);
+        (c, Some(r)) if c == Some(0) || c == exit(Failure::INVARIANT) => {
+            let p = problems(r);
             if p.is_empty() {
-                Verdict::Failed(vec![format!("the run exited {status} with a clean report; log in {}", log.display())])
+                Verdict::Failed(vec![format!("the run failed with a clean report; log in {}", log.display())])
             } else {
                 Verdict::Failed(p)
             }
         }
-        _ => Verdict::Broken(format!("the run exited {status} without a report: {}", tail(&log))),
+        (c, _) if c == exit(Failure::INVALID_INPUT) => Verdict::Invalid(tail(log)),
+        (Some(c), _) => Verdict::Crashed(format!("the run exited {c} without a report: {}", tail(log))),
+        (None, _) => Verdict::Crashed(format!("the run was killed by a signal: {}", tail(log))),
     }
 }
 
@@ -382,6 +420,22 @@ mod tests {
         assert!("5..1".parse::<Seeds>().unwrap_err().contains("empty"));
         assert!("x".parse::<Seeds>().unwrap_err().contains("`x`"));
         assert_eq!("1..200".parse::<Seeds>().unwrap().0.len(), 200);
+    }
+
+    #[test]
+    fn a_childs_exit_code_picks_its_verdict() {
+        let log = std::env::temp_dir().join(format!("dovetail-sweep-verdict-{}.log", std::process::id()));
+        std::fs::write(&log, "error: invalid input: zones: unknown zone `x`\n").unwrap();
+        let violated = serde_json::json!({"invariants": {"violations": [
+            {"invariant": "pdb", "at": "1s", "message": "2 of 3 ready", "objects": []}]}});
+        assert!(matches!(verdict(Some(1), Some(&violated), &log), Verdict::Failed(p) if p.len() == 1));
+        assert!(matches!(verdict(Some(2), None, &log), Verdict::Invalid(why) if why.contains("unknown zone")));
+        assert!(matches!(verdict(Some(3), None, &log), Verdict::Crashed(_)));
+        assert!(matches!(verdict(Some(101), None, &log), Verdict::Crashed(why) if why.contains("exited 101")));
+        assert!(matches!(verdict(None, None, &log), Verdict::Crashed(why) if why.contains("signal")));
+        assert!(matches!(verdict(Some(1), None, &log), Verdict::Crashed(_)), "exit 1 without a report");
+        assert!(matches!(verdict(Some(0), Some(&serde_json::json!({})), &log), Verdict::Passed));
+        assert!(!log.exists(), "a passing run's log is removed");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::apiserver::{self, ApiServer};
 use crate::kube_client::sim_kube_client;
 use crate::scenario::render::Timed;
 use crate::scenario::{Loaded, SimDuration, Step};
-use crate::world::derive_rng;
+use dovetail_world::Stream;
 
 /// What the driver did, shared with the runner.
 #[derive(Default)]
@@ -100,7 +100,7 @@ pub fn add_driver(
 
 /// Every repetition of every step at its (jittered) time, in a stable order.
 pub fn step_plan(steps: &[Step], seed: u64) -> Vec<(Duration, Step)> {
-    let mut rng = derive_rng(seed, "scenario-steps");
+    let mut rng = Stream::ScenarioSteps.rng(seed);
     let mut out = Vec::new();
     for step in steps {
         for _ in 0..step.count {

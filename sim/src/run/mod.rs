@@ -1,11 +1,9 @@
 //! Runs a scenario in a deterministic world and reports what happened.
 //!
-//! The world is the API server with the cluster's actors, the fake cloud served as host
-//! `aws`, and the production controller (one or two replicas), or the API server alone for
-//! `controller: none`. A `driver` client installs the manifests and plays the workloads'
-//! timeline; the runner steps turmoil itself so that between steps it can start and heal
-//! faults, move between phases, restart controller replicas that exited, and sample the
-//! world every simulated second.
+//! The world is a [`ScenarioWorld`], built by the world builder with the plan its seed
+//! drew (see [`crate::world`]). The runner steps turmoil itself so that between steps it
+//! can start and heal faults, move between phases, restart controller replicas that
+//! exited, and sample the world every simulated second.
 
 pub mod driver;
 pub mod observe;
@@ -13,27 +11,19 @@ pub mod report;
 pub mod steps;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
-
-use futures::StreamExt;
-use kube::Api;
-use kube::runtime::watcher;
 
 pub use report::Report;
 
-use crate::apiserver::{self, ApiServer};
-use crate::controller_host::{INTERRUPTION_QUEUE, Replicas, add_controller_replicas, default_settings};
+use crate::apiserver::ApiServer;
+use crate::controller_host::Replicas;
 use crate::faults::{Faults, Layers};
 use crate::invariants::{Checker, InvariantsReport, Phase};
-use crate::kube_client::sim_kube_client;
 use crate::scenario::plan::Plan;
 use crate::scenario::{ControllerSpec, Loaded, SimDuration};
-use crate::world::{Trace, TraceEntry, WorldConfig, build_sim, derive_rng, derive_seed};
-use dovetail_fakecloud::cloud::{SharedCloud, lock, shared};
-use dovetail_fakecloud::wire::{Server, serve_turmoil};
-use dovetail_fakecloud::{Catalog, CloudConfig, FakeCloud};
+use crate::world::{ScenarioWorld, Stream, Trace, TraceEntry, World, reproduce_command};
+use dovetail_fakecloud::cloud::{SharedCloud, lock};
 use report::{CostSection, InvariantsSection, PendingSection, ViolationReport, round};
 
 /// A finished run.
@@ -80,33 +70,19 @@ enum Event {
 
 /// Runs `loaded` with `seed`, calling the hooks in `options`.
 pub fn run_with(loaded: &Loaded, seed: u64, options: &mut RunOptions) -> anyhow::Result<Outcome> {
-    let plan = loaded.plan(seed);
-    let total = plan.duration.0;
-    let mut cfg = WorldConfig::new(seed);
-    cfg.duration = total + Duration::from_secs(60);
-    let mut sim = build_sim(&cfg);
-    let trace = Trace::new();
-    let server = apiserver::sim_server(seed, trace.clone());
+    run_world(ScenarioWorld::build(loaded, seed)?, options)
+}
 
-    let (cloud, replicas) = match &loaded.scenario.controller {
-        ControllerSpec::None => {
-            apiserver::add_host(&mut sim, &server);
-            (None, None)
-        }
-        ControllerSpec::Run(config) => {
-            let cloud = add_cloud(&mut sim, &server, loaded, seed)?;
-            let mut settings = default_settings(&loaded.scenario.region);
-            config.apply_to(&mut settings);
-            let replicas = add_controller_replicas(&mut sim, seed, settings, config.replicas);
-            (Some(cloud), Some(replicas))
-        }
-    };
-    let objects = crate::scenario::render::workload_objects(&loaded.scenario.workloads, &plan);
-    let log = driver::add_driver(&mut sim, loaded, objects, &server, seed);
-    let observed = Arc::new(AtomicU64::new(0));
-    if cloud.is_none() {
-        add_watch_observer(&mut sim, observed.clone(), total);
-    }
+/// Steps a scenario's world to the end of its plan, calling the hooks in `options`.
+///
+/// # Errors
+/// The simulation failed (a host crashed, or turmoil's time limit passed).
+pub fn run_world(built: ScenarioWorld<'_>, options: &mut RunOptions) -> anyhow::Result<Outcome> {
+    let ScenarioWorld { world, loaded, plan, driver: log, observed } = built;
+    let loaded = &loaded;
+    let seed = world.config.seed;
+    let World { mut sim, server, trace, cloud, replicas, .. } = world;
+    let total = plan.duration.0;
 
     let layers = Layers {
         server: server.clone(),
@@ -114,7 +90,7 @@ pub fn run_with(loaded: &Loaded, seed: u64, options: &mut RunOptions) -> anyhow:
         controllers: replicas.as_ref().map(|r| r.hosts.clone()).unwrap_or_default(),
         trace: trace.clone(),
     };
-    let mut faults = Faults::new(layers, derive_rng(seed, "fault-wiring"));
+    let mut faults = Faults::new(layers, Stream::FaultWiring.rng(seed));
     let mut events = timeline(&plan, loaded);
     events.reverse();
     let mut observer = observe::Observer::new(cloud.as_ref());
@@ -195,54 +171,6 @@ pub fn run_with(loaded: &Loaded, seed: u64, options: &mut RunOptions) -> anyhow:
         judged,
     );
     Ok(Outcome { report, trace })
-}
-
-/// The fake cloud, served as host `aws`, with the cluster's actors beside the API server.
-fn add_cloud(
-    sim: &mut turmoil::Sim<'_>,
-    server: &ApiServer,
-    loaded: &Loaded,
-    seed: u64,
-) -> anyhow::Result<SharedCloud> {
-    let config = CloudConfig::new(derive_seed(seed, "cloud"), crate::world::clock::sim_epoch());
-    let catalog = Catalog::load(&loaded.scenario.region)?;
-    let cloud = shared(FakeCloud::new(config, catalog));
-    {
-        let mut c = lock(&cloud);
-        c.create_interruption_queue(INTERRUPTION_QUEUE);
-        if !loaded.scenario.zones.is_empty() {
-            c.restrict_subnets_to_zones(&loaded.zones);
-        }
-    }
-    crate::actors::add_cluster_host(sim, server, seed, Some(cloud.clone()));
-    let served = cloud.clone();
-    sim.host("aws", move || {
-        let served = served.clone();
-        async move {
-            let listener = turmoil::net::TcpListener::bind(("0.0.0.0", 80)).await?;
-            serve_turmoil(listener, Server::new(served, "http://aws:80")).await?;
-            Ok(())
-        }
-    });
-    Ok(cloud)
-}
-
-/// Counts pod and node watch events through kube-runtime's watcher (API-only scenarios).
-fn add_watch_observer(sim: &mut turmoil::Sim<'_>, observed: Arc<AtomicU64>, until: Duration) {
-    sim.client("observer", async move {
-        let client = sim_kube_client("apiserver", apiserver::API_PORT);
-        let pods = watcher(Api::<k8s_openapi::api::core::v1::Pod>::all(client.clone()), watcher::Config::default());
-        let nodes = watcher(Api::<k8s_openapi::api::core::v1::Node>::all(client), watcher::Config::default());
-        let events = futures::stream::select(pods.map(|e| e.is_ok()), nodes.map(|e| e.is_ok()));
-        let count = events.for_each(|ok| {
-            if ok {
-                observed.fetch_add(1, Ordering::Relaxed);
-            }
-            async {}
-        });
-        let _ = tokio::time::timeout(until, count).await;
-        Ok(())
-    });
 }
 
 /// The runner's events in time order (stable: equal times keep this order).
@@ -405,7 +333,7 @@ fn assemble(
         scenario: loaded.scenario.name.clone(),
         seed,
         simulated: plan.duration,
-        reproduce: format!("dovetail run {} --seed {seed}", loaded.path.display()),
+        reproduce: reproduce_command(&loaded.path, seed),
         trace_fingerprint: trace.fingerprint(),
         trace_entries: trace.len(),
         invariants,

@@ -4,14 +4,27 @@
 //! random stream from that seed ([`rng`]), reads time only from the simulated clock
 //! ([`clock`]), and records what it does in the run's [`trace`], whose hash is the run's
 //! fingerprint.
+//!
+//! Start at [`World::builder`]: it is the one place a world is assembled (API server,
+//! cluster actors, fake cloud, controller replicas). [`ScenarioWorld`] is a scenario's
+//! world with the plan its seed drew, and [`reproduce_command`] the one line that replays
+//! a run.
 
 pub use dovetail_world::{clock, duration, rng, trace};
 
+mod builder;
+mod reproduce;
+mod scenario;
+
 use std::time::Duration;
 
-pub use dovetail_world::{Clock, SimDuration, SimRng, Trace, TraceEntry, derive_rng, derive_seed};
+pub use builder::{World, WorldBuilder};
+pub use dovetail_world::{Clock, SimDuration, SimRng, Stream, Trace, TraceEntry, derive_rng, derive_seed};
+pub use reproduce::reproduce_command;
+pub use scenario::{ScenarioWorld, WorldSettings};
 
-/// Settings of the simulated network and scheduler loop.
+/// Settings of the simulated network and scheduler loop. [`WorldBuilder`] sets them; the
+/// defaults are [`WorldConfig::new`]'s.
 #[derive(Clone, Debug)]
 pub struct WorldConfig {
     /// The run's root seed.
@@ -38,21 +51,4 @@ impl WorldConfig {
             max_latency: Duration::from_millis(5),
         }
     }
-}
-
-/// Builds a turmoil simulation that is a pure function of the seed.
-///
-/// Also seeds the thread-local `fastrand` that the AWS SDK (retry jitter, idempotency
-/// tokens) and kube-runtime's backoff draw from, since turmoil runs every host on this
-/// thread.
-pub fn build_sim<'a>(cfg: &WorldConfig) -> turmoil::Sim<'a> {
-    fastrand::seed(derive_seed(cfg.seed, "fastrand"));
-    turmoil::Builder::new()
-        .rng_seed(derive_seed(cfg.seed, "turmoil"))
-        .epoch(clock::sim_epoch())
-        .simulation_duration(cfg.duration)
-        .tick_duration(cfg.tick)
-        .min_message_latency(cfg.min_latency)
-        .max_message_latency(cfg.max_latency)
-        .build()
 }
