@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dovetail_world::{Clock, SimRng, Trace, derive_rng};
+use dovetail_world::{Clock, SimRng, Stream, Trace};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -139,7 +139,7 @@ pub struct ApiServerStreams {
 impl ApiServerStreams {
     /// The streams a run with `seed` gives the API server: `apiserver` and `apiserver-faults`.
     pub fn derive(seed: u64) -> Self {
-        Self { store: derive_rng(seed, "apiserver"), faults: derive_rng(seed, "apiserver-faults") }
+        Self { store: Stream::ApiServer.rng(seed), faults: Stream::ApiServerFaults.rng(seed) }
     }
 }
 

@@ -1,13 +1,11 @@
-//! Stable hashing and seeded random streams.
+//! Stable keyed hashing.
 //!
 //! Every random choice in the fake cloud comes from the caller's seed. Choices that must not
 //! depend on call order (a pool's size, a spot price in a given hour) are pure functions of
 //! `(seed, key)`; sequential choices (launch delays, tie-breaks) come from per-component
-//! ChaCha streams, so turning one fault on does not shift the draws of another component.
-//! Those streams are derived exactly as the world's own ([`dovetail_world::derive_rng`]:
-//! SHA-256 of seed and name), so the whole run has one derivation of named streams.
-
-use rand_chacha::ChaCha8Rng;
+//! ChaCha streams named in [`dovetail_world::Stream`] (`Stream::CloudLaunch`, ...), derived
+//! exactly as the world's own, so the whole run has one derivation of named streams and
+//! turning one fault on does not shift the draws of another component.
 
 /// splitmix64's finaliser: a cheap, well-mixed, platform-independent 64-bit permutation.
 pub(crate) fn mix(mut z: u64) -> u64 {
@@ -38,16 +36,9 @@ pub(crate) fn unit(h: u64) -> f64 {
     (h >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// A ChaCha stream for one named component, derived from the cloud's seed the same way
-/// the world derives every stream (SHA-256 of seed and name).
-pub(crate) fn stream(seed: u64, component: &str) -> ChaCha8Rng {
-    dovetail_world::derive_rng(seed, component)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::Rng;
 
     #[test]
     fn hash_parts_separates_boundaries() {
@@ -62,14 +53,5 @@ mod tests {
             let u = unit(mix(i));
             assert!((0.0..1.0).contains(&u));
         }
-    }
-
-    #[test]
-    fn streams_are_reproducible_and_independent() {
-        let a: u64 = stream(7, "spot").random();
-        let b: u64 = stream(7, "spot").random();
-        let c: u64 = stream(7, "launch").random();
-        assert_eq!(a, b);
-        assert_ne!(a, c);
     }
 }

@@ -232,12 +232,12 @@ impl Sqs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::seed::stream;
+    use dovetail_world::Stream;
 
     fn setup() -> (Sqs, ChaCha8Rng, IdGen) {
         let mut sqs = Sqs::default();
         sqs.create_queue("q", INTERRUPTION_QUEUE_RETENTION, DEFAULT_VISIBILITY);
-        (sqs, stream(1, "sqs"), IdGen::new(1))
+        (sqs, Stream::CloudSqs.rng(1), IdGen::new(1))
     }
 
     #[test]

@@ -69,6 +69,18 @@ pub enum Stream {
     Workload(usize),
     /// Fault `i` of the scenario's plan: `faults/<i>`.
     Fault(usize),
+    /// The fake cloud's launch delays, drawn from the cloud's seed ([`Stream::Cloud`]), not
+    /// the root seed: `fakecloud.launch`.
+    CloudLaunch,
+    /// The fake cloud's spot market (interruptions), from the cloud's seed: `fakecloud.spot`.
+    CloudSpot,
+    /// The fake cloud's CreateFleet tie-breaks, from the cloud's seed: `fakecloud.fleet`.
+    CloudFleet,
+    /// The fake cloud's injected API faults, from the cloud's seed: `fakecloud.faults`.
+    CloudFaults,
+    /// The fake cloud's SQS queue (delivery order, duplicates), from the cloud's seed:
+    /// `fakecloud.sqs`.
+    CloudSqs,
 }
 
 impl Stream {
@@ -105,8 +117,17 @@ impl Stream {
             Stream::ScenarioSteps => "scenario-steps".into(),
             Stream::Workload(i) => format!("workloads/{i}").into(),
             Stream::Fault(i) => format!("faults/{i}").into(),
+            Stream::CloudLaunch => "fakecloud.launch".into(),
+            Stream::CloudSpot => "fakecloud.spot".into(),
+            Stream::CloudFleet => "fakecloud.fleet".into(),
+            Stream::CloudFaults => "fakecloud.faults".into(),
+            Stream::CloudSqs => "fakecloud.sqs".into(),
         }
     }
+
+    /// The fake cloud's sub-streams, derived from the cloud's own seed.
+    pub const CLOUD: [Stream; 5] =
+        [Stream::CloudLaunch, Stream::CloudSpot, Stream::CloudFleet, Stream::CloudFaults, Stream::CloudSqs];
 
     /// This stream of the run with `root_seed`.
     pub fn rng(self, root_seed: u64) -> SimRng {

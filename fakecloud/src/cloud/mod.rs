@@ -41,11 +41,11 @@ use crate::images::Images;
 use crate::instance::Instance;
 use crate::ledger::{CostReport, Ledger};
 use crate::network::{Network, SecurityGroup, Subnet};
-use crate::seed::stream;
 use crate::spot::SpotMarket;
 use crate::sqs::Sqs;
 use crate::tags::Tags;
 use crate::throttle::Throttle;
+use dovetail_world::Stream;
 use fleet::CreateFleetOutput;
 use launch::RunInstancesOutput;
 use launch_template::LaunchTemplate;
@@ -137,11 +137,11 @@ impl FakeCloud {
             pools: Pools::new(&config),
             market: SpotMarket::new(&config),
             message_ids: IdGen::new(seed ^ 0x5135),
-            rng_launch: stream(seed, "fakecloud.launch"),
-            rng_spot: stream(seed, "fakecloud.spot"),
-            rng_fleet: stream(seed, "fakecloud.fleet"),
-            rng_faults: stream(seed, "fakecloud.faults"),
-            rng_sqs: stream(seed, "fakecloud.sqs"),
+            rng_launch: Stream::CloudLaunch.rng(seed),
+            rng_spot: Stream::CloudSpot.rng(seed),
+            rng_fleet: Stream::CloudFleet.rng(seed),
+            rng_faults: Stream::CloudFaults.rng(seed),
+            rng_sqs: Stream::CloudSqs.rng(seed),
             now: Duration::ZERO,
             ids,
             network,

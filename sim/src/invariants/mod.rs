@@ -84,8 +84,8 @@ pub struct Violation {
 
 impl Violation {
     /// The one command line that replays the run.
-    pub fn reproduce_line(&self, scenario_path: impl std::fmt::Display, seed: u64) -> String {
-        format!("dovetail run {scenario_path} --seed {seed}")
+    pub fn reproduce_line(&self, scenario_path: impl AsRef<std::path::Path>, seed: u64) -> String {
+        crate::world::reproduce_command(scenario_path.as_ref(), seed)
     }
 }
 

@@ -2,7 +2,7 @@
 //!
 //! The runner plays the plan, and `Loaded::expanded` prints it (TigerBeetle style), so what
 //! a seed did is readable before the run starts. Each workload and each fault entry draws
-//! from its own stream (`derive_rng(seed, "workloads/<i>")`, `"faults/<i>"`), so editing
+//! from its own stream (`Stream::Workload(i)`, `Stream::Fault(i)`), so editing
 //! one entry does not change what the others drew.
 
 use std::time::Duration;
@@ -15,7 +15,7 @@ use super::drawn_fault::DrawnFault;
 use super::faults::FaultSpec;
 use super::workloads::{Replicas, Workload};
 use super::{ControllerSpec, Scenario};
-use dovetail_world::{SimDuration, SimRng, derive_rng};
+use dovetail_world::{SimDuration, SimRng, Stream};
 
 /// Everything one seed drew.
 #[derive(Clone, Debug, Serialize)]
@@ -163,12 +163,12 @@ pub fn draw(scenario: &Scenario, zones: &[String], seed: u64) -> Plan {
         .workloads
         .iter()
         .enumerate()
-        .map(|(i, w)| draw_workload(w, duration.0, &mut derive_rng(seed, &format!("workloads/{i}"))))
+        .map(|(i, w)| draw_workload(w, duration.0, &mut Stream::Workload(i).rng(seed)))
         .collect();
     let mut swarm = Vec::new();
     let mut faults = Vec::new();
     for (i, f) in scenario.faults.iter().enumerate() {
-        let mut rng = derive_rng(seed, &format!("faults/{i}"));
+        let mut rng = Stream::Fault(i).rng(seed);
         let entry = format!("faults[{i}]");
         let kind = f.kind().unwrap_or("?");
         let replicas = match &scenario.controller {
@@ -366,6 +366,7 @@ impl<T: super::dist::Sample> Dist<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dovetail_world::derive_rng;
 
     #[test]
     fn poisson_arrivals_have_the_right_rate() {
