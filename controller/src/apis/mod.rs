@@ -23,6 +23,7 @@ pub mod ec2nodeclass;
 pub mod hash;
 pub mod labels;
 pub mod manifest;
+pub mod node_class_reference;
 pub mod nodeclaim;
 pub mod nodeoverlay;
 pub mod nodepool;
@@ -34,11 +35,12 @@ pub use condition::{Condition, ConditionStatus, StatusConditions};
 pub use duration::{GoDuration, NillableDuration};
 pub use ec2nodeclass::{AMIFamily, EC2NodeClass, EC2NodeClassSpec, EC2NodeClassStatus};
 pub use manifest::{Manifest, ManifestError, parse_manifests};
+pub use node_class_reference::NodeClassReference;
 pub use nodeclaim::{NodeClaim, NodeClaimSpec, NodeClaimStatus};
 pub use nodeoverlay::{NodeOverlay, NodeOverlaySpec, NodeOverlayStatus};
 pub use nodepool::{
-    Budget, BudgetNodes, ConsolidationPolicy, Disruption, DisruptionReason, NodeClaimTemplate, NodeClassReference,
-    NodePool, NodePoolSpec, NodePoolStatus,
+    Budget, BudgetNodes, ConsolidationPolicy, Disruption, DisruptionReason, NodeClaimTemplate, NodePool, NodePoolSpec,
+    NodePoolStatus,
 };
 pub use quantity::{IntOrQuantity, ResourceList};
 pub use requirements::{NodeSelectorOperator, NodeSelectorRequirementWithMinValues};
