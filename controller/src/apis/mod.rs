@@ -12,7 +12,8 @@
 //! restricted-domain rules), [`requirements`] (requirements with `minValues`), [`duration`]
 //! (Go durations and `Never`), [`quantity`] (int-or-string resource lists), [`condition`]
 //! (status conditions and the Ready roll-up), [`cron`] (budget schedules), [`validation`]
-//! (errors and shared rules) and [`manifest`] (strict multi-document YAML loading).
+//! (errors and shared rules), [`node_class_reference`] (the `nodeClassRef` NodePool templates
+//! and NodeClaims share) and [`manifest`] (strict multi-document YAML loading).
 
 #![warn(missing_docs)]
 
