@@ -12,7 +12,8 @@
 //! restricted-domain rules), [`requirements`] (requirements with `minValues`), [`duration`]
 //! (Go durations and `Never`), [`quantity`] (int-or-string resource lists), [`condition`]
 //! (status conditions and the Ready roll-up), [`cron`] (budget schedules), [`validation`]
-//! (errors and shared rules) and [`manifest`] (strict multi-document YAML loading).
+//! (errors and shared rules), [`node_class_reference`] (the `nodeClassRef` NodePool templates
+//! and NodeClaims share) and [`manifest`] (strict multi-document YAML loading).
 
 #![warn(missing_docs)]
 
@@ -23,6 +24,7 @@ pub mod ec2nodeclass;
 pub mod hash;
 pub mod labels;
 pub mod manifest;
+pub mod node_class_reference;
 pub mod nodeclaim;
 pub mod nodeoverlay;
 pub mod nodepool;
@@ -34,11 +36,12 @@ pub use condition::{Condition, ConditionStatus, StatusConditions};
 pub use duration::{GoDuration, NillableDuration};
 pub use ec2nodeclass::{AMIFamily, EC2NodeClass, EC2NodeClassSpec, EC2NodeClassStatus};
 pub use manifest::{Manifest, ManifestError, parse_manifests};
+pub use node_class_reference::NodeClassReference;
 pub use nodeclaim::{NodeClaim, NodeClaimSpec, NodeClaimStatus};
 pub use nodeoverlay::{NodeOverlay, NodeOverlaySpec, NodeOverlayStatus};
 pub use nodepool::{
-    Budget, BudgetNodes, ConsolidationPolicy, Disruption, DisruptionReason, NodeClaimTemplate, NodeClassReference,
-    NodePool, NodePoolSpec, NodePoolStatus,
+    Budget, BudgetNodes, ConsolidationPolicy, Disruption, DisruptionReason, NodeClaimTemplate, NodePool, NodePoolSpec,
+    NodePoolStatus,
 };
 pub use quantity::{IntOrQuantity, ResourceList};
 pub use requirements::{NodeSelectorOperator, NodeSelectorRequirementWithMinValues};

@@ -4,14 +4,28 @@
 //! validates them into the controller's [`Settings`] plus the process-level [`ProcessOptions`]
 //! (ports, leader election, logging, AWS endpoints), and every error names the flag, the value
 //! given and what is allowed.
+//!
+//! This file holds the flag definitions and their resolution; beside it are
+//! `process_options.rs` (what the process gets), `flag_error.rs` (errors and value checks) and
+//! `value_parsers.rs` (Go durations, feature gates, policies).
 
 use std::time::Duration;
 
 use base64::Engine;
-use clap::{ArgAction, Parser, ValueEnum};
+use clap::{ArgAction, Parser};
 
 use super::settings::{FeatureGates, Settings};
 use crate::scheduling::{MinValuesPolicy, PreferencePolicy};
+
+mod flag_error;
+mod process_options;
+mod value_parsers;
+
+pub use flag_error::FlagError;
+use flag_error::{flag_error, format_duration, truncate, validate_dns_label, validate_url};
+pub use process_options::{AwsEndpoints, LeaderElectionOptions, LogLevel, ProcessOptions};
+pub use value_parsers::{parse_feature_gates, parse_go_duration};
+use value_parsers::{parse_min_values_policy, parse_preference_policy};
 
 /// Karpenter's default `--feature-gates` value (v1.6+), which a partial `FEATURE_GATES` overrides
 /// gate by gate.
@@ -116,97 +130,6 @@ pub struct Flags {
     /// SSM endpoint, overriding `--aws-endpoint-url`.
     #[arg(long, env = "AWS_ENDPOINT_URL_SSM")]
     pub aws_endpoint_url_ssm: Option<String>,
-}
-
-/// `LOG_LEVEL` values (Karpenter's zap levels, plus `trace`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum LogLevel {
-    /// Errors only.
-    Error,
-    /// Errors and warnings.
-    Warn,
-    /// The default.
-    Info,
-    /// Decisions and API calls.
-    Debug,
-    /// Everything.
-    Trace,
-}
-
-impl LogLevel {
-    /// The `tracing` filter directive for this level.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Error => "error",
-            Self::Warn => "warn",
-            Self::Info => "info",
-            Self::Debug => "debug",
-            Self::Trace => "trace",
-        }
-    }
-}
-
-/// Which endpoint each AWS client dials; `None` means the SDK's regional default (HTTPS).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AwsEndpoints {
-    /// EC2.
-    pub ec2: Option<String>,
-    /// SQS.
-    pub sqs: Option<String>,
-    /// SSM.
-    pub ssm: Option<String>,
-}
-
-/// Leader election options.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LeaderElectionOptions {
-    /// Off only for single-replica runs.
-    pub enabled: bool,
-    /// The Lease's name.
-    pub name: String,
-    /// The Lease's namespace.
-    pub namespace: String,
-    /// This replica's identity, if set; the binary adds a random suffix otherwise.
-    pub identity: Option<String>,
-}
-
-/// What the process needs besides the controller's [`Settings`].
-#[derive(Clone, Debug, PartialEq)]
-pub struct ProcessOptions {
-    /// Log verbosity.
-    pub log_level: LogLevel,
-    /// `/metrics` port.
-    pub metrics_port: u16,
-    /// `/healthz`, `/readyz` port.
-    pub health_probe_port: u16,
-    /// Leader election.
-    pub leader_election: LeaderElectionOptions,
-    /// AWS endpoint overrides.
-    pub aws_endpoints: AwsEndpoints,
-}
-
-/// A flag whose value is not allowed. The message names the flag (and its variable), the value
-/// given and what would be accepted.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("invalid value {given:?} for --{flag} ({env}): {allowed}")]
-pub struct FlagError {
-    /// The flag, without dashes.
-    pub flag: &'static str,
-    /// Its environment variable.
-    pub env: &'static str,
-    /// What was given.
-    pub given: String,
-    /// What is allowed.
-    pub allowed: String,
-}
-
-fn flag_error(
-    flag: &'static str,
-    env: &'static str,
-    given: impl Into<String>,
-    allowed: impl Into<String>,
-) -> FlagError {
-    FlagError { flag, env, given: given.into(), allowed: allowed.into() }
 }
 
 impl Flags {
@@ -337,112 +260,6 @@ impl Flags {
     }
 }
 
-fn truncate(s: &str) -> String {
-    if s.chars().count() > 40 { format!("{}…", s.chars().take(40).collect::<String>()) } else { s.to_string() }
-}
-
-fn validate_url(flag: &'static str, env: &'static str, url: &str, required: bool) -> Result<(), FlagError> {
-    let url = url.trim();
-    if url.is_empty() {
-        if required {
-            return Err(flag_error(
-                flag,
-                env,
-                url,
-                "a URL such as https://ABCD.gr7.us-west-2.eks.amazonaws.com is required",
-            ));
-        }
-        return Ok(());
-    }
-    let parsed: Result<http::Uri, _> = url.parse();
-    match parsed {
-        Ok(uri) if matches!(uri.scheme_str(), Some("http" | "https")) && uri.host().is_some() => Ok(()),
-        _ => Err(flag_error(flag, env, url, "an absolute http:// or https:// URL with a host")),
-    }
-}
-
-fn validate_dns_label(flag: &'static str, env: &'static str, value: &str) -> Result<(), FlagError> {
-    let ok = !value.is_empty()
-        && value.len() <= 63
-        && value.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !value.starts_with('-')
-        && !value.ends_with('-');
-    if ok {
-        Ok(())
-    } else {
-        Err(flag_error(flag, env, value, "a namespace name (lowercase letters, digits and '-', at most 63)"))
-    }
-}
-
-/// Parses a Go `time.ParseDuration` string (`dovetail_goduration::parse`): a sequence of
-/// decimal numbers with units `ns`, `us`/`µs`, `ms`, `s`, `m`, `h` (`1m30s`, `1.5s`, `500ms`),
-/// surrounding whitespace ignored. Negative durations, `-0` included, are rejected: no
-/// Karpenter duration setting may be negative.
-///
-/// # Errors
-/// A message saying what is accepted, which clap prefixes with the flag and the value.
-pub fn parse_go_duration(s: &str) -> Result<Duration, String> {
-    const ALLOWED: &str = "a Go duration such as 1s, 500ms, 1m30s (units ns, us, ms, s, m, h)";
-    let s = s.trim();
-    if s.starts_with('-') {
-        return Err(ALLOWED.to_string());
-    }
-    dovetail_goduration::parse(s).map_err(|e| format!("{ALLOWED}: {}", e.reason))
-}
-
-fn format_duration(d: Duration) -> String {
-    format!("{}s", d.as_secs_f64())
-}
-
-/// Parses `--feature-gates`: `Name=bool` pairs, comma-separated, applied over
-/// [`FeatureGates::default`]. Gates Karpenter has but Dovetail does not implement are accepted
-/// only when off, so a copied Helm value keeps working but nothing silently does less than asked.
-///
-/// # Errors
-/// A message naming the bad pair and the known gates.
-pub fn parse_feature_gates(s: &str) -> Result<FeatureGates, String> {
-    const KNOWN: &str = "known gates: NodeRepair, ReservedCapacity, SpotToSpotConsolidation, \
-                         NodeOverlay (false only), StaticCapacity (false only)";
-    let mut gates = FeatureGates::default();
-    for pair in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let Some((name, value)) = pair.split_once('=') else {
-            return Err(format!("{pair:?} is not Name=true|false; {KNOWN}"));
-        };
-        let on = match value.trim() {
-            "true" | "True" | "TRUE" => true,
-            "false" | "False" | "FALSE" => false,
-            other => return Err(format!("{name}: {other:?} is not true or false")),
-        };
-        match name.trim() {
-            "NodeRepair" => gates.node_repair = on,
-            "ReservedCapacity" => gates.reserved_capacity = on,
-            "SpotToSpotConsolidation" => gates.spot_to_spot_consolidation = on,
-            "NodeOverlay" | "StaticCapacity" if !on => {}
-            "NodeOverlay" | "StaticCapacity" => {
-                return Err(format!("{name}=true is not supported by Dovetail; {KNOWN}"));
-            }
-            other => return Err(format!("unknown feature gate {other:?}; {KNOWN}")),
-        }
-    }
-    Ok(gates)
-}
-
-fn parse_preference_policy(s: &str) -> Result<PreferencePolicy, String> {
-    match s.trim() {
-        "Respect" => Ok(PreferencePolicy::Respect),
-        "Ignore" => Ok(PreferencePolicy::Ignore),
-        _ => Err("Respect or Ignore".into()),
-    }
-}
-
-fn parse_min_values_policy(s: &str) -> Result<MinValuesPolicy, String> {
-    match s.trim() {
-        "Strict" => Ok(MinValuesPolicy::Strict),
-        "BestEffort" => Ok(MinValuesPolicy::BestEffort),
-        _ => Err("Strict or BestEffort".into()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -520,18 +337,6 @@ mod tests {
         assert_eq!(process.aws_endpoints.ec2.as_deref(), Some("http://localhost:5000"));
         assert_eq!(process.aws_endpoints.sqs.as_deref(), Some("http://localhost:9324"));
         assert_eq!(process.aws_endpoints.ssm.as_deref(), Some("http://localhost:5000"));
-    }
-
-    #[test]
-    fn go_durations_parse_like_go() {
-        assert_eq!(parse_go_duration("1s"), Ok(Duration::from_secs(1)));
-        assert_eq!(parse_go_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_go_duration("2h45m"), Ok(Duration::from_secs(2 * 3600 + 45 * 60)));
-        assert_eq!(parse_go_duration("300us"), Ok(Duration::from_micros(300)));
-        assert_eq!(parse_go_duration("0"), Ok(Duration::ZERO));
-        for bad in ["", "10", "1x", "-1s", "s", "1.2.3s"] {
-            assert!(parse_go_duration(bad).is_err(), "{bad:?} should be rejected");
-        }
     }
 
     #[test]

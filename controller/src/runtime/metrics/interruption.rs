@@ -1,0 +1,56 @@
+//! Interruption queue metrics (aws `pkg/controllers/interruption/metrics.go`): SQS messages
+//! received by type, deleted, and how long they waited on the queue.
+
+use std::time::Duration;
+
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use super::Metrics;
+use super::family::{Counters, Histograms, counter, histogram, secs};
+
+/// Interruption messages wait on the queue for up to its 300 s retention.
+fn queue_histogram() -> Histogram {
+    Histogram::new([1.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 180.0, 300.0])
+}
+
+/// The interruption families.
+pub(super) struct InterruptionMetrics {
+    received: Counters,
+    deleted: Counters,
+    queue_duration: Histograms,
+}
+
+impl InterruptionMetrics {
+    /// Registers the families, in this order, in `r`.
+    pub(super) fn register(r: &mut Registry) -> Self {
+        let received = counter(
+            r,
+            "karpenter_interruption_received_messages",
+            "Count of messages received from the SQS queue. Broken down by message type.",
+        );
+        let deleted =
+            counter(r, "karpenter_interruption_deleted_messages", "Count of messages deleted from the SQS queue.");
+        let queue_duration = histogram(
+            r,
+            "karpenter_interruption_message_queue_duration_seconds",
+            "Amount of time an interruption message is on the queue before it is processed by karpenter.",
+            queue_histogram,
+        );
+        Self { received, deleted, queue_duration }
+    }
+}
+
+impl Metrics {
+    /// An SQS interruption message was received (`message_type`: `spot_interrupted`,
+    /// `rebalance_recommendation`, `scheduled_change`, `state_change`, `noop`, ...).
+    pub fn interruption_received(&self, message_type: &str) {
+        self.0.interruption.received.get_or_create(&vec![("message_type", message_type.into())]).inc();
+    }
+
+    /// An SQS interruption message was deleted, having waited `on_queue` since it was sent.
+    pub fn interruption_deleted(&self, on_queue: Duration) {
+        self.0.interruption.deleted.get_or_create(&vec![]).inc();
+        self.0.interruption.queue_duration.get_or_create(&vec![]).observe(secs(on_queue));
+    }
+}
