@@ -169,8 +169,10 @@ mod tests {
         assert_eq!(Stream::Workload(3).name(), "workloads/3");
         assert_eq!(Stream::Kubelet.seed(9), derive_seed(9, "kubelet"));
         assert_eq!(Stream::Fault(0).rng(9).next_u64(), derive_rng(9, "faults/0").next_u64());
-        let names: std::collections::BTreeSet<_> = Stream::FIXED.iter().map(|s| s.name()).collect();
-        assert_eq!(names.len(), Stream::FIXED.len(), "two streams share a name");
+        assert_eq!(Stream::CloudLaunch.name(), "fakecloud.launch");
+        let every = Stream::FIXED.iter().chain(Stream::CLOUD.iter());
+        let names: std::collections::BTreeSet<_> = every.map(|s| s.name()).collect();
+        assert_eq!(names.len(), Stream::FIXED.len() + Stream::CLOUD.len(), "two streams share a name");
     }
 
     #[test]
