@@ -1,11 +1,11 @@
-//! The scenario library under `cargo test`: every `scenarios/*.yaml` over a fixed set of
-//! seeds, with no invariant violation and no failed step, and each fixed seed's report
-//! snapshot-tested with insta so any behaviour change shows up in review
+//! The scenario library under `cargo test`: every `scenarios/*.yaml` over seeds
+//! 1..=[`SWEEP_SEEDS`], with no invariant violation and no failed step, and each fixed
+//! seed's report snapshot-tested with insta so any behaviour change shows up in review
 //! (`cargo insta review`, or `INSTA_UPDATE=always` to accept).
 //!
 //! A failing seed is appended to `scenarios/regressions/<scenario>.seeds` and replayed
 //! first on every later run (commit the file). The failure message carries the line that
-//! reproduces it. The default suite is sized for a debug build on 2 cores (a few minutes);
+//! reproduces it. The default suite is sized for a debug build on 2 cores (minutes);
 //! the long sweep is `#[ignore]`d:
 //!
 //! ```sh
@@ -21,15 +21,37 @@ use dovetail_sim::regressions;
 use dovetail_sim::scenario::Loaded;
 use serde_json::Value;
 
-/// Seeds every scenario runs in the default suite.
+/// Seeds whose reports are snapshot-tested for every scenario.
 const FIXED_SEEDS: &[u64] = &[1];
 
-/// Extra seeds for scenarios cheap enough to run more often in the default suite.
+/// How many seeds (1..=N) every scenario runs in the default suite, each checked against
+/// every invariant (issue 19's "volume by default": at least 10 per scenario).
+/// `DOVETAIL_LIBRARY_SEEDS=N` runs 1..=N instead (more in CI, 1 for a quick snapshot check).
+const SWEEP_SEEDS: u64 = 10;
+
+/// [`SWEEP_SEEDS`], or the count `DOVETAIL_LIBRARY_SEEDS` asks for.
+fn sweep_seeds() -> u64 {
+    match std::env::var("DOVETAIL_LIBRARY_SEEDS") {
+        Ok(n) => n.trim().parse().unwrap_or_else(|_| panic!("DOVETAIL_LIBRARY_SEEDS={n:?} is not a seed count")),
+        Err(_) => SWEEP_SEEDS,
+    }
+}
+
+/// Snapshot-tested seeds: extra ones for scenarios whose every seed is cheap to review.
 fn fixed_seeds(scenario: &str) -> Vec<u64> {
     match scenario {
         "apiserver-smoke" | "chaos-never-fits" => vec![1, 2, 3],
         _ => FIXED_SEEDS.to_vec(),
     }
+}
+
+/// Every seed a scenario runs in the default suite: the sweep and its snapshot seeds.
+fn default_seeds(scenario: &str) -> Vec<u64> {
+    let mut seeds: Vec<u64> = (1..=sweep_seeds()).collect();
+    seeds.extend(fixed_seeds(scenario));
+    seeds.sort_unstable();
+    seeds.dedup();
+    seeds
 }
 
 /// Scenario paths relative to this package (cargo runs tests from `tests/`), so reports
@@ -138,7 +160,7 @@ fn library_scenarios_hold_every_invariant_and_match_their_snapshots() {
     let mut jobs = Vec::new();
     for (name, path) in &library {
         let seeds =
-            regressions::seeds_to_run(&regressions_dir(), name, &fixed_seeds(name)).unwrap_or_else(|e| panic!("{e}"));
+            regressions::seeds_to_run(&regressions_dir(), name, &default_seeds(name)).unwrap_or_else(|e| panic!("{e}"));
         jobs.extend(seeds.into_iter().map(|seed| (name.clone(), path.clone(), seed)));
     }
     let finished = run_all(jobs);

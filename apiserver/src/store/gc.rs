@@ -2,12 +2,15 @@
 //! uid and dependents indexes, background and foreground deletion of dependents, and
 //! orphaning.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::metadata::{set_finalizers, string_set};
 use super::object_ref::ObjRef;
 use super::objects::Store;
 use super::options::{DeleteOptions, Propagation};
+use crate::resources::ResourceKey;
 
 impl Store {
     /// A dependent of a removed owner: delete it when none of its owners remain.
@@ -73,6 +76,26 @@ impl Store {
             }
             self.commit(d, new, Some(obj), "orphan");
         }
+    }
+
+    /// Objects of type `key` (in `namespace`, or in all) that name `owner_uid` in an
+    /// ownerReference, in (namespace, name) order: the same objects, in the same order, as
+    /// filtering [`Store::iter`] by owner, read from the dependents index the garbage
+    /// collector keeps anyway, so a workload controller finds its pods without scanning
+    /// every pod.
+    pub fn dependents_of<'a>(
+        &'a self,
+        owner_uid: &str,
+        key: &'a ResourceKey,
+        namespace: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a Arc<Value>> + 'a {
+        self.dependents
+            .get(owner_uid)
+            .into_iter()
+            .flatten()
+            .filter(move |r| &r.key == key && namespace.is_none_or(|n| n == r.namespace))
+            .filter_map(move |r| self.objects.get(&r.key)?.get(&(r.namespace.clone(), r.name.clone())))
+            .map(|s| &s.obj)
     }
 
     pub(super) fn has_dependents(&self, obj: &Value) -> bool {

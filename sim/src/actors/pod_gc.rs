@@ -30,7 +30,10 @@ impl Reconciler for PodGc {
         let orphans: Vec<(String, String)> = store
             .iter(&pods_t.key(), None)
             .filter(|p| {
-                p.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty() && !nodes.contains(n))
+                p.get("spec")
+                    .and_then(|s| s.get("nodeName"))
+                    .and_then(Value::as_str)
+                    .is_some_and(|n| !n.is_empty() && !nodes.contains(n))
             })
             .map(|p| {
                 (

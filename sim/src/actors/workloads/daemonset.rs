@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::pods::{
-    controlled_by, create_from_template, delete_pod, is_active, is_ready, pod_change_matters, ty, write_status,
+    at, controlled, create_from_template, delete_pod, is_active, is_ready, pod_change_matters, ty, write_status,
 };
 use crate::actors::runtime::Reconciler;
 use crate::apiserver::labels_of;
@@ -36,12 +36,12 @@ impl Reconciler for DaemonSetController {
         let nodes_t = ty(store, "", "nodes");
         let nodes: Vec<Value> = store
             .iter(&nodes_t.key(), None)
-            .filter(|n| n.pointer("/metadata/deletionTimestamp").is_none())
+            .filter(|n| at(n, &["metadata", "deletionTimestamp"]).is_none())
             .map(|n| (**n).clone())
             .collect();
         let all: Vec<Value> = store.iter(&dst.key(), None).map(|d| (**d).clone()).collect();
         for ds in all {
-            if ds.pointer("/metadata/deletionTimestamp").is_none() {
+            if at(&ds, &["metadata", "deletionTimestamp"]).is_none() {
                 reconcile_one(store, &ds, &nodes);
             }
         }
@@ -51,8 +51,10 @@ impl Reconciler for DaemonSetController {
 
 /// The node a DaemonSet pod is pinned to.
 fn pinned_node(pod: &Value) -> Option<String> {
-    let terms =
-        pod.pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")?;
+    let terms = at(
+        pod,
+        &["spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"],
+    )?;
     terms.as_array()?.iter().find_map(|t| {
         t["matchFields"]
             .as_array()?
@@ -66,7 +68,7 @@ fn reconcile_one(store: &mut Store, ds: &Value, nodes: &[Value]) {
     let uid = ds["metadata"]["uid"].as_str().unwrap_or("").to_string();
     let pods_t = ty(store, "", "pods");
     let mut by_node: BTreeMap<String, Vec<Value>> = BTreeMap::new();
-    for p in store.iter(&pods_t.key(), Some(&ns)).filter(|p| controlled_by(p, &uid) && is_active(p)) {
+    for p in controlled(store, &pods_t.key(), &ns, &uid).filter(|p| is_active(p)) {
         if let Some(n) = pinned_node(p) {
             by_node.entry(n).or_default().push((**p).clone());
         }
@@ -138,9 +140,9 @@ fn should_run(template: &Value, node: &Value) -> bool {
     if !selector_ok {
         return false;
     }
-    let mut tolerations = template.pointer("/spec/tolerations").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut tolerations = at(template, &["spec", "tolerations"]).and_then(Value::as_array).cloned().unwrap_or_default();
     tolerations.extend(daemon_tolerations());
-    node.pointer("/spec/taints").and_then(Value::as_array).into_iter().flatten().all(|taint| {
+    at(node, &["spec", "taints"]).and_then(Value::as_array).into_iter().flatten().all(|taint| {
         let effect = taint["effect"].as_str().unwrap_or("");
         effect == "PreferNoSchedule" || tolerations.iter().any(|t| tolerates(t, taint))
     })

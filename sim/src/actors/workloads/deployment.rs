@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::pods::{
-    controlled_by, controller_ref, int_or_percent, is_active, is_ready, owned_pods, pod_change_matters, ty,
+    at, controlled, controller_ref, int_or_percent, is_active, is_ready, owned_pods, pod_change_matters, ty,
     write_status,
 };
 use crate::actors::runtime::Reconciler;
@@ -41,7 +41,7 @@ impl Reconciler for DeploymentController {
         let dt = ty(store, "apps", "deployments");
         let all: Vec<Value> = store.iter(&dt.key(), None).map(|d| (**d).clone()).collect();
         for d in all {
-            if d.pointer("/metadata/deletionTimestamp").is_none() {
+            if at(&d, &["metadata", "deletionTimestamp"]).is_none() {
                 reconcile_one(store, &d);
             }
         }
@@ -61,12 +61,11 @@ fn reconcile_one(store: &mut Store, d: &Value) {
     let ns = d["metadata"]["namespace"].as_str().unwrap_or("").to_string();
     let name = d["metadata"]["name"].as_str().unwrap_or("").to_string();
     let uid = d["metadata"]["uid"].as_str().unwrap_or("").to_string();
-    let replicas = d.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1).max(0);
+    let replicas = at(d, &["spec", "replicas"]).and_then(Value::as_i64).unwrap_or(1).max(0);
     let hash = template_hash(&d["spec"]["template"]);
     let new_name = format!("{name}-{hash}");
-    let mut owned: Vec<Value> =
-        store.iter(&rst.key(), Some(&ns)).filter(|r| controlled_by(r, &uid)).map(|r| (**r).clone()).collect();
-    let recreate = d.pointer("/spec/strategy/type").and_then(Value::as_str) == Some("Recreate");
+    let mut owned: Vec<Value> = controlled(store, &rst.key(), &ns, &uid).map(|r| (**r).clone()).collect();
+    let recreate = at(d, &["spec", "strategy", "type"]).and_then(Value::as_str) == Some("Recreate");
 
     if !owned.iter().any(|r| r["metadata"]["name"] == new_name.as_str()) {
         let mut template = d["spec"]["template"].clone();
@@ -89,7 +88,7 @@ fn reconcile_one(store: &mut Store, d: &Value) {
     let (new, old): (Vec<Value>, Vec<Value>) =
         owned.into_iter().partition(|r| r["metadata"]["name"] == new_name.as_str());
     let Some(new) = new.into_iter().next() else { return };
-    let spec_replicas = |r: &Value| r.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(0);
+    let spec_replicas = |r: &Value| at(r, &["spec", "replicas"]).and_then(Value::as_i64).unwrap_or(0);
     let ready_of = |store: &Store, r: &Value| -> i64 {
         let uid = r["metadata"]["uid"].as_str().unwrap_or("");
         owned_pods(store, &ns, uid).iter().filter(|p| is_active(p) && is_ready(p)).count() as i64
@@ -190,7 +189,7 @@ fn scale(store: &mut Store, rs: &Value, replicas: i64) {
     let ns = rs["metadata"]["namespace"].as_str().unwrap_or("");
     let name = rs["metadata"]["name"].as_str().unwrap_or("");
     let Ok(current) = store.get(&rst, ns, name) else { return };
-    if current.pointer("/spec/replicas").and_then(Value::as_i64) == Some(replicas) {
+    if at(&current, &["spec", "replicas"]).and_then(Value::as_i64) == Some(replicas) {
         return;
     }
     let mut new = (*current).clone();
@@ -200,14 +199,15 @@ fn scale(store: &mut Store, rs: &Value, replicas: i64) {
 
 /// Deletes empty old ReplicaSets beyond `revisionHistoryLimit`.
 fn prune_history(store: &mut Store, d: &Value, old: &[Value]) {
-    let limit = d.pointer("/spec/revisionHistoryLimit").and_then(Value::as_u64).map_or(DEFAULT_HISTORY, |l| l as usize);
+    let limit =
+        at(d, &["spec", "revisionHistoryLimit"]).and_then(Value::as_u64).map_or(DEFAULT_HISTORY, |l| l as usize);
     let rst = ty(store, "apps", "replicasets");
     let mut empty: Vec<&Value> = old
         .iter()
         .filter(|r| {
             let uid = r["metadata"]["uid"].as_str().unwrap_or("");
             let ns = r["metadata"]["namespace"].as_str().unwrap_or("");
-            r.pointer("/spec/replicas").and_then(Value::as_i64) == Some(0) && owned_pods(store, ns, uid).is_empty()
+            at(r, &["spec", "replicas"]).and_then(Value::as_i64) == Some(0) && owned_pods(store, ns, uid).is_empty()
         })
         .collect();
     if empty.len() <= limit {

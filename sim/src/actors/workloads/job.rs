@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 use super::pods::{
-    controller_name, create_from_template, is_active, phase, pod_change_matters, pods_by_controller, ty, write_status,
+    at, controller_name, create_from_template, is_active, phase, pod_change_matters, pods_of_controller, ty,
+    write_status,
 };
 use crate::actors::runtime::Reconciler;
 use crate::apiserver::resources::ResourceKey;
@@ -72,15 +73,18 @@ impl Reconciler for JobController {
         let jobs: Vec<Arc<Value>> = keys
             .iter()
             .filter_map(|(ns, name)| store.get(&jt, ns, name).ok())
-            .filter(|j| !finished(j) && j.pointer("/metadata/deletionTimestamp").is_none())
+            .filter(|j| !finished(j) && at(j, &["metadata", "deletionTimestamp"]).is_none())
             .collect();
         if jobs.is_empty() {
             return None;
         }
-        let by_job = pods_by_controller(store);
+        // A Job's pass creates only its own pods, so reading each Job's pods just before
+        // its pass sees them as they were when the whole pass began.
+        let pods_key = ty(store, "", "pods").key();
         for job in jobs {
             let uid = job["metadata"]["uid"].as_str().unwrap_or("");
-            reconcile_one(store, &job, by_job.get(uid).map_or(&[][..], Vec::as_slice));
+            let pods = pods_of_controller(store, &pods_key, uid);
+            reconcile_one(store, &job, &pods);
         }
         None
     }
@@ -88,7 +92,7 @@ impl Reconciler for JobController {
 
 /// The Job has a Complete or Failed condition.
 fn finished(job: &Value) -> bool {
-    job.pointer("/status/conditions")
+    at(job, &["status", "conditions"])
         .and_then(Value::as_array)
         .is_some_and(|c| c.iter().any(|c| (c["type"] == "Complete" || c["type"] == "Failed") && c["status"] == "True"))
 }
@@ -102,17 +106,17 @@ fn reconcile_one(store: &mut Store, job: &Value, pods: &[Arc<Value>]) {
     let succeeded = pods.iter().filter(|p| phase(p) == "Succeeded").count() as i64;
     let failed = pods.iter().filter(|p| phase(p) == "Failed").count() as i64;
     let active = pods.iter().filter(|p| is_active(p)).count() as i64;
-    let completions = job.pointer("/spec/completions").and_then(Value::as_i64).unwrap_or(1);
-    let parallelism = job.pointer("/spec/parallelism").and_then(Value::as_i64).unwrap_or(1);
-    let backoff_limit = job.pointer("/spec/backoffLimit").and_then(Value::as_i64).unwrap_or(6);
-    let suspended = job.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true);
+    let completions = at(job, &["spec", "completions"]).and_then(Value::as_i64).unwrap_or(1);
+    let parallelism = at(job, &["spec", "parallelism"]).and_then(Value::as_i64).unwrap_or(1);
+    let backoff_limit = at(job, &["spec", "backoffLimit"]).and_then(Value::as_i64).unwrap_or(6);
+    let suspended = at(job, &["spec", "suspend"]).and_then(Value::as_bool) == Some(true);
     let now = store.clock().now_rfc3339();
     let mut status = json!({"active": active, "succeeded": succeeded, "failed": failed});
-    status["startTime"] = job.pointer("/status/startTime").cloned().unwrap_or(json!(now));
-    if let Some(c) = job.pointer("/status/conditions") {
+    status["startTime"] = at(job, &["status", "startTime"]).cloned().unwrap_or(json!(now));
+    if let Some(c) = at(job, &["status", "conditions"]) {
         status["conditions"] = c.clone();
     }
-    if let Some(c) = job.pointer("/status/completionTime") {
+    if let Some(c) = at(job, &["status", "completionTime"]) {
         status["completionTime"] = c.clone();
     }
     if !finished && !suspended {

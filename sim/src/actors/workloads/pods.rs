@@ -12,16 +12,23 @@ pub(crate) fn ty(store: &Store, group: &str, plural: &str) -> Arc<ResourceType> 
     store.registry().get(group, plural).expect("built-in types are always registered")
 }
 
+/// The value at `path` (object keys) under `obj`: what `obj.pointer("/a/b")` finds, without
+/// parsing and unescaping a pointer string on every call (these lookups run for every pod
+/// on every reconcile pass).
+pub(crate) fn at<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(obj, |v, k| v.get(*k))
+}
+
 /// Whether `obj` has an ownerReference with `controller: true` to `owner_uid`.
-pub(crate) fn controlled_by(obj: &Value, owner_uid: &str) -> bool {
-    obj.pointer("/metadata/ownerReferences")
+fn controlled_by(obj: &Value, owner_uid: &str) -> bool {
+    at(obj, &["metadata", "ownerReferences"])
         .and_then(Value::as_array)
         .is_some_and(|refs| refs.iter().any(|r| r["uid"].as_str() == Some(owner_uid) && r["controller"] == true))
 }
 
 /// A field (`uid`, `name`, `kind`) of `obj`'s controlling ownerReference.
 fn controller_field<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
-    obj.pointer("/metadata/ownerReferences")
+    at(obj, &["metadata", "ownerReferences"])
         .and_then(Value::as_array)?
         .iter()
         .find(|r| r["controller"] == true)
@@ -52,46 +59,50 @@ pub(crate) fn pod_change_matters(kind: &str, key: &ResourceKey, event: EventType
     }
     controller_kind(obj) == Some(kind)
         && (event != EventType::Modified
-            || obj.pointer("/metadata/deletionTimestamp").is_some()
+            || at(obj, &["metadata", "deletionTimestamp"]).is_some()
             || matches!(phase(obj), "Succeeded" | "Failed" | "Running"))
 }
 
-/// Every pod with a controller, grouped by the controller's uid (each group in the store's
-/// order: namespace, then name). One pass over the pods, so a controller of many objects
-/// (thousands of Jobs) reconciles in linear rather than quadratic time.
-pub(crate) fn pods_by_controller(store: &Store) -> std::collections::BTreeMap<String, Vec<Arc<Value>>> {
-    let pods = ty(store, "", "pods");
-    let mut out: std::collections::BTreeMap<String, Vec<Arc<Value>>> = std::collections::BTreeMap::new();
-    for p in store.iter(&pods.key(), None) {
-        if let Some(uid) = controller_uid(p) {
-            out.entry(uid.to_string()).or_default().push(p.clone());
-        }
-    }
-    out
+/// Pods (in any namespace) whose controlling ownerReference is `owner_uid`, in the store's
+/// order (namespace, then name), read from the store's ownerReference index: a controller
+/// of many objects (thousands of Jobs) reconciles in linear rather than quadratic time.
+pub(crate) fn pods_of_controller(store: &Store, pods: &ResourceKey, owner_uid: &str) -> Vec<Arc<Value>> {
+    store.dependents_of(owner_uid, pods, None).filter(|p| controller_uid(p) == Some(owner_uid)).cloned().collect()
+}
+
+/// Objects of type `group/plural` in `namespace` controlled by `owner_uid`, in name order,
+/// looked up in the store's ownerReference index rather than by scanning the type.
+pub(crate) fn controlled<'a>(
+    store: &'a Store,
+    key: &'a ResourceKey,
+    namespace: &'a str,
+    owner_uid: &'a str,
+) -> impl Iterator<Item = &'a Arc<Value>> + 'a {
+    store.dependents_of(owner_uid, key, Some(namespace)).filter(move |o| controlled_by(o, owner_uid))
 }
 
 /// Pods in `namespace` controlled by `owner_uid`, in name order.
 pub(crate) fn owned_pods(store: &Store, namespace: &str, owner_uid: &str) -> Vec<Arc<Value>> {
-    let pods = ty(store, "", "pods");
-    store.iter(&pods.key(), Some(namespace)).filter(|p| controlled_by(p, owner_uid)).cloned().collect()
+    let pods = ty(store, "", "pods").key();
+    controlled(store, &pods, namespace, owner_uid).cloned().collect()
 }
 
 /// Not terminating and not finished: counts towards a controller's replicas.
 pub(crate) fn is_active(pod: &Value) -> bool {
-    pod.pointer("/metadata/deletionTimestamp").is_none()
-        && !matches!(pod.pointer("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed"))
+    at(pod, &["metadata", "deletionTimestamp"]).is_none()
+        && !matches!(at(pod, &["status", "phase"]).and_then(Value::as_str), Some("Succeeded" | "Failed"))
 }
 
 /// The pod's Ready condition is True.
 pub(crate) fn is_ready(pod: &Value) -> bool {
-    pod.pointer("/status/conditions")
+    at(pod, &["status", "conditions"])
         .and_then(Value::as_array)
         .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
 }
 
 /// Phase of a pod.
 pub(crate) fn phase(pod: &Value) -> &str {
-    pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending")
+    at(pod, &["status", "phase"]).and_then(Value::as_str).unwrap_or("Pending")
 }
 
 /// An ownerReference to `owner` as its controller.
@@ -161,7 +172,7 @@ pub(crate) fn int_or_percent(v: &Value, total: i64, round_up: bool, default: &st
 /// unassigned before assigned, pending before running, not-ready before ready, newer
 /// before older (then name for a stable order).
 pub(crate) fn deletion_rank(pod: &Value) -> (u8, u8, u8, std::cmp::Reverse<String>, String) {
-    let assigned = pod.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+    let assigned = at(pod, &["spec", "nodeName"]).and_then(Value::as_str).is_some_and(|n| !n.is_empty());
     let phase_rank = match phase(pod) {
         "Pending" => 0,
         "Unknown" => 1,

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::pods::{
-    create_from_template, delete_pod, deletion_rank, is_active, is_ready, owned_pods, pod_change_matters, ty,
+    at, create_from_template, delete_pod, deletion_rank, is_active, is_ready, owned_pods, pod_change_matters, ty,
     write_status,
 };
 use crate::actors::runtime::Reconciler;
@@ -33,7 +33,7 @@ impl Reconciler for ReplicaSetController {
         let rst = ty(store, "apps", "replicasets");
         let all: Vec<Value> = store.iter(&rst.key(), None).map(|r| (**r).clone()).collect();
         for rs in all {
-            if rs.pointer("/metadata/deletionTimestamp").is_some() {
+            if at(&rs, &["metadata", "deletionTimestamp"]).is_some() {
                 continue;
             }
             reconcile_one(store, &rs);
@@ -45,7 +45,7 @@ impl Reconciler for ReplicaSetController {
 fn reconcile_one(store: &mut Store, rs: &Value) {
     let uid = rs["metadata"]["uid"].as_str().unwrap_or("").to_string();
     let ns = rs["metadata"]["namespace"].as_str().unwrap_or("").to_string();
-    let want = rs.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1).max(0);
+    let want = at(rs, &["spec", "replicas"]).and_then(Value::as_i64).unwrap_or(1).max(0);
     let mut active: Vec<_> = owned_pods(store, &ns, &uid).into_iter().filter(|p| is_active(p)).collect();
     let have = active.len() as i64;
     if have < want {
