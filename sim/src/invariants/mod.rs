@@ -21,8 +21,10 @@
 //! | `runawayScaleUp` | [`runaway_scale_up`] |
 //! | `churn` | [`churn`] |
 //! | `cost` | [`cost`] |
+//! | `convergence` | [`convergence`] |
 
 pub mod churn;
+pub mod convergence;
 pub mod cost;
 pub mod disruption_budgets;
 pub mod disruptions;
@@ -226,6 +228,9 @@ impl Checker {
         }
         if c.churn.enabled {
             invariants.push(Box::new(churn::ChurnBounded::default()));
+        }
+        if c.convergence.enabled {
+            invariants.push(Box::new(convergence::Convergence::default()));
         }
         Self {
             config: config.clone(),

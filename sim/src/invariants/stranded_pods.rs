@@ -13,7 +13,7 @@ use crate::oracle::resources::{
 use crate::oracle::view::PodView;
 
 /// Each NodePool's name with the offerings it allows.
-type PoolOfferings = Vec<(String, Vec<Offering>)>;
+pub type PoolOfferings = Vec<(String, Vec<Offering>)>;
 
 /// The invariant; reports each pod once.
 #[derive(Default)]
@@ -27,37 +27,44 @@ impl StrandedPods {
     fn hosting_offering(&mut self, ctx: &Ctx<'_>, pod: &PodView) -> Option<String> {
         let now = ctx.view.now;
         if self.offerings.as_ref().is_none_or(|(at, _)| now >= *at + Duration::from_secs(60)) {
-            let per_pool = ctx
-                .view
-                .pools
-                .iter()
-                .map(|(name, p)| (name.clone(), allowed_offerings(ctx.cloud, &p.object, now)))
-                .collect();
-            self.offerings = Some((now, per_pool));
+            self.offerings = Some((now, pool_offerings(ctx)));
         }
         let (_, per_pool) = self.offerings.as_ref()?;
-        let overhead = daemonset_pod_overhead(ctx);
-        for (name, offerings) in per_pool {
-            let pool = &ctx.view.pools.get(name)?.object;
-            if !tolerates_pool(&pod.object, pool) {
+        hosting_offering(ctx, per_pool, pod)
+    }
+}
+
+/// The offerings each NodePool allows now.
+pub fn pool_offerings(ctx: &Ctx<'_>) -> PoolOfferings {
+    let now = ctx.view.now;
+    ctx.view.pools.iter().map(|(name, p)| (name.clone(), allowed_offerings(ctx.cloud, &p.object, now))).collect()
+}
+
+/// An offering (`type/zone/capacity-type`) of a NodePool the pod tolerates whose labels
+/// the pod's node selector and required affinity accept, with room for the pod after
+/// DaemonSet overhead; `None` when no allowed offering could host it.
+pub fn hosting_offering(ctx: &Ctx<'_>, per_pool: &PoolOfferings, pod: &PodView) -> Option<String> {
+    let overhead = daemonset_pod_overhead(ctx);
+    for (name, offerings) in per_pool {
+        let pool = &ctx.view.pools.get(name)?.object;
+        if !tolerates_pool(&pod.object, pool) {
+            continue;
+        }
+        let extra = pool_node_labels(pool);
+        for o in offerings {
+            let mut labels = o.labels.clone();
+            labels.extend(extra.clone());
+            if !pod_allows(&pod.object, &labels) {
                 continue;
             }
-            let extra = pool_node_labels(pool);
-            for o in offerings {
-                let mut labels = o.labels.clone();
-                labels.extend(extra.clone());
-                if !pod_allows(&pod.object, &labels) {
-                    continue;
-                }
-                let mut need = pod.requests;
-                need.add(&overhead);
-                if need.fits_in(&o.allocatable) {
-                    return Some(format!("{}/{}/{}", o.instance_type, o.zone, o.capacity_type.as_str()));
-                }
+            let mut need = pod.requests;
+            need.add(&overhead);
+            if need.fits_in(&o.allocatable) {
+                return Some(format!("{}/{}/{}", o.instance_type, o.zone, o.capacity_type.as_str()));
             }
         }
-        None
     }
+    None
 }
 
 /// DaemonSet overhead a new node carries: one pod's requests per DaemonSet whose pods
@@ -72,6 +79,14 @@ fn daemonset_pod_overhead(ctx: &Ctx<'_>) -> crate::oracle::resources::Resources 
     daemonset_overhead(owners.iter())
 }
 
+/// A pod the scheduler should place: unbound, active, not a DaemonSet's, no scheduling gates.
+pub fn waits_for_a_node(p: &PodView) -> bool {
+    p.node_name.is_none()
+        && p.active()
+        && !p.daemonset
+        && p.object.pointer("/spec/schedulingGates").and_then(|g| g.as_array()).is_none_or(|g| g.is_empty())
+}
+
 impl Invariant for StrandedPods {
     fn name(&self) -> &'static str {
         "strandedPods"
@@ -84,10 +99,7 @@ impl Invariant for StrandedPods {
         let overdue: Vec<&PodView> = ctx
             .pods
             .iter()
-            .filter(|p| p.node_name.is_none() && p.active() && !p.daemonset)
-            .filter(|p| {
-                p.object.pointer("/spec/schedulingGates").and_then(|g| g.as_array()).is_none_or(|g| g.is_empty())
-            })
+            .filter(|p| waits_for_a_node(p))
             .filter(|p| now.saturating_sub(p.created.max(healed)) > limit)
             .filter(|p| !self.reported.contains(&p.uid))
             .collect();

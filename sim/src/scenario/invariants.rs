@@ -49,6 +49,9 @@ pub struct InvariantConfig {
     /// At quiescence the cost rate is within `(1 + epsilon)` of the LP lower bound, plus one
     /// node for integrality.
     pub cost: Cost,
+    /// At the end of the run (the Liveness phase) the cluster has converged: nothing
+    /// hostable pending, no stuck, leaked or still-deleting claim or instance.
+    pub convergence: Convergence,
 }
 
 impl Default for InvariantConfig {
@@ -66,6 +69,7 @@ impl Default for InvariantConfig {
             runaway_scale_up: RunawayScaleUp::default(),
             churn: Churn::default(),
             cost: Cost::default(),
+            convergence: Convergence::default(),
         }
     }
 }
@@ -202,6 +206,25 @@ pub struct Cost {
 impl Default for Cost {
     fn default() -> Self {
         Self { enabled: true, epsilon: 1.0, settled_for: mins(2) }
+    }
+}
+
+/// Convergence at the end of the run.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct Convergence {
+    /// Check it (default true).
+    pub enabled: bool,
+    /// What is still wrong at the end is a violation when it has been wrong since before
+    /// `phases.livenessFrom` or since before the end minus this, whichever is earlier
+    /// (default 5m: a node boots and a pod binds well within it; later arrivals are not
+    /// judged).
+    pub within: SimDuration,
+}
+
+impl Default for Convergence {
+    fn default() -> Self {
+        Self { enabled: true, within: mins(5) }
     }
 }
 

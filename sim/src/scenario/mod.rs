@@ -95,8 +95,10 @@
 //! invariants: {...}               # the invariant checker's thresholds (passed through)
 //!
 //! phases:                         # faults until faultsUntil (then everything heals), liveness from livenessFrom
-//!   faultsUntil: 20m              # default: duration
-//!   livenessFrom: 25m             # default: duration
+//!   faultsUntil: 20m              # required with faults; every scheduled fault ends by then, and
+//!                                 # duration - faultsUntil >= the longest enabled liveness threshold + 1m
+//!                                 # (31m with the defaults; see liveness_window)
+//!   livenessFrom: 25m             # default: duration; the cluster must have converged by the end
 //!
 //! steps:                          # low-level timed API actions (as before)
 //!   - at: 30s
@@ -115,6 +117,7 @@ pub mod drawn_fault;
 pub mod error;
 pub mod faults;
 pub mod invariants;
+pub mod liveness_window;
 pub mod plan;
 pub mod render;
 pub mod workloads;
@@ -265,6 +268,18 @@ pub enum LoadError {
         #[source]
         error: FieldError,
     },
+    /// The scenario leaves its liveness invariants no room to fire, or has faults without
+    /// an end (see [`liveness_window`]).
+    #[error("{}: {}{error}", path.display(), line.map(|l| format!("line {l}: ")).unwrap_or_default())]
+    Window {
+        /// The file.
+        path: PathBuf,
+        /// The field's line in the file, when found.
+        line: Option<usize>,
+        /// The field, by path, and what is wrong with it.
+        #[source]
+        error: FieldError,
+    },
 }
 
 /// A loaded scenario with the manifests it installs.
@@ -298,6 +313,11 @@ impl Loaded {
         let field = |error: FieldError| LoadError::Field { path: path.into(), error };
         let zones = scenario.resolve_zones().map_err(field)?;
         scenario.validate(&zones).map_err(field)?;
+        liveness_window::check(&scenario).map_err(|error| LoadError::Window {
+            path: path.into(),
+            line: liveness_window::line_of(text, &error.field),
+            error,
+        })?;
         let base = path.parent().unwrap_or(Path::new("."));
         let mut install = Vec::new();
         let mut files: Vec<PathBuf> = Vec::new();
@@ -349,7 +369,8 @@ impl Scenario {
         Ok(if self.zones.is_empty() { known } else { self.zones.clone() })
     }
 
-    /// Checks what the types cannot.
+    /// Checks what the types cannot. Loading then checks the liveness window
+    /// ([`liveness_window::check`]), which names the field's line too.
     pub fn validate(&self, zones: &[String]) -> Result<(), FieldError> {
         for (i, s) in self.steps.iter().enumerate() {
             let actions =
