@@ -169,7 +169,7 @@ fn recorded_and_generated_stories_hold_every_invariant() {
 /// original run's trace events.
 #[test]
 fn a_failing_story_shrinks_to_a_tenth_of_its_events() {
-    let seed = 3;
+    let seed = std::env::var("DOVETAIL_SHRINK_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(13);
     let mut scenario = story(seed);
     let mut config = scenario.invariants.clone().unwrap_or_default();
     config.runaway_scale_up.max_nodes = Some(0);
@@ -191,7 +191,7 @@ fn a_failing_story_shrinks_to_a_tenth_of_its_events() {
     assert_eq!(shrunk.signature, wanted);
     assert!(ratio <= 0.10, "shrunk to {:.1}% of the events, expected at most 10%", ratio * 100.0);
     assert!(shrunk.scenario.faults.is_empty() && shrunk.scenario.workloads.len() == 1, "{:#?}", shrunk.scenario);
-    let text = shrunk.file_text("generated story 3 with maxNodes 0", &path);
+    let text = shrunk.file_text(&format!("generated story {seed} with maxNodes 0"), &path);
     let replayed = Loaded::from_str(&path, &text).expect("the shrunk file loads");
     let trial = shrink::trial::run(&replayed, seed);
     assert!(trial.fails_like(&wanted), "the shrunk file no longer fails: {:?}", trial.failures);

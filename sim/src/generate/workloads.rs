@@ -80,7 +80,7 @@ pub fn draw(dice: &mut Dice, duration: SimDuration, pools: &[String]) -> Workloa
     if dice.chance(0.3) {
         let pod = PodTemplate {
             cpu: Dist::Fixed(Cpu(i64::from(dice.int(5, 10)) * 10)),
-            memory: Dist::Fixed(Memory(i64::from(dice.int(1, 2)) * 64 << 20)),
+            memory: Dist::Fixed(Memory((i64::from(dice.int(1, 2)) * 64) << 20)),
             ..plain_pod()
         };
         entries.push(Workload::DaemonSet(DaemonSetSpec { name: "logs".into(), namespace: "default".into(), pod }));

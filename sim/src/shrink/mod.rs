@@ -23,12 +23,15 @@ use crate::scenario::{LoadError, Loaded, Scenario};
 use crate::world::reproduce_command;
 pub use trial::{Signature, Trial};
 
+/// Told about each kept move and the run that kept it.
+pub type OnKept = Box<dyn FnMut(&str, &Trial)>;
+
 /// Limits and hooks of one shrink.
 pub struct Options {
     /// Most candidate runs (each a whole simulated run).
     pub max_runs: usize,
     /// Told about each kept move (for progress output).
-    pub on_kept: Option<Box<dyn FnMut(&str, &Trial)>>,
+    pub on_kept: Option<OnKept>,
 }
 
 impl Default for Options {
