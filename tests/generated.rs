@@ -7,6 +7,7 @@
 //! ```sh
 //! DOVETAIL_GENERATED_SEED=1234 cargo test -p dovetail-tests --test generated
 //! DOVETAIL_GENERATED_STORIES=500 cargo test -p dovetail-tests --test generated   # more stories
+//! DOVETAIL_SHRINK_RUNS=0 cargo test -p dovetail-tests --test generated   # report failures unshrunk
 //! ```
 //!
 //! Story `s` is `generate::story(s)` run with seed `s`. A failing story is shrunk with its
@@ -93,7 +94,9 @@ fn shrink_and_persist(seed: u64, text: &str) -> String {
         Ok(l) => l,
         Err(e) => return format!("the story does not load: {e}"),
     };
-    match shrink::shrink(&loaded, seed, None, Options { max_runs: SHRINK_RUNS, on_kept: None }) {
+    let max_runs =
+        std::env::var("DOVETAIL_SHRINK_RUNS").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(SHRINK_RUNS);
+    match shrink::shrink(&loaded, seed, None, Options { max_runs, on_kept: None }) {
         Ok(shrunk) => {
             let _ = std::fs::create_dir_all(generated_dir());
             let written = shrunk.file_text(&format!("generated story {seed}"), &path);
