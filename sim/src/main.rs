@@ -91,6 +91,24 @@ enum Command {
         #[arg(long, default_value = "dovetail.kubeconfig")]
         kubeconfig: PathBuf,
     },
+    /// Shrink a failing run to a minimal scenario, seed held fixed; writes it and its
+    /// reproduce line.
+    Shrink {
+        /// The failing scenario file.
+        scenario: PathBuf,
+        /// The seed it fails with (held fixed while the scenario shrinks).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Keep this invariant failing (default: the run's first failure).
+        #[arg(long)]
+        invariant: Option<String>,
+        /// Where to write the shrunk scenario (default `<stem>.shrunk.yaml` beside it).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Most candidate runs.
+        #[arg(long, default_value_t = 200)]
+        max_runs: usize,
+    },
     /// Measure the simulator's speed.
     Bench {
         /// What to measure.
@@ -126,6 +144,9 @@ fn main() -> ExitCode {
         Command::Compare { base, candidate, all } => cli::compare::compare(&base, &candidate, all),
         Command::Serve { scenario, seed, speed, pause_at, karpenter, port, kubeconfig } => {
             cli::serve::serve(&cli::serve::ServeArgs { scenario, seed, speed, pause_at, port, kubeconfig, karpenter })
+        }
+        Command::Shrink { scenario, seed, invariant, out, max_runs } => {
+            cli::shrink::shrink(&cli::shrink::ShrinkArgs { scenario, seed, invariant, out, max_runs })
         }
         Command::Bench { what, samples } => {
             cli::bench::bench(what, samples);

@@ -5,4 +5,5 @@ pub mod compare;
 pub mod failure;
 pub mod run;
 pub mod serve;
+pub mod shrink;
 pub mod sweep;
