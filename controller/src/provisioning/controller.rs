@@ -11,7 +11,8 @@ use super::provisioner::Provisioner;
 use crate::runtime::reconcile::{Action, Env, Kind, Kinds, Reconciler};
 use crate::state::Snapshot;
 
-/// How long an unsynced cluster is left before the batch is tried again.
+/// How long an unsynced cluster (or one whose NodeClaims have not all launched) is left
+/// before the batch is tried again.
 const UNSYNCED_RETRY: Duration = Duration::from_secs(1);
 
 /// The provisioning controller, a [`Reconciler`].
@@ -54,7 +55,11 @@ impl Reconciler for ProvisioningController {
         let next_requeue = *next_requeue;
         self.batcher.offer(&Provisioner::triggers(snapshot), now);
         if self.batcher.take_due(now) {
-            if snapshot.is_synced() {
+            // Core provisioner.go l. 141: no pass until the cluster state is synced, which
+            // includes every NodeClaim it holds having launched (`Snapshot::launches_resolved`,
+            // cluster.go l. 167–178): the claims of the last pass are capacity the next one
+            // must count (scheduler.go l. 614 `addToExistingNode`), not launch again.
+            if snapshot.is_synced() && snapshot.launches_resolved() {
                 let summary = self.provisioner.provision().await;
                 tracing::debug!(?summary, "provisioning pass");
                 // Look again at once: triggers that arrived meanwhile open the next window.

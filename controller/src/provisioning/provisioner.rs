@@ -263,6 +263,7 @@ impl Provisioner {
                         instance_types = planned.instance_type_options.len(),
                         "created nodeclaim"
                     );
+                    self.cluster.record_created_node_claim(claim);
                     self.cluster.nominate(&name, now);
                     self.nominate_pods(snapshot, &planned.pods, &format!("nodeclaim/{name}"));
                     created.push(name);

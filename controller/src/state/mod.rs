@@ -65,6 +65,15 @@ impl Snapshot {
         KINDS.iter().all(|kind| self.synced.contains(kind))
     }
 
+    /// Whether every NodeClaim in the state has launched (has a `status.providerID`). Once
+    /// synced, core `state.Cluster.Synced` (pkg/controllers/state/cluster.go l. 167–178)
+    /// reports false while any NodeClaim it holds has no providerID: a claim that has not
+    /// launched has no resolved instance type, so its capacity is unknown and a scheduling
+    /// pass must wait rather than launch again for the pods it was made for.
+    pub fn launches_resolved(&self) -> bool {
+        self.node_claims.values().all(|claim| claim.provider_id().is_some_and(|id| !id.is_empty()))
+    }
+
     /// The NodeClaim whose `status.providerID` matches the node's `spec.providerID`.
     pub fn node_claim_for_node(&self, node: &Node) -> Option<&Arc<NodeClaim>> {
         let provider_id = node.spec.as_ref()?.provider_id.as_deref()?;
@@ -166,6 +175,18 @@ impl Cluster {
 
     fn announce(&self, kind: Kind) {
         self.changed.send_modify(|generations| generations[kind as usize] += 1);
+    }
+
+    /// Puts a NodeClaim the controller has just created into the state at once, without
+    /// waiting for its watch event (core provisioner.go l. 518 `p.cluster.UpdateNodeClaim`
+    /// after `kubeClient.Create`): under watch lag the next scheduling pass would otherwise
+    /// not see the claim and launch again for the same pods. A version the watch already
+    /// delivered is newer and is kept.
+    pub fn record_created_node_claim(&self, claim: NodeClaim) {
+        let key = key_of(&claim);
+        self.update(Kind::NodeClaim, |s| {
+            s.node_claims.entry(key).or_insert_with(|| Arc::new(claim));
+        });
     }
 
     /// Records that pods were nominated to a node or in-flight claim at `at`.

@@ -19,6 +19,7 @@
 //! | `stuckNodeClaim` | [`stuck_node_claim`] |
 //! | `strandedPods` | [`stranded_pods`] |
 //! | `runawayScaleUp` | [`runaway_scale_up`] |
+//! | `overProvisioning` | [`over_provisioning`] |
 //! | `churn` | [`churn`] |
 //! | `cost` | [`cost`] |
 //! | `convergence` | [`convergence`] |
@@ -32,6 +33,7 @@ pub mod do_not_disrupt;
 pub mod double_launch;
 pub mod leaked_instance;
 pub mod nodepool_limits;
+pub mod over_provisioning;
 pub mod pdb;
 pub mod runaway_scale_up;
 pub mod stranded_pods;
@@ -225,6 +227,9 @@ impl Checker {
         }
         if c.runaway_scale_up.enabled {
             invariants.push(Box::new(runaway_scale_up::RunawayScaleUp::default()));
+        }
+        if c.over_provisioning.enabled {
+            invariants.push(Box::new(over_provisioning::OverProvisioning::default()));
         }
         if c.churn.enabled {
             invariants.push(Box::new(churn::ChurnBounded::default()));

@@ -10,9 +10,13 @@
 //! | the LP lower bound on the cost of hosting the pods | [`cost_bound`] |
 //! | nodes Karpenter's own rules keep whatever they cost | [`pinned`] |
 //! | PodDisruptionBudget and do-not-disrupt protection of a pod | [`protection`] |
+//! | first-fit-decreasing packing of pending pods onto new nodes | [`first_fit`] |
+//! | the pods Karpenter nominated to NodeClaims, from its Events | [`nomination`] |
 
 pub mod budget;
 pub mod cost_bound;
+pub mod first_fit;
+pub mod nomination;
 pub mod pinned;
 pub mod protection;
 pub mod resources;

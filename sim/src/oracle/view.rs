@@ -133,6 +133,8 @@ pub struct View {
     pub nodes: BTreeMap<String, NodeView>,
     /// Every instance the cloud knows.
     pub instances: Vec<InstanceView>,
+    /// Karpenter's pod nominations, from its `Nominated` Events, oldest first.
+    pub nominations: Vec<super::nomination::Nomination>,
 }
 
 impl View {
@@ -142,6 +144,7 @@ impl View {
             now,
             trace_position: store.trace().len(),
             resource_version: store.resource_version(),
+            nominations: super::nomination::read(store),
             ..View::default()
         };
         for pool in store.iter(&key("karpenter.sh", "nodepools"), None) {

@@ -44,6 +44,9 @@ pub struct InvariantConfig {
     pub stranded_pods: StrandedPods,
     /// The NodeClaim count stays within what the pods could need.
     pub runaway_scale_up: RunawayScaleUp,
+    /// NodeClaims per wave of pending pods within an independent packing, no capacity left
+    /// unused, no second NodeClaim for pods nominated to one in flight.
+    pub over_provisioning: OverProvisioning,
     /// Voluntary NodeClaim deletions per node-hour at steady state.
     pub churn: Churn,
     /// At quiescence the cost rate is within `(1 + epsilon)` of the LP lower bound, plus one
@@ -67,6 +70,7 @@ impl Default for InvariantConfig {
             stuck_node_claim: StuckNodeClaim::default(),
             stranded_pods: StrandedPods::default(),
             runaway_scale_up: RunawayScaleUp::default(),
+            over_provisioning: OverProvisioning::default(),
             churn: Churn::default(),
             cost: Cost::default(),
             convergence: Convergence::default(),
@@ -164,6 +168,28 @@ pub struct RunawayScaleUp {
 impl Default for RunawayScaleUp {
     fn default() -> Self {
         Self { enabled: true, slack: 10, max_nodes: None }
+    }
+}
+
+/// Over-provisioning bounds (`crate::invariants::over_provisioning`).
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct OverProvisioning {
+    /// Check it (default true).
+    pub enabled: bool,
+    /// NodeClaims a wave of pending pods may have beyond what a first-fit-decreasing
+    /// packing of its pods needs, per NodePool (default 1: nodes come whole, and a pass may
+    /// pick a smaller type than the packing's largest).
+    pub slack_per_pool: u32,
+    /// An initialized NodeClaim with no pod bound or nominated to it for this long plus its
+    /// NodePool's `consolidateAfter` is unused capacity (default 5m: removal of an empty
+    /// node also waits for validation and the disruption budget).
+    pub unused_for: SimDuration,
+}
+
+impl Default for OverProvisioning {
+    fn default() -> Self {
+        Self { enabled: true, slack_per_pool: 1, unused_for: mins(5) }
     }
 }
 

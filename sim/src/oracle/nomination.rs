@@ -1,0 +1,110 @@
+//! Karpenter's pod nominations, read from the Events it writes: after each scheduling pass
+//! the provisioner records, for every pod it placed, a `Nominated` Event "Pod should
+//! schedule on: nodeclaim/<claim>" (or `node/<node>`, or both, comma-separated) — core
+//! `pkg/controllers/provisioning/scheduling/events.go` `NominatePodEvent`. These Events are
+//! the only outside trace of which pods a NodeClaim was launched for.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::apiserver::resources::ResourceKey;
+use crate::apiserver::store::Store;
+use dovetail_world::clock::{parse_rfc3339, sim_epoch};
+
+/// The Event reason Karpenter uses for a nomination.
+pub const NOMINATED_REASON: &str = "Nominated";
+
+/// One nomination: a pod told to expect a node or an in-flight NodeClaim.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Nomination {
+    /// When the Event was first written (`firstTimestamp`, else `eventTime`).
+    pub at: Duration,
+    /// The pod, `namespace/name`.
+    pub pod: String,
+    /// The NodeClaim named, if any.
+    pub node_claim: Option<String>,
+    /// The Node named, if any.
+    pub node: Option<String>,
+}
+
+/// A Kubernetes timestamp as simulated time since the epoch.
+fn sim_time(value: &Value) -> Option<Duration> {
+    parse_rfc3339(value.as_str()?)?.duration_since(sim_epoch()).ok()
+}
+
+/// Parses a nomination Event's message (`Pod should schedule on: nodeclaim/a, node/b`) into
+/// the NodeClaim and Node it names.
+pub fn parse_targets(message: &str) -> (Option<String>, Option<String>) {
+    let Some((_, targets)) = message.split_once("should schedule on:") else { return (None, None) };
+    let (mut claim, mut node) = (None, None);
+    for target in targets.split(',').map(str::trim) {
+        if let Some(name) = target.strip_prefix("nodeclaim/") {
+            claim = Some(name.to_string());
+        } else if let Some(name) = target.strip_prefix("node/") {
+            node = Some(name.to_string());
+        }
+    }
+    (claim, node)
+}
+
+/// The nomination an Event records, if it is one.
+pub fn of_event(event: &Value) -> Option<Nomination> {
+    if event["reason"] != NOMINATED_REASON
+        || event.pointer("/involvedObject/kind").and_then(Value::as_str) != Some("Pod")
+    {
+        return None;
+    }
+    let (node_claim, node) = parse_targets(event["message"].as_str()?);
+    if node_claim.is_none() && node.is_none() {
+        return None;
+    }
+    let involved = &event["involvedObject"];
+    Some(Nomination {
+        at: sim_time(&event["firstTimestamp"]).or_else(|| sim_time(&event["eventTime"]))?,
+        pod: format!("{}/{}", involved["namespace"].as_str()?, involved["name"].as_str()?),
+        node_claim,
+        node,
+    })
+}
+
+/// Every nomination in the store's Events, oldest first.
+pub fn read(store: &Store) -> Vec<Nomination> {
+    let mut out: Vec<Nomination> = store
+        .iter(&ResourceKey { group: String::new(), plural: "events".into() }, None)
+        .filter_map(|e| of_event(e))
+        .collect();
+    out.sort();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_are_read_from_karpenters_message() {
+        assert_eq!(parse_targets("Pod should schedule on: nodeclaim/default-abc"), (Some("default-abc".into()), None));
+        assert_eq!(
+            parse_targets("Pod should schedule on: nodeclaim/default-abc, node/ip-10-0-0-1"),
+            (Some("default-abc".into()), Some("ip-10-0-0-1".into()))
+        );
+        assert_eq!(parse_targets("Pod should schedule on: node/ip-1"), (None, Some("ip-1".into())));
+        assert_eq!(parse_targets("Failed to schedule pod"), (None, None));
+    }
+
+    #[test]
+    fn only_pod_nomination_events_count() {
+        let event = |reason: &str, kind: &str| {
+            serde_json::json!({
+                "reason": reason, "message": "Pod should schedule on: nodeclaim/c1",
+                "involvedObject": {"kind": kind, "namespace": "default", "name": "web-1"},
+                "firstTimestamp": "2026-01-01T00:00:05Z"
+            })
+        };
+        assert!(of_event(&event("FailedScheduling", "Pod")).is_none());
+        assert!(of_event(&event("Nominated", "Node")).is_none());
+        let n = of_event(&event("Nominated", "Pod"));
+        assert_eq!(n.map(|n| (n.pod, n.node_claim)), Some(("default/web-1".into(), Some("c1".into()))));
+    }
+}

@@ -1,0 +1,278 @@
+//! Self-tests of the `overProvisioning` invariant: each rule is broken from outside the
+//! controller (a rogue client creating NodeClaims, or writing Karpenter-style `Nominated`
+//! Events), and each excuse has a twin the invariant does not excuse. Today's controller
+//! passes `scenarios/burst-watch-lag.yaml`, which made the wave rule fire before the fix
+//! to the provisioner (see the commit that added it).
+
+use std::time::Duration;
+
+use dovetail_fakecloud::cloud::SharedCloud;
+use dovetail_sim::apiserver::ApiServer;
+use dovetail_sim::invariants::{Checker, InvariantsReport, Phase};
+use dovetail_sim::kube_client::ClientFaults;
+use dovetail_sim::run::observe::Observer;
+use dovetail_sim::scenario::invariants::InvariantConfig;
+use dovetail_tests::{client, install, karpenter_crds, karpenter_world_full};
+use k8s_openapi::api::core::v1::Event;
+use kube::api::{ApiResource, DeleteParams, DynamicObject, PostParams};
+use serde_json::{Value, json};
+
+const NAME: &str = "overProvisioning";
+
+fn pool(name: &str, disruption: Value) -> Value {
+    json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+        "metadata": {"name": name},
+        "spec": {
+            "template": {"spec": {
+                "requirements": [
+                    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+                    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+                    {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["c", "m", "r"]}
+                ],
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
+            }},
+            "disruption": disruption
+        }
+    })
+}
+
+fn node_class() -> Value {
+    json!({
+        "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass",
+        "metadata": {"name": "default"},
+        "spec": {
+            "role": "KarpenterNodeRole-dovetail",
+            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "dovetail"}}],
+            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "dovetail"}}],
+            "amiSelectorTerms": [{"alias": "al2023@latest"}]
+        }
+    })
+}
+
+fn deployment(name: &str, replicas: u32, cpu: &str) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "app",
+                "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}}}]}}}
+    })
+}
+
+fn pod(name: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}],
+            // Nothing launches for it: no pool offers arm64 here, so it stays pending.
+            "nodeSelector": {"kubernetes.io/arch": "arm64"}
+        }
+    })
+}
+
+fn nodeclaims(client: &kube::Client) -> kube::Api<DynamicObject> {
+    let resource = ApiResource {
+        group: "karpenter.sh".into(),
+        version: "v1".into(),
+        api_version: "karpenter.sh/v1".into(),
+        kind: "NodeClaim".into(),
+        plural: "nodeclaims".into(),
+    };
+    kube::Api::all_with(client.clone(), &resource)
+}
+
+/// A NodeClaim of one `m5.large` in `pool`, as another autoscaler might write it.
+fn rogue_claim(name: &str, pool: &str) -> Result<DynamicObject, String> {
+    serde_json::from_value(json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": pool}},
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+            "requirements": [
+                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]},
+                {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}
+            ]
+        }
+    }))
+    .map_err(|e| e.to_string())
+}
+
+async fn create_claim(client: &kube::Client, name: &str, pool: &str) -> Result<(), String> {
+    nodeclaims(client).create(&PostParams::default(), &rogue_claim(name, pool)?).await.map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Now, as a Kubernetes timestamp in simulated time (the epoch is 2026-01-01; these worlds
+/// last minutes).
+fn sim_timestamp() -> String {
+    let s = turmoil::sim_elapsed().unwrap_or_default().as_secs();
+    format!("2026-01-01T{:02}:{:02}:{:02}Z", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// A `Nominated` Event as Karpenter's provisioner writes it (core scheduling/events.go).
+async fn nominate(client: &kube::Client, pod: &str, claim: &str, n: u32) -> Result<(), String> {
+    let event: Event = serde_json::from_value(json!({
+        "metadata": {"name": format!("{pod}.nominated-{n}"), "namespace": "default"},
+        "involvedObject": {"kind": "Pod", "namespace": "default", "name": pod, "apiVersion": "v1"},
+        "reason": "Nominated",
+        "type": "Normal",
+        "message": format!("Pod should schedule on: nodeclaim/{claim}"),
+        "firstTimestamp": sim_timestamp(),
+        "source": {"component": "rogue"}
+    }))
+    .map_err(|e| e.to_string())?;
+    let api: kube::Api<Event> = kube::Api::namespaced(client.clone(), "default");
+    api.create(&PostParams::default(), &event).await.map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Runs the world, ticking the checker every simulated second.
+fn run(
+    mut sim: turmoil::Sim<'_>,
+    server: &ApiServer,
+    cloud: &SharedCloud,
+    config: InvariantConfig,
+    driver: impl std::future::Future<Output = anyhow::Result<()>> + 'static,
+) -> InvariantsReport {
+    let mut checker = Checker::new(&config, server);
+    checker.set_phase(Phase::Heal, Duration::ZERO);
+    let mut observer = Observer::new(Some(cloud));
+    sim.client("test", async move { driver.await.map_err(Into::into) });
+    let mut next = Duration::ZERO;
+    loop {
+        let done = sim.step().expect("the simulation");
+        let now = sim.elapsed();
+        if now >= next {
+            observer.sample(server, Some(cloud), Some(&mut checker), now);
+            next = now + Duration::from_secs(1);
+        }
+        if done {
+            return observer.judge(server, cloud, checker, now);
+        }
+    }
+}
+
+fn ours(report: &InvariantsReport) -> Vec<String> {
+    report.violations.iter().filter(|v| v.invariant == NAME).map(|v| format!("{v}")).collect()
+}
+
+fn names(report: &InvariantsReport, object: &str, message: &str) -> bool {
+    report
+        .violations
+        .iter()
+        .any(|v| v.invariant == NAME && v.message.contains(message) && v.objects.iter().any(|o| o.contains(object)))
+}
+
+/// A second autoscaler launches six nodes for four small pods while they wait: the wave
+/// needs one node (plus one for the pool), so the NodeClaims created during it are too many.
+#[test]
+fn node_claims_beyond_the_packing_of_a_wave_are_over_provisioning() {
+    let (mut sim, server, cloud) = karpenter_world_full(31, Duration::from_secs(300), ClientFaults::default());
+    sim.client("rogue-autoscaler", async move {
+        tokio::time::sleep(Duration::from_secs(45)).await;
+        let client = client();
+        for n in 0..6 {
+            create_claim(&client, &format!("rogue-{n}"), "general-purpose").await?;
+        }
+        Ok(())
+    });
+    let driver = async move {
+        let client = client();
+        install(&client, &karpenter_crds()).await?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        install(&client, &[node_class(), pool("general-purpose", json!({"consolidateAfter": "Never"}))]).await?;
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        install(&client, &[deployment("web", 4, "250m")]).await?;
+        tokio::time::sleep(Duration::from_secs(240)).await;
+        Ok(())
+    };
+    let report = run(sim, &server, &cloud, InvariantConfig::default(), driver);
+    assert!(names(&report, "NodeClaim rogue-", "first-fit-decreasing"), "{:#?}", ours(&report));
+    let v = report.violations.iter().find(|v| v.invariant == NAME).expect("a violation");
+    assert!(v.at > Duration::from_secs(31) && v.trace_position > 0, "{v}");
+}
+
+/// Two idle NodeClaims: one in a pool that keeps empty nodes (`consolidateAfter: Never`,
+/// excused), one in a pool that would remove them but whose budget lets none go — nobody
+/// uses its capacity, and the invariant says so.
+#[test]
+fn an_initialized_node_claim_nobody_uses_is_over_provisioning_unless_its_pool_keeps_empty_nodes() {
+    let (mut sim, server, cloud) = karpenter_world_full(32, Duration::from_secs(600), ClientFaults::default());
+    sim.client("rogue-autoscaler", async move {
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        let client = client();
+        create_claim(&client, "idle-kept", "keeps-empty").await?;
+        create_claim(&client, "idle-blocked", "removes-empty").await?;
+        Ok(())
+    });
+    let driver = async move {
+        let client = client();
+        install(&client, &karpenter_crds()).await?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        install(
+            &client,
+            &[
+                node_class(),
+                pool("keeps-empty", json!({"consolidateAfter": "Never"})),
+                pool("removes-empty", json!({"consolidateAfter": "30s", "budgets": [{"nodes": "0"}]})),
+            ],
+        )
+        .await?;
+        tokio::time::sleep(Duration::from_secs(560)).await;
+        Ok(())
+    };
+    let mut config = InvariantConfig::default();
+    config.over_provisioning.unused_for = dovetail_sim::scenario::SimDuration(Duration::from_secs(120));
+    let report = run(sim, &server, &cloud, config, driver);
+    assert!(names(&report, "NodeClaim idle-blocked", "no pod was bound or nominated"), "{:#?}", ours(&report));
+    assert!(
+        !names(&report, "NodeClaim idle-kept", ""),
+        "a consolidateAfter: Never pool keeps empty nodes: {:#?}",
+        ours(&report)
+    );
+}
+
+/// A pod nominated to an in-flight NodeClaim, then to a second new one, was provisioned
+/// twice; a pod whose first NodeClaim was deleted before the second was created was not.
+#[test]
+fn a_second_node_claim_for_a_pod_nominated_to_an_in_flight_one_is_a_duplicate() {
+    let (mut sim, server, cloud) = karpenter_world_full(33, Duration::from_secs(300), ClientFaults::default());
+    sim.client("rogue-provisioner", async move {
+        tokio::time::sleep(Duration::from_secs(40)).await;
+        let client = client();
+        create_claim(&client, "first", "general-purpose").await?;
+        nominate(&client, "twice", "first", 1).await?;
+        create_claim(&client, "failed", "general-purpose").await?;
+        nominate(&client, "retried", "failed", 1).await?;
+        nominations_then_duplicates(&client).await?;
+        Ok(())
+    });
+    let driver = async move {
+        let client = client();
+        install(&client, &karpenter_crds()).await?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        install(&client, &[node_class(), pool("general-purpose", json!({"consolidateAfter": "Never"}))]).await?;
+        install(&client, &[pod("twice"), pod("retried")]).await?;
+        tokio::time::sleep(Duration::from_secs(280)).await;
+        Ok(())
+    };
+    let report = run(sim, &server, &cloud, InvariantConfig::default(), driver);
+    assert!(names(&report, "NodeClaim second", "duplicate launch"), "{:#?}", ours(&report));
+    assert!(names(&report, "Pod default/twice", "duplicate launch"), "{:#?}", ours(&report));
+    assert!(!names(&report, "Pod default/retried", "duplicate"), "the first claim was gone: {:#?}", ours(&report));
+}
+
+/// Two seconds on: the claim `failed` is deleted (a launch that failed), then both pods get
+/// a new NodeClaim each while `first` is still launching.
+async fn nominations_then_duplicates(client: &kube::Client) -> Result<(), String> {
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    nodeclaims(client).delete("failed", &DeleteParams::default()).await.map_err(|e| e.to_string())?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    create_claim(client, "second", "general-purpose").await?;
+    nominate(client, "twice", "second", 2).await?;
+    create_claim(client, "third", "general-purpose").await?;
+    nominate(client, "retried", "third", 2).await
+}
