@@ -26,7 +26,8 @@ impl ApiServer {
     pub(super) fn serve_list(&self, req: &ResourceRequest<'_>) -> ApiResult<Response<Body>> {
         let (rt, q) = (&req.rt, &req.query);
         let matcher = matcher(rt, q)?;
-        let limit = self.faults.lock().unwrap_or_else(|e| e.into_inner()).list_page(q.limit, q.continue_token.is_some());
+        let limit =
+            self.faults.lock().unwrap_or_else(|e| e.into_inner()).list_page(q.limit, q.continue_token.is_some());
         let s = self.store.lock().unwrap_or_else(|e| e.into_inner());
         let limit = limit.inspect_err(|e| {
             s.trace().record(dovetail_world::TraceEntry {

@@ -384,7 +384,8 @@ fn unjoined_section(c: &dovetail_fakecloud::FakeCloud) -> UnjoinedSection {
         out.cost += c.cost_of_instance(id);
         if let Some(r) = c.ledger().records.get(id) {
             let until = refusal.joined_at.or(r.end).unwrap_or_else(|| c.now());
-            out.max_seconds_without_node = out.max_seconds_without_node.max(until.saturating_sub(r.start).as_secs_f64());
+            out.max_seconds_without_node =
+                out.max_seconds_without_node.max(until.saturating_sub(r.start).as_secs_f64());
         }
     }
     out.cost = round(out.cost, 4);
