@@ -23,6 +23,14 @@ pub struct ApiFaults {
     /// Extra delay before each watch event is delivered (slow watches), on top of the
     /// server's configured delay. Read per event, so it can change while watches run.
     pub watch_delay: std::time::Duration,
+    /// Paged lists come back in pages of at most this many items, whatever `limit` the
+    /// client asked for (an etcd-backed list with a selector returns short pages), so
+    /// clients must follow continue tokens. Lists without `limit` stay whole, as the
+    /// watch cache serves them.
+    pub list_page_size: Option<usize>,
+    /// P(a continue token is refused with 410 Gone "too old") per continued list: etcd
+    /// compacted between two pages, and the client must start the list again.
+    pub continue_expiry_rate: f64,
     rng: SimRng,
     /// How many faults were injected, by kind.
     pub injected: FaultCounts,
@@ -37,6 +45,10 @@ pub struct FaultCounts {
     pub errors: u64,
     /// 409s.
     pub conflicts: u64,
+    /// List pages cut short by [`ApiFaults::list_page_size`].
+    pub short_pages: u64,
+    /// Continue tokens refused with 410.
+    pub expired_continues: u64,
 }
 
 impl ApiFaults {
@@ -47,8 +59,31 @@ impl ApiFaults {
             error_rate: 0.0,
             conflict_rate: 0.0,
             watch_delay: std::time::Duration::ZERO,
+            list_page_size: None,
+            continue_expiry_rate: 0.0,
             rng,
             injected: FaultCounts::default(),
+        }
+    }
+
+    /// The page size to serve a list with (the client's `limit`, or less while lists are
+    /// cut short), or 410 Gone when a continued list's token is declared too old.
+    pub fn list_page(&mut self, limit: Option<usize>, continuing: bool) -> ApiResult<Option<usize>> {
+        if continuing
+            && self.continue_expiry_rate > 0.0
+            && self.rng.random_bool(self.continue_expiry_rate.clamp(0.0, 1.0))
+        {
+            self.injected.expired_continues += 1;
+            return Err(ApiError::gone(
+                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+            ));
+        }
+        match (limit, self.list_page_size) {
+            (Some(l), Some(cap)) if cap.max(1) < l => {
+                self.injected.short_pages += 1;
+                Ok(Some(cap.max(1)))
+            }
+            (l, _) => Ok(l),
         }
     }
 
@@ -81,5 +116,24 @@ impl ApiFaults {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paged_lists_are_cut_short_and_continues_expire() {
+        let mut f = ApiFaults::none(dovetail_world::rng::derive_rng(1, "test"));
+        assert_eq!(f.list_page(Some(500), false).ok(), Some(Some(500)));
+        f.list_page_size = Some(2);
+        assert_eq!(f.list_page(Some(500), false).ok(), Some(Some(2)));
+        assert_eq!(f.list_page(None, false).ok(), Some(None), "an unpaged list stays whole");
+        assert_eq!(f.list_page(Some(1), false).ok(), Some(Some(1)));
+        f.continue_expiry_rate = 1.0;
+        assert_eq!(f.list_page(Some(500), true).map_err(|e| e.code).err(), Some(410));
+        assert_eq!(f.list_page(Some(500), false).ok(), Some(Some(2)), "a fresh list is never refused");
+        assert_eq!((f.injected.short_pages, f.injected.expired_continues), (2, 1));
     }
 }

@@ -1,5 +1,6 @@
 //! Faults a scenario can switch on and off while the cloud runs.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use crate::throttle::ThrottleConfig;
@@ -51,6 +52,15 @@ pub struct Faults {
     pub sqs_duplicate_rate: f64,
     /// Shuffle the order in which visible SQS messages are returned.
     pub sqs_reorder: bool,
+    /// Probability that an event never reaches the queue (EventBridge's delivery to its
+    /// SQS target fails, e.g. a queue policy that no longer admits `events.amazonaws.com`,
+    /// and the event is dropped): the sender sees success, no one ever receives it.
+    pub sqs_loss_rate: f64,
+    /// IAM roles the EKS cluster has no access entry for (an entry deleted, `aws-auth`
+    /// overwritten, or an EC2NodeClass naming the wrong role). A kubelet whose instance
+    /// profile carries such a role fails to authenticate and never registers its Node; it
+    /// keeps retrying, so it joins once the entry exists. See [`crate::NodeAuth`].
+    pub missing_access_entries: BTreeSet<String>,
     /// Every instance CreateFleet launches is launched twice: the second, identical
     /// (same tags) instance is not in the response. A broken cloud for invariant
     /// self-tests: one request, two running instances for one NodeClaim.

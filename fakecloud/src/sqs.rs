@@ -103,6 +103,10 @@ impl Queue {
 pub struct Sqs {
     /// Queues by name.
     pub queues: BTreeMap<String, Queue>,
+    /// Messages the loss fault dropped.
+    pub lost: u64,
+    /// Messages the duplicate fault delivered twice.
+    pub duplicated: u64,
 }
 
 impl Sqs {
@@ -123,7 +127,7 @@ impl Sqs {
         })
     }
 
-    /// Sends a message, applying the delay/duplicate faults. Returns the MessageId.
+    /// Sends a message, applying the loss/delay/duplicate faults. Returns the MessageId.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn send(
         &mut self,
@@ -135,8 +139,13 @@ impl Sqs {
         rng: &mut ChaCha8Rng,
         ids: &mut IdGen,
     ) -> ApiResult<String> {
-        let queue = self.queue(name)?;
+        self.queue(name)?;
         let message_id = ids.uuid();
+        // Drawn only while the fault is on, so runs without it keep their draws.
+        if faults.sqs_loss_rate > 0.0 && rng.random::<f64>() < faults.sqs_loss_rate {
+            self.lost += 1;
+            return Ok(message_id);
+        }
         let extra = if faults.sqs_delay_max.is_zero() {
             Duration::ZERO
         } else {
@@ -144,6 +153,8 @@ impl Sqs {
         };
         let copies =
             if faults.sqs_duplicate_rate > 0.0 && rng.random::<f64>() < faults.sqs_duplicate_rate { 2 } else { 1 };
+        self.duplicated += copies - 1;
+        let queue = self.queue(name)?;
         for copy in 0..copies {
             queue.seq += 1;
             let jitter = if copy == 0 { Duration::ZERO } else { Duration::from_millis(rng.random_range(0..5_000)) };
@@ -282,5 +293,19 @@ mod tests {
         assert!(got.iter().all(|m| m.message_id == id));
         assert!(sqs.delete("q", "bogus").is_err());
         assert!(sqs.receive("nope", 1, None, Duration::ZERO, &f, &mut rng, &mut ids).is_err());
+    }
+
+    #[test]
+    fn loss_fault_accepts_the_message_and_never_delivers_it() {
+        let (mut sqs, mut rng, mut ids) = setup();
+        let f = Faults { sqs_loss_rate: 1.0, ..Faults::default() };
+        let id = sqs.send("q", "x".into(), Duration::ZERO, Duration::ZERO, &f, &mut rng, &mut ids).expect("sent");
+        assert!(!id.is_empty());
+        let got = sqs.receive("q", 10, None, Duration::from_secs(10), &f, &mut rng, &mut ids).expect("ok");
+        assert!(got.is_empty());
+        let kept = Faults::default();
+        sqs.send("q", "y".into(), Duration::ZERO, Duration::ZERO, &kept, &mut rng, &mut ids).expect("sent");
+        let got = sqs.receive("q", 10, None, Duration::from_secs(10), &kept, &mut rng, &mut ids).expect("ok");
+        assert_eq!(got.len(), 1);
     }
 }

@@ -26,8 +26,18 @@ impl ApiServer {
     pub(super) fn serve_list(&self, req: &ResourceRequest<'_>) -> ApiResult<Response<Body>> {
         let (rt, q) = (&req.rt, &req.query);
         let matcher = matcher(rt, q)?;
+        let limit =
+            self.faults.lock().unwrap_or_else(|e| e.into_inner()).list_page(q.limit, q.continue_token.is_some());
         let s = self.store.lock().unwrap_or_else(|e| e.into_inner());
-        let page = s.list(rt, req.scope(), Some(&matcher), q.limit, q.continue_token.as_deref())?;
+        let limit = limit.inspect_err(|e| {
+            s.trace().record(dovetail_world::TraceEntry {
+                at: s.elapsed(),
+                source: "fault",
+                verb: format!("api-{}", e.code),
+                subject: format!("GET {} (continue)", rt.group_resource()),
+            });
+        })?;
+        let page = s.list(rt, req.scope(), Some(&matcher), limit, q.continue_token.as_deref())?;
         let mut meta = json!({"resourceVersion": page.rv.to_string()});
         if let Some(c) = &page.continue_token {
             meta["continue"] = json!(c);

@@ -41,6 +41,7 @@ use crate::images::Images;
 use crate::instance::Instance;
 use crate::ledger::{CostReport, Ledger};
 use crate::network::{Network, SecurityGroup, Subnet};
+use crate::node_auth::NodeAuth;
 use crate::spot::SpotMarket;
 use crate::sqs::Sqs;
 use crate::tags::Tags;
@@ -84,6 +85,7 @@ pub struct FakeCloud {
     pub(crate) interruption_queue: Option<String>,
     pub(crate) ledger: Ledger,
     pub(crate) faults: Faults,
+    pub(crate) node_auth: NodeAuth,
     pub(crate) throttle: Option<Throttle>,
     pub(crate) zone_outages: BTreeSet<String>,
     pub(crate) fleet_tokens: BTreeMap<String, (String, CreateFleetOutput)>,
@@ -153,6 +155,7 @@ impl FakeCloud {
             interruption_queue: None,
             ledger: Ledger::default(),
             faults: Faults::default(),
+            node_auth: NodeAuth::default(),
             throttle: None,
             zone_outages: BTreeSet::new(),
             fleet_tokens: BTreeMap::new(),
@@ -264,6 +267,14 @@ impl FakeCloud {
     /// Totals and rates at the current time.
     pub fn cost_report(&self) -> CostReport {
         self.ledger.report(self.now, &self.catalog, &self.market)
+    }
+
+    /// USD billed so far for one instance (0 for an instance never billed).
+    pub fn cost_of_instance(&self, instance_id: &str) -> f64 {
+        self.ledger
+            .records
+            .get(instance_id)
+            .map_or(0.0, |r| self.ledger.cost_of(r, self.now, &self.catalog, &self.market))
     }
 
     /// Number of scheduled events (for benchmarks and tests of idleness).

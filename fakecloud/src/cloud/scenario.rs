@@ -11,6 +11,7 @@ use crate::error::{ApiError, ApiResult, Error, Result};
 use crate::events::CloudEvent;
 use crate::faults::{Faults, SpotStorm};
 use crate::ledger::ApiCall;
+use crate::node_auth::NodeAuth;
 use crate::sqs::{DEFAULT_VISIBILITY, INTERRUPTION_QUEUE_RETENTION};
 use crate::throttle::Throttle;
 
@@ -28,6 +29,36 @@ impl FakeCloud {
             self.throttle = faults.throttling.clone().map(Throttle::new);
         }
         self.faults = faults;
+    }
+
+    /// Whether `instance_id`'s kubelet may register its Node now: the IAM role of its
+    /// launch template's instance profile has an access entry in the cluster (the fake
+    /// cloud has no IAM; a profile carries the role it is named after, as the controller
+    /// creates them). A refusal, and a later join of a refused instance, are recorded in
+    /// [`Self::node_auth`].
+    pub fn authenticate_node(&mut self, instance_id: &str) -> bool {
+        let role = self
+            .instances
+            .get(instance_id)
+            .and_then(|i| i.launch_template_id.as_ref())
+            .and_then(|lt| self.launch_templates.values().find(|t| &t.id == lt))
+            .and_then(|t| t.data.get("IamInstanceProfile.Name").or_else(|| t.data.get("IamInstanceProfile.Arn")))
+            .map(|p| p.rsplit('/').next().unwrap_or(p).to_string());
+        match role {
+            Some(role) if self.faults.missing_access_entries.contains(&role) => {
+                self.node_auth.refuse(instance_id, &role, self.now);
+                false
+            }
+            _ => {
+                self.node_auth.joined(instance_id, self.now);
+                true
+            }
+        }
+    }
+
+    /// The kubelets EKS refused, and which of them joined later.
+    pub fn node_auth(&self) -> &NodeAuth {
+        &self.node_auth
     }
 
     /// Admission control for one wire call of `action`: scripted errors, throttling, then

@@ -8,7 +8,9 @@
 //! are removed by the agent after a seeded delay. When the instance stops or goes away the
 //! node turns NotReady with the unreachable taints, and once the cloud says the instance
 //! is terminated the Node is deleted (finalizers permitting), whether or not anyone
-//! drained it.
+//! drained it. A kubelet whose IAM role has no access entry in the cluster is refused by
+//! EKS and retries until it has one (`dovetail_fakecloud::NodeAuth`): its instance runs and
+//! bills, but no Node appears.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -28,6 +30,10 @@ use crate::world::clock::timestamp;
 
 /// How often the agents look for newly launched instances.
 const INSTANCE_POLL: Duration = Duration::from_secs(1);
+
+/// How often a refused kubelet retries registering (kubelet's `registerWithAPIServer`
+/// backs off to at most 7 s).
+const REGISTER_RETRY: Duration = Duration::from_secs(7);
 
 /// Seeded delays of a node's life, and which startup taints the agent clears.
 #[derive(Clone, Debug)]
@@ -82,6 +88,25 @@ impl NodeAgents {
     /// Agents for `cloud`'s instances.
     pub fn new(cloud: SharedCloud, timing: NodeTiming, rng: SimRng) -> Self {
         Self { cloud, timing, rng, tracked: BTreeMap::new(), kubelet_version: "v1.34.1-eks-dovetail".into() }
+    }
+
+    /// Whether EKS lets the instance's kubelet register now (its role has an access entry;
+    /// see `dovetail_fakecloud::NodeAuth`). The first refusal of each instance is traced.
+    fn authenticated(&self, cloud: &mut FakeCloud, store: &Store, instance_id: &str, now: Duration) -> bool {
+        let refused_before = cloud.node_auth().refusals().contains_key(instance_id);
+        if cloud.authenticate_node(instance_id) {
+            return true;
+        }
+        if !refused_before {
+            let role = cloud.node_auth().refusals().get(instance_id).map(|r| r.role.clone()).unwrap_or_default();
+            store.trace().record(dovetail_world::TraceEntry {
+                at: now,
+                source: "kubelet",
+                verb: "register-refused".into(),
+                subject: format!("{instance_id}: role {role} has no access entry in the cluster"),
+            });
+        }
+        false
     }
 
     fn draw(&mut self, (lo, hi): (Duration, Duration)) -> Duration {
@@ -175,7 +200,7 @@ impl Reconciler for NodeAgents {
         let nodes_t = store.registry().get("", "nodes").expect("built in");
         // The cloud as it is at this instant (the cloud's clock reads this host's `now`).
         let handle = self.cloud.clone();
-        let cloud = handle.advance();
+        let mut cloud = handle.advance();
         let region = cloud.region().to_string();
         let instances: Vec<_> = cloud.instances().cloned().collect();
         let mut next: Option<Duration> = cloud.next_deadline();
@@ -200,6 +225,11 @@ impl Reconciler for NodeAgents {
                 t.lost_since = None;
                 if t.register_at > now {
                     soon(t.register_at);
+                } else if store.get(&nodes_t, "", &t.node).is_err()
+                    && t.ready_at.is_none()
+                    && !self.authenticated(&mut cloud, store, &inst.id, now)
+                {
+                    soon(now + REGISTER_RETRY);
                 } else if store.get(&nodes_t, "", &t.node).is_err() && t.ready_at.is_none() {
                     let user_data = inst
                         .launch_template_id

@@ -1,6 +1,7 @@
 //! Fake-cloud faults: empty capacity pools, spot interruption storms, zone outages, AMI
 //! releases, and the
-//! cloud's switchable knobs (throttling, 5xx, DescribeInstances lag, SQS misbehaviour).
+//! cloud's switchable knobs (throttling, 5xx, DescribeInstances lag, SQS misbehaviour,
+//! missing EKS access entries).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -124,6 +125,8 @@ pub fn apply_knobs(cloud: &SharedCloud, active: &[&DrawnFault]) {
     f.sqs_delay_max = Duration::ZERO;
     f.sqs_duplicate_rate = 0.0;
     f.sqs_reorder = false;
+    f.sqs_loss_rate = 0.0;
+    f.missing_access_entries.clear();
     for fault in active {
         match fault {
             DrawnFault::Ec2Throttling { burst, refill_per_second } => {
@@ -134,10 +137,14 @@ pub fn apply_knobs(cloud: &SharedCloud, active: &[&DrawnFault]) {
             }
             DrawnFault::Ec2Errors { rate } => f.server_error_rate = f.server_error_rate.max(*rate),
             DrawnFault::DescribeLag { delay } => f.describe_lag = f.describe_lag.max(delay.0),
-            DrawnFault::Sqs { delay, duplicate_rate, reorder } => {
+            DrawnFault::Sqs { delay, duplicate_rate, reorder, loss_rate } => {
                 f.sqs_delay_max = f.sqs_delay_max.max(delay.0);
                 f.sqs_duplicate_rate = f.sqs_duplicate_rate.max(*duplicate_rate);
                 f.sqs_reorder |= *reorder;
+                f.sqs_loss_rate = f.sqs_loss_rate.max(*loss_rate);
+            }
+            DrawnFault::AccessEntryMissing { role } => {
+                f.missing_access_entries.insert(role.clone());
             }
             _ => {}
         }

@@ -24,7 +24,7 @@ use crate::scenario::plan::Plan;
 use crate::scenario::{ControllerSpec, Loaded, SimDuration};
 use crate::world::{ScenarioWorld, Stream, Trace, TraceEntry, World, reproduce_command};
 use dovetail_fakecloud::cloud::{SharedCloud, lock};
-use report::{CostSection, InvariantsSection, PendingSection, ViolationReport, round};
+use report::{CostSection, InvariantsSection, PendingSection, UnjoinedSection, ViolationReport, round};
 
 /// A finished run.
 pub struct Outcome {
@@ -270,21 +270,38 @@ fn assemble(
     let resource_version = store.resource_version();
     drop(store);
     let mut api_calls: BTreeMap<String, u64> = BTreeMap::new();
+    let mut fault_effects: BTreeMap<String, u64> = BTreeMap::new();
     for e in trace.entries() {
         if e.source == "apiserver" {
             let resource = e.subject.split_whitespace().next().unwrap_or_default();
             *api_calls.entry(format!("kube {} {resource}", e.verb)).or_default() += 1;
+        } else if e.source == "fault"
+            && let Some(code) = e.verb.strip_prefix("api-")
+        {
+            let resource = e.subject.split_whitespace().nth(1).unwrap_or_default();
+            *fault_effects.entry(format!("kube {code} {resource}")).or_default() += 1;
+        } else if e.source == "kubelet" && e.verb == "register-refused" {
+            *fault_effects.entry("kubelet register refused".into()).or_default() += 1;
         }
     }
-    let (mut cost, mut launches) = (CostSection::default(), 0);
+    let (mut cost, mut launches, mut unjoined) = (CostSection::default(), 0, UnjoinedSection::default());
     if let Some(cloud) = cloud {
         let c = lock(cloud);
+        unjoined = unjoined_section(&c);
         for call in &c.ledger().calls {
             let name = match call.action.strip_prefix("SQS.") {
                 Some(a) => format!("sqs {a}"),
                 None => format!("ec2 {}", call.action),
             };
+            if INJECTED_EC2_ERRORS.contains(&call.outcome.as_str()) {
+                *fault_effects.entry(format!("{} {}", name, call.outcome)).or_default() += 1;
+            }
             *api_calls.entry(name).or_default() += 1;
+        }
+        for (what, n) in [("sqs lost", c.sqs().lost), ("sqs duplicated", c.sqs().duplicated)] {
+            if n > 0 {
+                fault_effects.insert(what.into(), n);
+            }
         }
         launches = c.ledger().records.len() as u64;
         let r = c.cost_report();
@@ -339,11 +356,13 @@ fn assemble(
         invariants,
         cost,
         pending,
+        unjoined,
         launches,
         interruptions: observer.interruptions(),
         disruptions: observer.disruptions(),
         api_calls,
         faults: faults.started.clone(),
+        fault_effects,
         controller_restarts: restarts,
         resource_version,
         objects,
@@ -351,4 +370,24 @@ fn assemble(
         actions: log.actions.load(Ordering::Relaxed),
         failures: log.failures.lock().unwrap_or_else(|e| e.into_inner()).clone(),
     }
+}
+
+/// EC2 error codes only the fault knobs produce (throttling and 5xx).
+const INJECTED_EC2_ERRORS: [&str; 3] = ["RequestLimitExceeded", "InternalError", "ServiceUnavailable"];
+
+/// What the instances EKS refused to admit cost (see `dovetail_fakecloud::NodeAuth`).
+fn unjoined_section(c: &dovetail_fakecloud::FakeCloud) -> UnjoinedSection {
+    let mut out = UnjoinedSection::default();
+    for (id, refusal) in c.node_auth().refusals() {
+        out.instances += 1;
+        out.never_joined += u64::from(refusal.joined_at.is_none());
+        out.cost += c.cost_of_instance(id);
+        if let Some(r) = c.ledger().records.get(id) {
+            let until = refusal.joined_at.or(r.end).unwrap_or_else(|| c.now());
+            out.max_seconds_without_node =
+                out.max_seconds_without_node.max(until.saturating_sub(r.start).as_secs_f64());
+        }
+    }
+    out.cost = round(out.cost, 4);
+    out
 }

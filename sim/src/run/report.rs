@@ -33,6 +33,9 @@ pub struct Report {
     pub cost: CostSection,
     /// How long pods waited for a node.
     pub pending: PendingSection,
+    /// Instances that ran but whose kubelet could not register (see [`UnjoinedSection`]).
+    #[serde(skip_serializing_if = "UnjoinedSection::is_empty")]
+    pub unjoined: UnjoinedSection,
     /// Instances that ran (billed).
     pub launches: u64,
     /// Instances interrupted (spot warnings, zone outages).
@@ -44,6 +47,13 @@ pub struct Report {
     pub api_calls: BTreeMap<String, u64>,
     /// Fault occurrences started, by kind.
     pub faults: BTreeMap<String, u64>,
+    /// What the faults did to the controller's traffic: injected API server answers
+    /// by code and resource (`kube 429 nodeclaims.karpenter.sh`, ... `kube 410` for an
+    /// expired continue token), EC2 throttles and 5xx answers
+    /// (`ec2 RequestLimitExceeded`, ...), SQS messages lost or duplicated, kubelets refused.
+    /// Left out when nothing reached anyone.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub fault_effects: BTreeMap<String, u64>,
     /// Controller replica restarts after an exit (leadership lost, controller error).
     pub controller_restarts: u64,
     /// The API server's final resourceVersion.
@@ -105,6 +115,28 @@ pub struct CostSection {
     pub kept: String,
     /// USD billed over the run.
     pub total: f64,
+}
+
+/// Instances whose kubelet EKS refused (no access entry for their role): they ran and
+/// billed without a Node. Empty (and left out of the report) when none was refused.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct UnjoinedSection {
+    /// Instances refused at least once.
+    pub instances: u64,
+    /// Of those, how many never registered a Node.
+    pub never_joined: u64,
+    /// USD billed for the refused instances over their whole life.
+    pub cost: f64,
+    /// The longest a refused instance ran before it joined or went away, in seconds.
+    pub max_seconds_without_node: f64,
+}
+
+impl UnjoinedSection {
+    /// Whether no instance was refused.
+    pub fn is_empty(&self) -> bool {
+        self.instances == 0
+    }
 }
 
 /// Pending time.

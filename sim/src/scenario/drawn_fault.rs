@@ -57,7 +57,7 @@ pub enum DrawnFault {
         /// Invisible for this long after launch.
         delay: SimDuration,
     },
-    /// SQS delay, duplicates, reordering.
+    /// SQS delay, duplicates, reordering, loss.
     #[serde(rename_all = "camelCase")]
     Sqs {
         /// Extra delay up to this.
@@ -66,6 +66,9 @@ pub enum DrawnFault {
         duplicate_rate: f64,
         /// Shuffle.
         reorder: bool,
+        /// P(never delivered).
+        #[serde(skip_serializing_if = "is_zero")]
+        loss_rate: f64,
     },
     /// API server 429/5xx/409.
     #[serde(rename_all = "camelCase")]
@@ -84,6 +87,14 @@ pub enum DrawnFault {
     },
     /// Every watch gets 410 Gone.
     WatchExpiry,
+    /// Short list pages, expiring continue tokens.
+    #[serde(rename_all = "camelCase")]
+    ListPaging {
+        /// Items per page at most.
+        page_size: u32,
+        /// P(410 on a continued list).
+        expiry_rate: f64,
+    },
     /// No packets between two endpoints.
     Partition {
         /// The pair.
@@ -109,6 +120,15 @@ pub enum DrawnFault {
         #[serde(skip_serializing_if = "Option::is_none")]
         version: Option<String>,
     },
+    /// An IAM role without an access entry: its kubelets cannot register.
+    AccessEntryMissing {
+        /// The role.
+        role: String,
+    },
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl DrawnFault {
@@ -160,6 +180,7 @@ impl DrawnFault {
                 delay: Dist::draw_or(s.delay.as_ref(), SimDuration::default(), rng),
                 duplicate_rate: rate(&s.duplicate_rate, rng),
                 reorder: s.reorder,
+                loss_rate: rate(&s.loss_rate, rng),
             };
         }
         if let Some(s) = &spec.api_server_errors {
@@ -175,6 +196,9 @@ impl DrawnFault {
         if spec.watch_expiry.is_some() {
             return DrawnFault::WatchExpiry;
         }
+        if let Some(s) = &spec.list_paging {
+            return DrawnFault::ListPaging { page_size: s.page_size, expiry_rate: rate(&s.expiry_rate, rng) };
+        }
         if let Some(s) = &spec.partition {
             return DrawnFault::Partition { between: s.between.clone() };
         }
@@ -183,6 +207,9 @@ impl DrawnFault {
         }
         if let Some(s) = &spec.controller_crash {
             return DrawnFault::ControllerCrash { target: s.target.clone().unwrap_or_else(|| "leader".into()) };
+        }
+        if let Some(s) = &spec.access_entry_missing {
+            return DrawnFault::AccessEntryMissing { role: s.role.clone() };
         }
         if let Some(s) = &spec.ami_release {
             return DrawnFault::AmiRelease { version: s.version.clone() };

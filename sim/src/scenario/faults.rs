@@ -51,7 +51,7 @@ pub struct FaultSpec {
     /// New instances are invisible to DescribeInstances for a while.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub describe_lag: Option<LagSpec>,
-    /// SQS delivers late, twice, or out of order.
+    /// SQS delivers late, twice, out of order, or never (EventBridge delivery lost).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sqs: Option<SqsSpec>,
     /// The API server answers 429, 5xx or 409 at rates.
@@ -60,6 +60,9 @@ pub struct FaultSpec {
     /// Watch events arrive late (watches opened while it lasts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watch_delay: Option<LagSpec>,
+    /// Paged lists come back in short pages, and continue tokens expire (410) at a rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_paging: Option<ListPagingSpec>,
     /// Every watch ends with 410 Gone and clients relist.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watch_expiry: Option<Empty>,
@@ -79,6 +82,11 @@ pub struct FaultSpec {
     /// new images, so NodeClasses on `al2023@latest` drift (an upgrade rollout).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ami_release: Option<AmiReleaseSpec>,
+    /// The cluster has no access entry for an IAM role (deleted, `aws-auth` overwritten, or
+    /// an EC2NodeClass naming the wrong role): instances with that role run and bill, but
+    /// their kubelets never register, until it heals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_entry_missing: Option<AccessEntrySpec>,
 }
 
 /// The fault kinds, as written.
@@ -93,12 +101,22 @@ pub const KINDS: &[&str] = &[
     "apiServerErrors",
     "watchDelay",
     "watchExpiry",
+    "listPaging",
     "partition",
     "latency",
     "controllerCrash",
     "leaderFailover",
     "amiRelease",
+    "accessEntryMissing",
 ];
+
+/// One IAM role without an access entry.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AccessEntrySpec {
+    /// The role name, as an EC2NodeClass's `role` names it.
+    pub role: String,
+}
 
 /// A new AMI release.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
@@ -194,6 +212,9 @@ pub struct SqsSpec {
     /// Shuffle delivery order.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reorder: bool,
+    /// P(an event never reaches the queue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_rate: Option<Dist<f64>>,
 }
 
 /// API server error rates; unset rates stay 0.
@@ -209,6 +230,17 @@ pub struct ApiErrorsSpec {
     /// P(409) per write.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conflict_rate: Option<Dist<f64>>,
+}
+
+/// Short list pages and expiring continue tokens.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ListPagingSpec {
+    /// At most this many items per page (at least 1).
+    pub page_size: u32,
+    /// P(a continued list gets 410 Gone) (0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expiry_rate: Option<Dist<f64>>,
 }
 
 /// Endpoints a network fault sits between.
@@ -255,11 +287,13 @@ impl FaultSpec {
             self.api_server_errors.is_some(),
             self.watch_delay.is_some(),
             self.watch_expiry.is_some(),
+            self.list_paging.is_some(),
             self.partition.is_some(),
             self.latency.is_some(),
             self.controller_crash.is_some(),
             self.leader_failover.is_some(),
             self.ami_release.is_some(),
+            self.access_entry_missing.is_some(),
         ]
         .iter()
         .zip(KINDS)
@@ -357,11 +391,18 @@ impl FaultSpec {
         }
         if let Some(s) = &self.sqs {
             rate_ok("duplicateRate", &s.duplicate_rate)?;
+            rate_ok("lossRate", &s.loss_rate)?;
         }
         if let Some(s) = &self.api_server_errors {
             rate_ok("throttleRate", &s.throttle_rate)?;
             rate_ok("errorRate", &s.error_rate)?;
             rate_ok("conflictRate", &s.conflict_rate)?;
+        }
+        if let Some(s) = &self.list_paging {
+            if s.page_size == 0 {
+                return Err(FieldError::new(format!("{kind}.pageSize"), "must be at least 1"));
+            }
+            rate_ok("expiryRate", &s.expiry_rate)?;
         }
         if let Some(s) = &self.partition {
             s.between.iter().try_for_each(|e| endpoint_ok(e))?;
@@ -386,6 +427,11 @@ impl FaultSpec {
                 format!("{kind}.version"),
                 format!("`{v}` must be non-empty letters, digits, `.` or `-`"),
             ));
+        }
+        if let Some(s) = &self.access_entry_missing
+            && s.role.trim().is_empty()
+        {
+            return Err(FieldError::new(format!("{kind}.role"), "name the IAM role (an EC2NodeClass's `role`)"));
         }
         if matches!(kind, "controllerCrash" | "leaderFailover" | "partition" | "latency") && replicas == 0 {
             return Err(FieldError::new(kind, "needs a controller, but the scenario has `controller: none`"));
