@@ -31,6 +31,7 @@ pub mod double_launch;
 pub mod leaked_instance;
 pub mod nodepool_limits;
 pub mod pdb;
+pub mod pod_losses;
 pub mod runaway_scale_up;
 pub mod stranded_pods;
 pub mod stuck_node_claim;
@@ -198,10 +199,10 @@ impl Checker {
         let mut invariants: Vec<Box<dyn Invariant>> = Vec::new();
         let c = config;
         if c.pdb.enabled {
-            invariants.push(Box::new(pdb::PdbRespected));
+            invariants.push(Box::new(pdb::PdbRespected::default()));
         }
         if c.do_not_disrupt.enabled {
-            invariants.push(Box::new(do_not_disrupt::DoNotDisruptRespected));
+            invariants.push(Box::new(do_not_disrupt::DoNotDisruptRespected::default()));
         }
         if c.nodepool_limits.enabled {
             invariants.push(Box::new(nodepool_limits::NodePoolLimits::default()));
