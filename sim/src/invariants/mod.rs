@@ -21,6 +21,8 @@
 //! | `runawayScaleUp` | [`runaway_scale_up`] |
 //! | `churn` | [`churn`] |
 //! | `cost` | [`cost`] |
+//! | `launchConformance` | [`launch_conformance`] |
+//! | `driftConvergence` | [`drift_convergence`] |
 
 pub mod churn;
 pub mod cost;
@@ -28,6 +30,8 @@ pub mod disruption_budgets;
 pub mod disruptions;
 pub mod do_not_disrupt;
 pub mod double_launch;
+pub mod drift_convergence;
+pub mod launch_conformance;
 pub mod leaked_instance;
 pub mod nodepool_limits;
 pub mod pdb;
@@ -227,6 +231,12 @@ impl Checker {
         }
         if c.churn.enabled {
             invariants.push(Box::new(churn::ChurnBounded::default()));
+        }
+        if c.launch_conformance.enabled {
+            invariants.push(Box::new(launch_conformance::LaunchConformance::default()));
+        }
+        if c.drift_convergence.enabled {
+            invariants.push(Box::new(drift_convergence::DriftConvergence::default()));
         }
         Self {
             config: config.clone(),

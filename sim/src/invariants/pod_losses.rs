@@ -157,9 +157,10 @@ fn drained(p: &PodView) -> bool {
         && !tolerates_disrupted_taint(&p.object)
 }
 
-/// Budgets losing `lost` at once takes below their minimum, over the pods as they were:
+/// Budgets losing `lost` at once takes below their minimum, over `pods` (all of them; the
+/// inactive are left out):
 /// expected = active matching pods, healthy = the Ready ones.
-fn breaches(pdbs: &[std::sync::Arc<serde_json::Value>], pods: &[PodView], lost: &[&PodView]) -> Vec<PdbBreach> {
+pub fn breaches(pdbs: &[std::sync::Arc<serde_json::Value>], pods: &[PodView], lost: &[&PodView]) -> Vec<PdbBreach> {
     let mut out = Vec::new();
     for pdb in pdbs {
         let namespace = pdb["metadata"]["namespace"].as_str().unwrap_or_default();

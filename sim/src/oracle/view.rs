@@ -72,6 +72,8 @@ pub struct ClaimView {
     pub disruption_reason: Option<String>,
     /// Drifted=True.
     pub drifted: bool,
+    /// Registered=True.
+    pub registered: bool,
     /// spec.requirements, as written.
     pub requirements: Vec<Value>,
 }
@@ -207,6 +209,7 @@ impl View {
                         .and_then(|c| c["reason"].as_str())
                         .map(String::from),
                     drifted: condition_true(c, "Drifted"),
+                    registered: condition_true(c, "Registered"),
                     requirements: c
                         .pointer("/spec/requirements")
                         .and_then(Value::as_array)

@@ -49,6 +49,11 @@ pub struct InvariantConfig {
     /// At quiescence the cost rate is within `(1 + epsilon)` of the LP lower bound, plus one
     /// node for integrality.
     pub cost: Cost,
+    /// Every launched instance satisfies its NodeClaim's and NodePool's requirements, and
+    /// its Node carries the pool's taints.
+    pub launch_conformance: Toggle,
+    /// Drifted nodes are replaced within what the pool's Drifted budget allows.
+    pub drift_convergence: DriftConvergence,
 }
 
 impl Default for InvariantConfig {
@@ -66,6 +71,8 @@ impl Default for InvariantConfig {
             runaway_scale_up: RunawayScaleUp::default(),
             churn: Churn::default(),
             cost: Cost::default(),
+            launch_conformance: Toggle::default(),
+            drift_convergence: DriftConvergence::default(),
         }
     }
 }
@@ -202,6 +209,24 @@ pub struct Cost {
 impl Default for Cost {
     fn default() -> Self {
         Self { enabled: true, epsilon: 1.0, settled_for: mins(2) }
+    }
+}
+
+/// Drift-convergence threshold.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct DriftConvergence {
+    /// Check it (default true).
+    pub enabled: bool,
+    /// How long replacing one drifted node may take (launch, initialization, drain and
+    /// termination); a pool with `n` drifted nodes and a Drifted budget of `b` gets
+    /// `ceil(n / b)` of these.
+    pub replace_within: SimDuration,
+}
+
+impl Default for DriftConvergence {
+    fn default() -> Self {
+        Self { enabled: true, replace_within: mins(15) }
     }
 }
 
