@@ -5,8 +5,8 @@
 use super::draw::{Dice, secs};
 use crate::scenario::dist::Dist;
 use crate::scenario::faults::{
-    AmiReleaseSpec, ApiErrorsSpec, CrashSpec, Empty, FaultSpec, IceSpec, KINDS, LagSpec, LatencySpec, LinkSpec,
-    RateSpec, SpotStormSpec, SqsSpec, ThrottleSpec, ZoneSpec,
+    AccessEntrySpec, AmiReleaseSpec, ApiErrorsSpec, CrashSpec, Empty, FaultSpec, IceSpec, KINDS, LagSpec, LatencySpec,
+    LinkSpec, ListPagingSpec, RateSpec, SpotStormSpec, SqsSpec, ThrottleSpec, ZoneSpec,
 };
 use dovetail_world::SimDuration;
 
@@ -54,6 +54,10 @@ pub fn draw(dice: &mut Dice, faults_until: SimDuration) -> Mix {
     }
 }
 
+/// The IAM role every generated EC2NodeClass names (see `cluster.rs`), so an
+/// `accessEntryMissing` fault keeps the story's nodes from joining.
+const NODE_ROLE: &str = "KarpenterNodeRole-dovetail";
+
 /// An entry of `kind` with drawn parameters and no timing yet; `None` for a kind the
 /// generator does not know yet (a unit test insists it knows every one of [`KINDS`]).
 pub fn with_kind(dice: &mut Dice, kind: &str) -> Option<FaultSpec> {
@@ -87,6 +91,7 @@ pub fn with_kind(dice: &mut Dice, kind: &str) -> Option<FaultSpec> {
                 delay: dice.chance(0.5).then(|| Dist::Fixed(dice.seconds(5, 30))),
                 duplicate_rate: Some(Dist::Fixed(dice.fraction(0.0, 0.5))),
                 reorder: dice.chance(0.5),
+                loss_rate: dice.chance(0.5).then(|| Dist::Fixed(dice.fraction(0.0, 0.3))),
             })
         }
         "apiServerErrors" => {
@@ -110,6 +115,13 @@ pub fn with_kind(dice: &mut Dice, kind: &str) -> Option<FaultSpec> {
         "controllerCrash" => f.controller_crash = Some(CrashSpec { target: Some("controller".into()) }),
         "leaderFailover" => f.leader_failover = Some(Empty {}),
         "amiRelease" => f.ami_release = Some(AmiReleaseSpec { version: None }),
+        "listPaging" => {
+            f.list_paging = Some(ListPagingSpec {
+                page_size: dice.int(1, 50),
+                expiry_rate: Some(Dist::Fixed(dice.fraction(0.0, 0.5))),
+            })
+        }
+        "accessEntryMissing" => f.access_entry_missing = Some(AccessEntrySpec { role: NODE_ROLE.into() }),
         _ => return None,
     }
     Some(f)

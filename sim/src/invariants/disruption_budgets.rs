@@ -7,6 +7,16 @@
 //! Node carries `karpenter.sh/disrupted`. Disruptions budgets do not govern are left out:
 //! deletions a non-controller host started (a person, a test driver), instances the cloud
 //! is taking away (spot reclaim, scheduled events, outages) and expiration.
+//!
+//! Two checks. At every tick the disrupting nodes stay within the loosest reason's budget
+//! (whatever the reasons, no more may be disrupting). And each reason's budget holds on its
+//! own: when a claim starts disrupting for reason R — the `reason` of the `DisruptionReason`
+//! condition the controller writes on the NodeClaim (core
+//! `pkg/controllers/disruption/queue.go`: `SetTrueWithReason(ConditionTypeDisruptionReason,
+//! string(cmd.Reason()), ...)`) — all the pool's voluntarily disrupting nodes, that one
+//! included, fit R's budget: Karpenter allows a command of reason R only
+//! `MustGetAllowedDisruptions(reason) - disrupting` nodes (core
+//! `pkg/controllers/disruption/helpers.go`, `BuildDisruptionBudgetMapping`).
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -14,7 +24,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{Ctx, Invariant, Violation};
-use crate::oracle::budget::{cap, wall_time};
+use crate::oracle::budget::{allowed_for_reason, cap, wall_time};
 use crate::oracle::view::{ClaimView, View};
 use dovetail_world::SimDuration;
 
@@ -63,6 +73,8 @@ pub fn disrupting(view: &View, claim: &ClaimView) -> bool {
 pub struct DisruptionBudgets {
     external: ExternalDeletes,
     over: BTreeSet<String>,
+    /// Claims whose start of disruption for a reason was judged.
+    started: BTreeSet<String>,
 }
 
 impl Invariant for DisruptionBudgets {
@@ -73,6 +85,7 @@ impl Invariant for DisruptionBudgets {
     fn tick(&mut self, ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
         self.external.update(ctx);
         let view = ctx.view;
+        self.started.retain(|c| view.claims.get(c).is_some_and(|c| c.disruption_reason.is_some()));
         let wall = wall_time(view.now);
         for (name, pool) in &view.pools {
             let expire = expire_after(&pool.object);
@@ -91,6 +104,31 @@ impl Invariant for DisruptionBudgets {
                 .collect();
             let budgets: Vec<Value> =
                 pool.object.pointer("/spec/disruption/budgets").and_then(Value::as_array).cloned().unwrap_or_default();
+            for claim in &voluntary {
+                let Some(reason) = claim.disruption_reason.as_deref() else { continue };
+                if !self.started.insert(claim.name.clone()) {
+                    continue;
+                }
+                let Some(allowed) = allowed_for_reason(&budgets, counted.len(), reason, wall) else { continue };
+                if voluntary.len() > allowed {
+                    let mut objects = vec![format!("NodePool {name}"), format!("NodeClaim {}", claim.name)];
+                    objects.extend(
+                        voluntary.iter().filter(|c| c.name != claim.name).map(|c| format!("NodeClaim {}", c.name)),
+                    );
+                    out.push(Violation {
+                        invariant: self.name().into(),
+                        at: view.now,
+                        objects,
+                        message: format!(
+                            "the controller started disrupting NodeClaim {} for {reason} with {} of NodePool {name}'s {} nodes disrupting; its {reason} budgets allow {allowed}",
+                            claim.name,
+                            voluntary.len(),
+                            counted.len()
+                        ),
+                        trace_position: view.trace_position,
+                    });
+                }
+            }
             let allowed = cap(&budgets, counted.len(), wall);
             if voluntary.len() <= allowed {
                 self.over.remove(name);

@@ -13,7 +13,7 @@ use crate::apiserver::audit::{AuditObserver, AuditRequest};
 use crate::apiserver::labels_of;
 use crate::apiserver::selector::LabelSelector;
 use crate::apiserver::store::Store;
-use crate::oracle::protection::{desired_healthy, do_not_disrupt_active};
+use crate::oracle::protection::{desired_healthy, do_not_disrupt_active, forced_off, termination_deadline};
 use crate::oracle::view::{condition_true, key, sim_time};
 use crate::scenario::invariants::InvariantConfig;
 
@@ -116,8 +116,8 @@ impl AuditObserver for Recorder {
         if !running || terminating {
             return;
         }
-        // A NodeClaim's terminationGracePeriod overrides PDBs and do-not-disrupt alike: at
-        // `nodeclaim-termination-timestamp` minus the pod's grace, Karpenter deletes it.
+        // A NodeClaim's terminationGracePeriod overrides PDBs and do-not-disrupt alike: at its
+        // deadline minus the pod's grace, Karpenter deletes it.
         let forced = forced(store, &pod, node.as_deref(), r.at);
         let pdb_breaches = if ready(&pod) && !forced { breaches(store, &pod, &r.namespace) } else { Vec::new() };
         let do_not_disrupt = do_not_disrupt_active(&pod, r.at) && !forced;
@@ -198,13 +198,21 @@ fn breaches(store: &Store, pod: &Value, namespace: &str) -> Vec<PdbBreach> {
 }
 
 /// Whether the pod's node is past the point where its NodeClaim's terminationGracePeriod
-/// forces pods off (`nodeclaim-termination-timestamp` minus the pod's grace period).
+/// forces pods off: the claim's own deletionTimestamp plus its pool's
+/// `terminationGracePeriod`, minus the pod's grace (see [`forced_off`]). The
+/// `nodeclaim-termination-timestamp` annotation is the controller's own record and is not
+/// trusted.
 fn forced(store: &Store, pod: &Value, node: Option<&str>, now: Duration) -> bool {
     let Some(node) = node else { return false };
-    let grace = Duration::from_secs(pod["spec"]["terminationGracePeriodSeconds"].as_u64().unwrap_or(30));
     store.iter(&key("karpenter.sh", "nodeclaims"), None).filter(|c| c["status"]["nodeName"] == node).any(|c| {
-        c.pointer("/metadata/annotations/karpenter.sh~1nodeclaim-termination-timestamp")
-            .and_then(sim_time)
-            .is_some_and(|deadline| now + grace + Duration::from_secs(1) >= deadline)
+        let pool = c.pointer("/metadata/labels/karpenter.sh~1nodepool").and_then(Value::as_str).and_then(|p| {
+            store.get_ref(&crate::apiserver::store::ObjRef {
+                key: key("karpenter.sh", "nodepools"),
+                namespace: String::new(),
+                name: p.to_string(),
+            })
+        });
+        let deadline = termination_deadline(sim_time(&c["metadata"]["deletionTimestamp"]), pool.as_deref());
+        forced_off(pod, deadline, now)
     })
 }

@@ -1,11 +1,42 @@
-//! `doNotDisrupt`: the controller never evicts or deletes a pod with an active
-//! `karpenter.sh/do-not-disrupt` annotation before its node's terminationGracePeriod
-//! forces it (judged on the cluster just before the request).
+//! `doNotDisrupt`: the controller never voluntarily disrupts what `karpenter.sh/do-not-disrupt`
+//! protects, before a node's terminationGracePeriod forces it:
+//! - a pod with the annotation active is not evicted or deleted by the controller (judged on
+//!   the cluster just before the request, [`super::disruptions`]) nor taken down with its Node
+//!   or instance ([`super::pod_losses`]);
+//! - a node annotated `"true"` is not picked for disruption: no claim starts disrupting
+//!   (disrupted taint, claim or Node deleting) while its annotation says `"true"`, unless a
+//!   person deleted it, the cloud is taking it away, or it expired (expiration is forceful in
+//!   Karpenter v1). Which object's annotation counts follows core
+//!   `pkg/controllers/state/statenode.go` (`ValidateNodeDisruptable` reads
+//!   `StateNode.Annotations()`): the Node's once the claim has registered one, the
+//!   NodeClaim's before (Karpenter copies the claim's annotations onto the Node at
+//!   registration).
 
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::disruption_budgets::{ExternalDeletes, disrupting, expire_after};
+use super::pod_losses::PodLosses;
 use super::{Ctx, Invariant, Violation};
+use crate::oracle::view::{ClaimView, View};
 
 /// The invariant.
-pub struct DoNotDisruptRespected;
+#[derive(Default)]
+pub struct DoNotDisruptRespected {
+    losses: PodLosses,
+    external: ExternalDeletes,
+    /// Claims already seen disrupting (judged once, at the start).
+    disrupting: BTreeSet<String>,
+    /// Each claim's effective annotation at the previous tick.
+    protected: BTreeMap<String, bool>,
+}
+
+/// Whether the annotation Karpenter reads for this claim's node says `"true"`.
+fn node_protected(view: &View, claim: &ClaimView) -> bool {
+    match claim.node_name.as_ref().and_then(|n| view.nodes.get(n)) {
+        Some(node) => node.do_not_disrupt,
+        None => claim.do_not_disrupt,
+    }
+}
 
 impl Invariant for DoNotDisruptRespected {
     fn name(&self) -> &'static str {
@@ -27,5 +58,54 @@ impl Invariant for DoNotDisruptRespected {
                 trace_position: d.trace_position,
             });
         }
+        for loss in self.losses.tick(ctx) {
+            for pod in &loss.do_not_disrupt {
+                out.push(Violation {
+                    invariant: self.name().into(),
+                    at: loss.at,
+                    objects: vec![format!("Pod {pod}"), format!("Node {}", loss.node)],
+                    message: format!(
+                        "{} with do-not-disrupt pod {pod} still running on it, before any terminationGracePeriod forced it",
+                        loss.how
+                    ),
+                    trace_position: loss.trace_position,
+                });
+            }
+        }
+        self.judge_nodes(ctx, out);
+    }
+}
+
+impl DoNotDisruptRespected {
+    fn judge_nodes(&mut self, ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
+        self.external.update(ctx);
+        let view = ctx.view;
+        for claim in view.claims.values() {
+            let protected_now = node_protected(view, claim);
+            let protected = protected_now || self.protected.get(&claim.name).copied().unwrap_or(false);
+            if !disrupting(view, claim) || !self.disrupting.insert(claim.name.clone()) {
+                continue;
+            }
+            let registered = claim.node_name.as_ref().is_some_and(|n| view.nodes.contains_key(n));
+            let expire = view.pools.get(&claim.nodepool).and_then(|p| expire_after(&p.object));
+            if !protected || !registered || !claim.initialized || self.external.exempt(view, claim, expire) {
+                continue;
+            }
+            let mut objects = vec![format!("NodeClaim {}", claim.name)];
+            objects.extend(claim.node_name.as_ref().map(|n| format!("Node {n}")));
+            out.push(Violation {
+                invariant: self.name().into(),
+                at: view.now,
+                objects,
+                message: format!(
+                    "the controller started disrupting NodeClaim {}{} while its node was annotated karpenter.sh/do-not-disrupt: \"true\"",
+                    claim.name,
+                    claim.disruption_reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
+                ),
+                trace_position: view.trace_position,
+            });
+        }
+        self.protected = view.claims.values().map(|c| (c.name.clone(), node_protected(view, c))).collect();
+        self.disrupting.retain(|c| view.claims.contains_key(c));
     }
 }

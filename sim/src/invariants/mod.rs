@@ -23,6 +23,8 @@
 //! | `churn` | [`churn`] |
 //! | `cost` | [`cost`] |
 //! | `convergence` | [`convergence`] |
+//! | `launchConformance` | [`launch_conformance`] |
+//! | `driftConvergence` | [`drift_convergence`] |
 
 pub mod churn;
 pub mod convergence;
@@ -31,10 +33,13 @@ pub mod disruption_budgets;
 pub mod disruptions;
 pub mod do_not_disrupt;
 pub mod double_launch;
+pub mod drift_convergence;
+pub mod launch_conformance;
 pub mod leaked_instance;
 pub mod nodepool_limits;
 pub mod over_provisioning;
 pub mod pdb;
+pub mod pod_losses;
 pub mod runaway_scale_up;
 pub mod stranded_pods;
 pub mod stuck_node_claim;
@@ -202,10 +207,10 @@ impl Checker {
         let mut invariants: Vec<Box<dyn Invariant>> = Vec::new();
         let c = config;
         if c.pdb.enabled {
-            invariants.push(Box::new(pdb::PdbRespected));
+            invariants.push(Box::new(pdb::PdbRespected::default()));
         }
         if c.do_not_disrupt.enabled {
-            invariants.push(Box::new(do_not_disrupt::DoNotDisruptRespected));
+            invariants.push(Box::new(do_not_disrupt::DoNotDisruptRespected::default()));
         }
         if c.nodepool_limits.enabled {
             invariants.push(Box::new(nodepool_limits::NodePoolLimits::default()));
@@ -236,6 +241,12 @@ impl Checker {
         }
         if c.convergence.enabled {
             invariants.push(Box::new(convergence::Convergence::default()));
+        }
+        if c.launch_conformance.enabled {
+            invariants.push(Box::new(launch_conformance::LaunchConformance::default()));
+        }
+        if c.drift_convergence.enabled {
+            invariants.push(Box::new(drift_convergence::DriftConvergence::default()));
         }
         Self {
             config: config.clone(),

@@ -1,11 +1,18 @@
-//! `pdb`: no eviction or pod delete sent by the controller takes a PodDisruptionBudget
-//! below its budget (judged on the cluster just before the request; see [`super::disruptions`]),
-//! unless its node's terminationGracePeriod has come, which overrides PDBs by design.
+//! `pdb`: no pod the controller takes down breaks its PodDisruptionBudget: not by an eviction
+//! or pod delete it sends (judged on the cluster just before the request; see
+//! [`super::disruptions`]), and not by removing the pod's Node or terminating its instance
+//! while the pod still runs there (see [`super::pod_losses`]) — unless the node's
+//! terminationGracePeriod has come, which overrides PDBs by design (computed from the
+//! NodeClaim's deletionTimestamp and the pool's `terminationGracePeriod`).
 
+use super::pod_losses::PodLosses;
 use super::{Ctx, Invariant, Violation};
 
 /// The invariant.
-pub struct PdbRespected;
+#[derive(Default)]
+pub struct PdbRespected {
+    losses: PodLosses,
+}
 
 impl Invariant for PdbRespected {
     fn name(&self) -> &'static str {
@@ -31,6 +38,26 @@ impl Invariant for PdbRespected {
                         b.desired
                     ),
                     trace_position: d.trace_position,
+                });
+            }
+        }
+        for loss in self.losses.tick(ctx) {
+            for b in &loss.pdb_breaches {
+                let mut objects = vec![format!("PodDisruptionBudget {}", b.pdb), format!("Node {}", loss.node)];
+                objects.extend(loss.pods.iter().map(|p| format!("Pod {p}")));
+                out.push(Violation {
+                    invariant: self.name().into(),
+                    at: loss.at,
+                    objects,
+                    message: format!(
+                        "{} with pods {} still running on it while their PDB {} had {} healthy pods and needs {}",
+                        loss.how,
+                        loss.pods.join(", "),
+                        b.pdb,
+                        b.healthy,
+                        b.desired
+                    ),
+                    trace_position: loss.trace_position,
                 });
             }
         }

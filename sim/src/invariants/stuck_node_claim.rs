@@ -68,7 +68,9 @@ impl StuckNodeClaim {
         for c in ctx.view.claims.values() {
             let unregistered = c.provider_id.is_some() && c.node_name.is_none() && c.deleting_since.is_none();
             let waited = now.saturating_sub(c.created);
-            if !unregistered || waited <= REGISTRATION_TIMEOUT || !self.reported.insert((c.name.clone(), "unregistered"))
+            if !unregistered
+                || waited <= REGISTRATION_TIMEOUT
+                || !self.reported.insert((c.name.clone(), "unregistered"))
             {
                 continue;
             }

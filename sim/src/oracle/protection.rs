@@ -43,6 +43,58 @@ pub fn do_not_disrupt_active(pod: &Value, now: Duration) -> bool {
     }
 }
 
+/// A NodePool's `spec.template.spec.terminationGracePeriod`, if set and valid.
+pub fn termination_grace_period(pool: &Value) -> Option<Duration> {
+    let text = pool.pointer("/spec/template/spec/terminationGracePeriod")?.as_str()?;
+    SimDuration::parse(text).ok().map(|d| d.0)
+}
+
+/// When a node being deleted since `deleting_since` must be gone: its deletion time plus the
+/// pool's terminationGracePeriod (core `pkg/controllers/nodeclaim/lifecycle/controller.go`,
+/// `annotateTerminationGracePeriodTerminationTime`: `DeletionTimestamp + TerminationGracePeriod`).
+/// Computed from the claim's own deletionTimestamp, never from the annotation the controller
+/// writes, so a wrong annotation cannot excuse anything.
+pub fn termination_deadline(deleting_since: Option<Duration>, pool: Option<&Value>) -> Option<Duration> {
+    Some(deleting_since? + termination_grace_period(pool?)?)
+}
+
+/// A pod's `terminationGracePeriodSeconds` (Kubernetes defaults it to 30 s).
+pub fn pod_grace(pod: &Value) -> Duration {
+    Duration::from_secs(pod["spec"]["terminationGracePeriodSeconds"].as_u64().unwrap_or(30))
+}
+
+/// Whether the node's terminationGracePeriod forces `pod` off at `now`: Karpenter deletes a
+/// pod its grace period before the node's deadline, whatever its PDBs and do-not-disrupt say
+/// (core `pkg/controllers/node/termination/terminator/terminator.go`, `DeleteExpiringPods` and
+/// `podDeleteTimeWithGracePeriod`), and terminates the instance at the deadline. One second
+/// of slack covers the observation tick.
+pub fn forced_off(pod: &Value, deadline: Option<Duration>, now: Duration) -> bool {
+    deadline.is_some_and(|d| now + pod_grace(pod) + Duration::from_secs(1) >= d)
+}
+
+/// Whether a pod tolerates `karpenter.sh/disrupted:NoSchedule`: Karpenter neither drains nor
+/// waits for such pods (core `pkg/utils/pod/scheduling.go`, `IsDrainable`,
+/// `ToleratesDisruptedNoScheduleTaint`), so they go down with their node by design.
+pub fn tolerates_disrupted_taint(pod: &Value) -> bool {
+    let Some(tolerations) = pod.pointer("/spec/tolerations").and_then(Value::as_array) else { return false };
+    tolerations.iter().any(|t| {
+        let key = t["key"].as_str().unwrap_or_default();
+        let effect_ok = matches!(t["effect"].as_str(), None | Some("") | Some("NoSchedule"));
+        let key_ok = match t["operator"].as_str() {
+            Some("Exists") => key.is_empty() || key == "karpenter.sh/disrupted",
+            _ => key == "karpenter.sh/disrupted" && t["value"].as_str().unwrap_or_default().is_empty(),
+        };
+        effect_ok && key_ok
+    })
+}
+
+/// Whether a pod is a mirror (static) pod, owned by its Node: Karpenter cannot drain it.
+pub fn owned_by_node(pod: &Value) -> bool {
+    pod.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|o| o.iter().any(|o| o["kind"] == "Node"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,5 +117,27 @@ mod tests {
         };
         assert!(do_not_disrupt_active(&pod("true"), Duration::from_secs(1 << 30)));
         assert!(!do_not_disrupt_active(&pod("false"), Duration::ZERO));
+    }
+
+    #[test]
+    fn the_deadline_is_the_claims_deletion_plus_the_pools_grace_period() {
+        let pool = json!({"spec": {"template": {"spec": {"terminationGracePeriod": "10m"}}}});
+        let deadline = termination_deadline(Some(Duration::from_secs(100)), Some(&pool));
+        assert_eq!(deadline, Some(Duration::from_secs(700)));
+        assert_eq!(termination_deadline(None, Some(&pool)), None, "not deleting");
+        assert_eq!(termination_deadline(Some(Duration::ZERO), Some(&json!({}))), None, "no grace period");
+        let pod = json!({"spec": {"terminationGracePeriodSeconds": 60}});
+        assert!(!forced_off(&pod, deadline, Duration::from_secs(638)));
+        assert!(forced_off(&pod, deadline, Duration::from_secs(640)));
+    }
+
+    #[test]
+    fn only_a_toleration_of_the_disrupted_no_schedule_taint_counts() {
+        let pod = |t: Value| json!({"spec": {"tolerations": [t]}});
+        assert!(tolerates_disrupted_taint(&pod(json!({"operator": "Exists"}))));
+        assert!(tolerates_disrupted_taint(&pod(json!({"key": "karpenter.sh/disrupted", "operator": "Exists"}))));
+        assert!(!tolerates_disrupted_taint(&pod(json!({"key": "karpenter.sh/disrupted", "effect": "NoExecute"}))));
+        assert!(!tolerates_disrupted_taint(&pod(json!({"key": "other", "operator": "Exists"}))));
+        assert!(!tolerates_disrupted_taint(&json!({"spec": {}})));
     }
 }

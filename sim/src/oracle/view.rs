@@ -39,6 +39,11 @@ pub fn condition_true(obj: &Value, kind: &str) -> bool {
         .is_some_and(|c| c.iter().any(|c| c["type"] == kind && c["status"] == "True"))
 }
 
+/// An object's `status.conditions` entry of type `kind`.
+pub fn condition<'a>(obj: &'a Value, kind: &str) -> Option<&'a Value> {
+    obj.pointer("/status/conditions").and_then(Value::as_array)?.iter().find(|c| c["type"] == kind)
+}
+
 /// A NodeClaim as invariants see it.
 #[derive(Clone, Debug)]
 pub struct ClaimView {
@@ -60,6 +65,17 @@ pub struct ClaimView {
     pub initialized: bool,
     /// InstanceTerminating=True.
     pub instance_terminating: bool,
+    /// Annotated `karpenter.sh/do-not-disrupt: "true"`.
+    pub do_not_disrupt: bool,
+    /// The `reason` of a `DisruptionReason=True` condition: what the controller says it is
+    /// disrupting the claim for (`Underutilized`, `Empty`, `Drifted`).
+    pub disruption_reason: Option<String>,
+    /// Drifted=True.
+    pub drifted: bool,
+    /// Registered=True.
+    pub registered: bool,
+    /// spec.requirements, as written.
+    pub requirements: Vec<Value>,
 }
 
 /// A Node as invariants see it.
@@ -77,6 +93,10 @@ pub struct NodeView {
     pub initialized: bool,
     /// Annotated `karpenter.sh/do-not-disrupt: "true"`.
     pub do_not_disrupt: bool,
+    /// spec.taints.
+    pub taints: Vec<Value>,
+    /// The Ready condition is True.
+    pub ready: bool,
 }
 
 /// A fake-cloud instance as invariants see it.
@@ -104,7 +124,25 @@ pub struct InstanceView {
     pub involuntary: bool,
     /// The CreateFleet that launched it, with the total target capacity it asked for.
     pub fleet: Option<(String, u32)>,
+    /// The cloud's `stateReason` code, once set (`Client.UserInitiatedShutdown` after a
+    /// TerminateInstances call, `Server.SpotInstanceTermination`, ...).
+    pub state_reason: Option<String>,
+    /// The cloud warned it would take the instance away (spot interruption notice or a
+    /// scheduled event) before it stopped.
+    pub warned: bool,
 }
+
+impl InstanceView {
+    /// Whether the instance stopped because an EC2 client asked (TerminateInstances) and not
+    /// because the cloud took it (spot reclaim, outage) or had warned it would: only an API
+    /// client, in a world the controller's, ends an instance this way.
+    pub fn terminated_by_client(&self) -> bool {
+        !self.live && !self.warned && self.state_reason.as_deref() == Some(CLIENT_SHUTDOWN)
+    }
+}
+
+/// The `stateReason` code EC2 gives an instance a TerminateInstances call ended.
+pub const CLIENT_SHUTDOWN: &str = "Client.UserInitiatedShutdown";
 
 /// The NodePool fields invariants need.
 #[derive(Clone, Debug)]
@@ -135,6 +173,8 @@ pub struct View {
     pub instances: Vec<InstanceView>,
     /// Karpenter's pod nominations, from its `Nominated` Events, oldest first.
     pub nominations: Vec<super::nomination::Nomination>,
+    /// Every PodDisruptionBudget.
+    pub pdbs: Vec<Arc<Value>>,
 }
 
 impl View {
@@ -166,6 +206,18 @@ impl View {
                     deleting_since: sim_time(&meta["deletionTimestamp"]),
                     initialized: condition_true(c, "Initialized"),
                     instance_terminating: condition_true(c, "InstanceTerminating"),
+                    do_not_disrupt: meta["annotations"]["karpenter.sh/do-not-disrupt"] == "true",
+                    disruption_reason: condition(c, "DisruptionReason")
+                        .filter(|c| c["status"] == "True")
+                        .and_then(|c| c["reason"].as_str())
+                        .map(String::from),
+                    drifted: condition_true(c, "Drifted"),
+                    registered: condition_true(c, "Registered"),
+                    requirements: c
+                        .pointer("/spec/requirements")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default(),
                 },
             );
         }
@@ -185,9 +237,12 @@ impl View {
                     disrupted,
                     initialized: meta["labels"]["karpenter.sh/initialized"] == "true",
                     do_not_disrupt: meta["annotations"]["karpenter.sh/do-not-disrupt"] == "true",
+                    taints: n.pointer("/spec/taints").and_then(Value::as_array).cloned().unwrap_or_default(),
+                    ready: condition_true(n, "Ready"),
                 },
             );
         }
+        view.pdbs = store.iter(&key("policy", "poddisruptionbudgets"), None).cloned().collect();
         for i in cloud.instances() {
             view.instances.push(InstanceView {
                 id: i.id.clone(),
@@ -206,6 +261,8 @@ impl View {
                         && i.state != InstanceState::Pending)
                     || matches!(i.state, InstanceState::Stopping | InstanceState::Stopped),
                 fleet: i.fleet_id.as_ref().and_then(|f| cloud.fleet_target(f).map(|t| (f.clone(), t))),
+                state_reason: i.state_reason.as_ref().map(|(code, _)| code.clone()),
+                warned: i.reclaim_at.is_some() || !i.scheduled_events.is_empty(),
             });
         }
         view

@@ -55,6 +55,11 @@ pub struct InvariantConfig {
     /// At the end of the run (the Liveness phase) the cluster has converged: nothing
     /// hostable pending, no stuck, leaked or still-deleting claim or instance.
     pub convergence: Convergence,
+    /// Every launched instance satisfies its NodeClaim's and NodePool's requirements, and
+    /// its Node carries the pool's taints.
+    pub launch_conformance: Toggle,
+    /// Drifted nodes are replaced within what the pool's Drifted budget allows.
+    pub drift_convergence: DriftConvergence,
 }
 
 impl Default for InvariantConfig {
@@ -74,6 +79,8 @@ impl Default for InvariantConfig {
             churn: Churn::default(),
             cost: Cost::default(),
             convergence: Convergence::default(),
+            launch_conformance: Toggle::default(),
+            drift_convergence: DriftConvergence::default(),
         }
     }
 }
@@ -251,6 +258,24 @@ pub struct Convergence {
 impl Default for Convergence {
     fn default() -> Self {
         Self { enabled: true, within: mins(5) }
+    }
+}
+
+/// Drift-convergence threshold.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct DriftConvergence {
+    /// Check it (default true).
+    pub enabled: bool,
+    /// How long replacing one drifted node may take (launch, initialization, drain and
+    /// termination); a pool with `n` drifted nodes and a Drifted budget of `b` gets
+    /// `ceil(n / b)` of these.
+    pub replace_within: SimDuration,
+}
+
+impl Default for DriftConvergence {
+    fn default() -> Self {
+        Self { enabled: true, replace_within: mins(15) }
     }
 }
 

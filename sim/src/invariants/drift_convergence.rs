@@ -1,0 +1,117 @@
+//! `driftConvergence`: drifted nodes are replaced as fast as the pool's Drifted budget lets
+//! them be.
+//!
+//! A NodeClaim with `Drifted=True` (the condition the controller sets when a claim no longer
+//! matches its NodePool or EC2NodeClass; core `pkg/controllers/nodeclaim/disruption/drift.go`)
+//! must be gone within `ceil(drifted / allowed) × replaceWithin` of when it was first seen
+//! drifted, where `drifted` counts the pool's drifted claims and `allowed` is its budget for
+//! the `Drifted` reason now ([`crate::oracle::budget::allowed_for_reason`]): Karpenter
+//! replaces at most `allowed` drifted nodes at a time, each in about one replacement time.
+//! The clock runs only while nothing blocks the node; a blocked node's clock restarts. The
+//! blockers, as Karpenter's candidate filtering has them (core
+//! `pkg/controllers/disruption/types.go` `NewCandidate`, `pkg/controllers/state/statenode.go`
+//! `ValidateNodeDisruptable`/`ValidatePodsDisruptable`):
+//! - faults are live (the run has not healed);
+//! - the pool's Drifted budget allows 0 nodes now;
+//! - the node is annotated `karpenter.sh/do-not-disrupt: "true"`;
+//! - a pod on it has an active `karpenter.sh/do-not-disrupt`;
+//! - a pod on it is covered by a PodDisruptionBudget that cannot lose it now.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::pod_losses::breaches;
+use super::{Ctx, Invariant, Violation};
+use crate::oracle::budget::{allowed_for_reason, wall_time};
+use crate::oracle::protection::do_not_disrupt_active;
+use crate::oracle::view::{ClaimView, PodView};
+
+/// The invariant.
+#[derive(Default)]
+pub struct DriftConvergence {
+    /// When each drifted claim's clock started (first seen drifted, or last blocked).
+    since: BTreeMap<String, Duration>,
+    reported: BTreeSet<String>,
+}
+
+/// What keeps Karpenter from replacing this drifted node now, if anything.
+fn blocker(ctx: &Ctx<'_>, claim: &ClaimView) -> Option<String> {
+    let node_name = claim.node_name.as_deref()?;
+    let node = ctx.view.nodes.get(node_name)?;
+    if node.do_not_disrupt {
+        return Some(format!("Node {node_name} is annotated karpenter.sh/do-not-disrupt"));
+    }
+    let on_node: Vec<&PodView> =
+        ctx.pods.iter().filter(|p| p.active() && !p.daemonset && p.node_name.as_deref() == Some(node_name)).collect();
+    if let Some(p) = on_node.iter().find(|p| do_not_disrupt_active(&p.object, ctx.view.now)) {
+        return Some(format!("pod {} has an active do-not-disrupt", p.key));
+    }
+    for p in &on_node {
+        if let Some(b) = breaches(&ctx.view.pdbs, ctx.pods, &[*p]).first() {
+            return Some(format!("pod {} is held by PodDisruptionBudget {}", p.key, b.pdb));
+        }
+    }
+    None
+}
+
+impl Invariant for DriftConvergence {
+    fn name(&self) -> &'static str {
+        "driftConvergence"
+    }
+
+    fn tick(&mut self, ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
+        let view = ctx.view;
+        let replace = ctx.config.drift_convergence.replace_within.0;
+        let wall = wall_time(view.now);
+        for (name, pool) in &view.pools {
+            let drifted: Vec<&ClaimView> = view.claims.values().filter(|c| &c.nodepool == name && c.drifted).collect();
+            if drifted.is_empty() {
+                continue;
+            }
+            let counted = view
+                .claims
+                .values()
+                .filter(|c| &c.nodepool == name && c.initialized && !c.instance_terminating)
+                .count();
+            let budgets: Vec<Value> =
+                pool.object.pointer("/spec/disruption/budgets").and_then(Value::as_array).cloned().unwrap_or_default();
+            let allowed = allowed_for_reason(&budgets, counted, "Drifted", wall).unwrap_or(drifted.len());
+            for claim in &drifted {
+                let since = *self.since.entry(claim.name.clone()).or_insert(view.now);
+                if ctx.healed_at.is_none() || allowed == 0 {
+                    self.since.insert(claim.name.clone(), view.now);
+                    continue;
+                }
+                let rounds = drifted.len().div_ceil(allowed) as u32;
+                let deadline = since + replace * rounds;
+                if view.now <= deadline || self.reported.contains(&claim.name) {
+                    continue;
+                }
+                if blocker(ctx, claim).is_some() {
+                    self.since.insert(claim.name.clone(), view.now);
+                    continue;
+                }
+                self.reported.insert(claim.name.clone());
+                let mut objects = vec![format!("NodeClaim {}", claim.name), format!("NodePool {name}")];
+                objects.extend(claim.node_name.as_ref().map(|n| format!("Node {n}")));
+                out.push(Violation {
+                    invariant: self.name().into(),
+                    at: view.now,
+                    objects,
+                    message: format!(
+                        "NodeClaim {} has been drifted and unblocked for {}s: with {} drifted nodes and a Drifted budget of {allowed}, it should be replaced within {}s",
+                        claim.name,
+                        (view.now - since).as_secs(),
+                        drifted.len(),
+                        (replace * rounds).as_secs()
+                    ),
+                    trace_position: view.trace_position,
+                });
+            }
+        }
+        self.since.retain(|c, _| view.claims.get(c).is_some_and(|c| c.drifted));
+        self.reported.retain(|c| view.claims.contains_key(c));
+    }
+}
