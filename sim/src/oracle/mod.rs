@@ -8,12 +8,12 @@
 //! | CPU, memory and pod slots; which offerings a NodePool allows; pod placement rules | [`resources`] |
 //! | NodePool disruption budgets and their cron schedules | [`budget`] |
 //! | the LP lower bound on the cost of hosting the pods | [`cost_bound`] |
-//! | nodes Karpenter's own rules keep whatever they cost | [`pinned`] |
+//! | the consolidation moves Karpenter's rules allow, and what keeps every other node | [`moves`] |
 //! | PodDisruptionBudget and do-not-disrupt protection of a pod | [`protection`] |
 
 pub mod budget;
 pub mod cost_bound;
-pub mod pinned;
+pub mod moves;
 pub mod protection;
 pub mod resources;
 pub mod view;
