@@ -171,18 +171,24 @@ pub fn assess(view: &View, pods: &[PodView], cloud: &FakeCloud, settings: &Setti
     if let Some(rule) = cluster_in_motion(view, pods) {
         return Assessment { moves: Vec::new(), kept: hosts.iter().map(|h| h.kept(&rule)).collect() };
     }
-    let offerings: BTreeMap<&str, _> = view
-        .pools
-        .iter()
-        .map(|(name, pool)| (name.as_str(), priced_offerings(cloud, &pool.object, view.now)))
-        .collect();
+    // Listing every pool's offerings is the costly part: only done when some node gets as
+    // far as the replacement rule.
+    let offerings = std::cell::OnceCell::new();
     let pools: BTreeMap<String, PoolRules> = view
         .pools
         .iter()
         .map(|(name, pool)| (name.clone(), PoolRules::of(&pool.object, &hosts, name, view.now)))
         .collect();
-    let replacements = Replacements { offerings: &offerings, pools: &view.pools, overhead: settings.inputs.overhead };
-    search(&hosts, &pools, |h: &Host| replacements.cheaper(h, settings.spot_to_spot))
+    search(&hosts, &pools, |h: &Host| {
+        let offerings: &BTreeMap<&str, _> = offerings.get_or_init(|| {
+            view.pools
+                .iter()
+                .map(|(name, pool)| (name.as_str(), priced_offerings(cloud, &pool.object, view.now)))
+                .collect()
+        });
+        Replacements { offerings, pools: &view.pools, overhead: settings.inputs.overhead }
+            .cheaper(h, settings.spot_to_spot)
+    })
 }
 
 /// A reason no move is claimed anywhere: pods are pending (Karpenter's simulation places
