@@ -39,8 +39,10 @@ async fn empty_one_of_two_nodes(before_scale_down: impl FnOnce()) -> anyhow::Res
     install(&client, &karpenter_crds()).await?;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let mut pool = general_purpose(&["on-demand"], None);
-    pool[0]["spec"]["disruption"] =
-        json!({"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "30s"});
+    for object in pool.iter_mut().filter(|o| o["kind"] == "NodePool") {
+        object["spec"]["disruption"] =
+            json!({"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "30s"});
+    }
     install(&client, &pool).await?;
     install(&client, &[deployment("a", 2, "us-east-1a"), deployment("b", 2, "us-east-1b")]).await?;
     let pods: kube::Api<Pod> = kube::Api::namespaced(client.clone(), "default");
