@@ -14,6 +14,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::failure::Failure;
+use super::gap_stats::GapStats;
 
 /// The fields of a report that compare reads, each optional.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -56,7 +57,7 @@ impl Summary {
         Summary {
             violations,
             rate_per_hour: num("/cost/ratePerHour"),
-            gap: num("/cost/gap"),
+            gap: GapStats::gap_of(r),
             p50: num("/pending/p50Seconds"),
             p99: num("/pending/p99Seconds"),
             launches: num("/launches"),
@@ -236,28 +237,31 @@ pub fn render(rows: &[Row], all: bool) -> String {
     out
 }
 
-/// Per-scenario medians of the cost gap, base and candidate.
+/// The cost gap per scenario and over all runs (median, p95, worst), base → candidate.
 fn gap_summary(base: &BTreeMap<(String, u64), Summary>, cand: &BTreeMap<(String, u64), Summary>) -> String {
-    let mut per: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
-    for ((s, _), sum) in base {
-        per.entry(s).or_default().0.extend(sum.gap);
+    type Gaps = Vec<(String, f64)>;
+    let mut per: BTreeMap<&str, (Gaps, Gaps)> = BTreeMap::new();
+    let (mut all_base, mut all_cand) = (Vec::new(), Vec::new());
+    for ((s, seed), sum) in base {
+        let run = format!("{s} seed {seed}");
+        per.entry(s).or_default().0.extend(sum.gap.map(|g| (run.clone(), g)));
+        all_base.extend(sum.gap.map(|g| (run, g)));
     }
-    for ((s, _), sum) in cand {
-        per.entry(s).or_default().1.extend(sum.gap);
+    for ((s, seed), sum) in cand {
+        let run = format!("{s} seed {seed}");
+        per.entry(s).or_default().1.extend(sum.gap.map(|g| (run.clone(), g)));
+        all_cand.extend(sum.gap.map(|g| (run, g)));
     }
-    let median = |v: &mut Vec<f64>| {
-        if v.is_empty() {
-            return "-".to_string();
-        }
-        v.sort_by(f64::total_cmp);
-        format!("{:+.1}%", v[v.len() / 2] * 100.0)
-    };
+    let show = |g: Gaps| GapStats::of(g).map_or("-".to_string(), |s| s.to_string());
     let mut out = String::new();
-    for (s, (mut b, mut c)) in per {
+    for (s, (b, c)) in per {
         if b.is_empty() && c.is_empty() {
             continue;
         }
-        let _ = writeln!(out, "  {s}: median cost gap {} → {}", median(&mut b), median(&mut c));
+        let _ = writeln!(out, "  {s}: cost gap {} → {}", show(b), show(c));
+    }
+    if !out.is_empty() {
+        out = format!("cost gap to the LP bound, all runs: {} → {}\n{out}", show(all_base), show(all_cand));
     }
     out
 }

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod compare;
 pub mod failure;
+pub mod gap_stats;
 pub mod run;
 pub mod serve;
 pub mod shrink;

@@ -20,6 +20,7 @@ use dovetail_sim::world::reproduce_command;
 use serde_json::Value;
 
 use super::failure::Failure;
+use super::gap_stats::GapStats;
 
 /// A set of seeds from the command line: `1..200` (both ends included), `1..=200`,
 /// `7`, or a comma-separated mix such as `1..10,42,100..=105`.
@@ -206,6 +207,7 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Failure> {
         }
         println!("    reproduce: {}", reproduce_command(&job.scenario, job.seed));
     }
+    print!("{}", gap_lines(&results, &args.out));
     let minutes = wall.as_secs_f64() / 60.0;
     println!(
         "{} runs, {} passed, {failed} failed in {:.1}s ({:.1} seeds/min on {workers} workers)",
@@ -222,6 +224,30 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Failure> {
         }
         _ => Err(Failure::crash(anyhow::anyhow!("{failed} runs failed; some crashed or timed out"))),
     }
+}
+
+/// The cost gap over the sweep's reports (a quality metric, never a failure): one line for
+/// the whole sweep, one per scenario.
+fn gap_lines(results: &[(Job, Verdict)], out: &Path) -> String {
+    let mut all = Vec::new();
+    let mut per: std::collections::BTreeMap<&str, Vec<(String, f64)>> = std::collections::BTreeMap::new();
+    for (job, _) in results {
+        let report =
+            std::fs::read_to_string(report_path(out, job)).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok());
+        if let Some(gap) = report.as_ref().and_then(GapStats::gap_of) {
+            let run = format!("{} seed {}", job.stem, job.seed);
+            all.push((run.clone(), gap));
+            per.entry(&job.stem).or_default().push((run, gap));
+        }
+    }
+    let Some(total) = GapStats::of(all) else { return String::new() };
+    let mut text = format!("cost gap to the LP bound: {total}\n");
+    for (stem, gaps) in per {
+        if let Some(s) = GapStats::of(gaps) {
+            text.push_str(&format!("  {stem}: {s}\n"));
+        }
+    }
+    text
 }
 
 /// The scenario files named by `paths`: files as given, directories' `*.yaml` sorted.

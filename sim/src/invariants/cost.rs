@@ -1,42 +1,25 @@
-//! `cost`: at quiescence (no pending pods, no NodeClaim deleting or uninitialized, and the
-//! pods' total requests unchanged for the longest `consolidateAfter` plus `settledFor`) the
-//! cloud's cost rate (its ledger: running instances at their current prices) is at most
-//! `(1 + epsilon)` × the LP lower bound ([`crate::oracle::cost_bound`]) over the NodePools' allowed,
-//! available offerings, with allocatable after kubelet reservations and DaemonSet overhead,
-//! plus an integrality allowance of one node.
-//! The gap is reported whether or not the run is quiescent.
-//!
-//! Why the allowance: nodes come whole. Two 1-vCPU pods need a whole node even though the
-//! LP buys a quarter of one, so on a small cluster the integral optimum itself sits far
-//! above `(1 + epsilon)` × the LP bound and a purely multiplicative threshold would flag a
-//! perfect layout. The allowance is the price of the cheapest allowed offering that fits
-//! the largest pod: a layout can always be at least that much dearer than the LP, and on a
-//! large cluster it is negligible next to the multiplicative term.
-//!
-//! Why pinned nodes are set aside: Karpenter's rules let it keep some nodes whatever they
-//! cost. A spot node bought for a peak may only be deleted while the
-//! `SpotToSpotConsolidation` gate is off, a node with a do-not-disrupt pod is never a
-//! candidate, and consolidation never splits one node into two. When such a node's pods fit nowhere else ([`crate::oracle::pinned`]), the check runs
-//! on the rest of the fleet against the bound for the pods the pinned nodes do not hold.
-//! The reported gap is still the whole fleet's, and the pinned rate is reported beside it.
+//! The cost section of a run: the cloud's cost rate (its ledger: running instances at
+//! their current prices), the LP lower bound ([`crate::oracle::cost_bound`]) over the
+//! NodePools' allowed, available offerings with allocatable after kubelet reservations and
+//! DaemonSet overhead, and the gap between them — a **quality metric**, reported per run
+//! and aggregated per sweep, never pass/fail: the integral optimum of a small cluster sits
+//! well above the LP bound, and Karpenter's own rules (no splitting a node, spot nodes it
+//! may only delete, do-not-disrupt) keep it above the optimum. What *is* judged is whether
+//! the controller takes the moves Karpenter's rules allow ([`super::untaken_moves`]); the
+//! section lists the moves still open at the end and the rule keeping each other node.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Serialize;
-use serde_json::Value;
 
-use super::{Ctx, Violation};
+use super::Ctx;
 use crate::oracle::cost_bound::{Supply, lower_bound};
-use crate::oracle::pinned::{PinnedNode, pinned_nodes};
-use crate::oracle::resources::{Offering, Resources, allowed_offerings, daemonset_overhead};
+use crate::oracle::moves::{Assessment, Kept, Move};
+use crate::oracle::resources::{Offering, Resources, allowed_offerings};
 use crate::oracle::view::PodView;
 use crate::scenario::invariants::Cost as CostConfig;
 use dovetail_world::SimDuration;
-
-/// The invariant's name.
-pub const NAME: &str = "cost";
 
 /// Cost rate against the bound at the end of the run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -48,128 +31,70 @@ pub struct CostSummary {
     pub lower_bound_per_hour: f64,
     /// `rate / bound − 1` (`None` when the bound is 0 or unknown).
     pub gap: Option<f64>,
-    /// Whether the cluster was quiescent when judged.
+    /// Whether the pods' demand had held still long enough for consolidation to finish.
     pub quiescent: bool,
-    /// USD per hour on nodes Karpenter's rules let it keep whatever they cost (spot nodes
-    /// it may only delete, nodes with do-not-disrupt pods; see [`crate::oracle::pinned`]).
-    pub pinned_per_hour: f64,
-    /// The pinned nodes grouped by why Karpenter may keep them (empty when none).
-    pub kept: String,
+    /// Moves Karpenter's rules allow at the end that the controller has not taken.
+    pub untaken: Vec<Move>,
+    /// The rule keeping each other node.
+    pub kept: Vec<Kept>,
 }
 
-/// The end-of-run judgement.
+/// The end-of-run measurement.
 pub struct Cost {
     config: CostConfig,
 }
 
 impl Cost {
-    /// With the run's thresholds.
+    /// With the run's settings.
     pub fn new(config: CostConfig) -> Self {
         Self { config }
     }
 
-    /// Computes the summary and adds a violation when quiescent and over the bound.
-    /// `spot_to_spot` is the controller's `SpotToSpotConsolidation` feature gate.
-    pub fn judge(
+    /// Measures the rate against the bound; `moves` is the moves oracle's verdict now, and
+    /// `demand_since` when the pods' total requests last changed.
+    pub fn measure(
         &self,
         ctx: &Ctx<'_>,
-        daemonsets: &[Arc<Value>],
-        spot_to_spot: bool,
+        overhead: &Resources,
+        moves: &Assessment,
         demand_since: Duration,
-        out: &mut Vec<Violation>,
     ) -> CostSummary {
         let now = ctx.view.now;
         let rate = ctx.cloud.cost_report().rate_usd_per_hour;
-        let overhead = daemonset_overhead(daemonsets.iter().map(|d| d.as_ref()));
         let offerings: BTreeMap<String, Vec<Offering>> = ctx
             .view
             .pools
             .iter()
             .map(|(name, pool)| (name.clone(), allowed_offerings(ctx.cloud, &pool.object, now)))
             .collect();
-        let supply = cheapest_supply(&offerings, &overhead);
-        let hosted = |pinned: &BTreeSet<&str>| {
-            let mut demand = Resources::default();
-            let mut largest = Resources::default();
-            for p in ctx.pods.iter().filter(|p| p.active() && !p.daemonset) {
-                if p.node_name.as_deref().is_some_and(|n| pinned.contains(n)) {
-                    continue;
-                }
-                demand.add(&p.requests);
-                largest.cpu = largest.cpu.max(p.requests.cpu);
-                largest.memory = largest.memory.max(p.requests.memory);
-            }
-            (demand, largest)
-        };
-        let (demand, _) = hosted(&BTreeSet::new());
-        let pending = ctx.pods.iter().filter(|p| p.active() && !p.daemonset && p.node_name.is_none()).count();
-        let bound = lower_bound(&supply, &demand);
-        let bound_value = bound.unwrap_or(0.0);
+        let supply = cheapest_supply(&offerings, overhead);
+        let mut demand = Resources::default();
+        for p in ctx.pods.iter().filter(|p| p.active() && !p.daemonset) {
+            demand.add(&p.requests);
+        }
+        let pending = ctx.pods.iter().any(|p| p.active() && !p.daemonset && p.node_name.is_none());
+        let bound = lower_bound(&supply, &demand).unwrap_or(0.0);
         let settle = longest_consolidate_after(ctx) + self.config.settled_for.0;
-        let quiescent = pending == 0
+        let quiescent = !pending
             && now.saturating_sub(demand_since) >= settle
             && ctx
                 .view
                 .claims
                 .values()
                 .all(|c| c.deleting_since.is_none() && (c.initialized || c.provider_id.is_some()));
-        let gap = (bound_value > 0.0).then(|| rate / bound_value - 1.0);
-        // What Karpenter's rules let it keep whatever it costs is judged apart: the rest of
-        // the fleet must be near the bound for the pods the pinned nodes do not hold.
-        let pinned = pinned_nodes(ctx.view, ctx.pods, ctx.cloud, &offerings, &overhead, spot_to_spot);
-        let pinned_rate: f64 = pinned.iter().fold(0.0, |sum, p| sum + p.price);
-        let pinned_names: BTreeSet<&str> = pinned.iter().map(|p| p.node.as_str()).collect();
-        let (free_demand, largest) = hosted(&pinned_names);
-        let free_bound = lower_bound(&supply, &free_demand);
-        let allowance = one_node_allowance(&supply, &largest, free_demand.pods > 0.0);
-        let judged_rate = rate - pinned_rate;
-        let summary = CostSummary {
+        CostSummary {
             rate_per_hour: rate,
-            lower_bound_per_hour: bound_value,
-            gap,
+            lower_bound_per_hour: bound,
+            gap: (bound > 0.0).then(|| rate / bound - 1.0),
             quiescent,
-            pinned_per_hour: pinned_rate,
-            kept: describe(&pinned),
-        };
-        let limit = (1.0 + self.config.epsilon) * free_bound.unwrap_or(0.0) + allowance;
-        // With nothing to host the bound is 0 and there is no gap to speak of: then every
-        // node Karpenter's rules do not keep is waste. An uncoverable demand (no offering
-        // available now) has no bound and is not judged.
-        if self.config.enabled
-            && quiescent
-            && bound.is_some()
-            && free_bound.is_some()
-            && gap.is_none_or(|g| g > self.config.epsilon)
-            && judged_rate > limit + PRICE_TOLERANCE
-        {
-            let mut message = match gap {
-                Some(g) => format!(
-                    "cost rate ${rate:.4}/h is {:.0}% above the lower bound ${bound_value:.4}/h (allowed {:.0}% plus one node, ${allowance:.4}/h)",
-                    g * 100.0,
-                    self.config.epsilon * 100.0
-                ),
-                None => format!("cost rate ${rate:.4}/h with no pod to host (lower bound $0/h)"),
-            };
-            if !pinned.is_empty() {
-                message.push_str(&format!(
-                    "; without the nodes Karpenter may keep, ${judged_rate:.4}/h against a limit of ${limit:.4}/h; kept: {}",
-                    summary.kept
-                ));
-            }
-            out.push(Violation {
-                invariant: NAME.into(),
-                at: now,
-                objects: ctx.view.pools.keys().map(|n| format!("NodePool {n}")).collect(),
-                message,
-                trace_position: ctx.view.trace_position,
-            });
+            untaken: moves.moves.clone(),
+            kept: moves.kept.clone(),
         }
-        summary
     }
 }
 
-/// When the pods' total requests last changed: the cost is judged only after they have
-/// held still long enough for the controller to consolidate.
+/// When the pods' total requests last changed: the gap is called settled only after they
+/// have held still long enough for the controller to consolidate.
 #[derive(Debug, Default)]
 pub struct DemandClock {
     last: Option<Resources>,
@@ -196,7 +121,7 @@ impl DemandClock {
 }
 
 /// The longest `spec.disruption.consolidateAfter` over the NodePools (`Never` and
-/// unparsable values count as zero: such pools keep their nodes, see [`crate::oracle::pinned`]).
+/// unparsable values count as zero).
 fn longest_consolidate_after(ctx: &Ctx<'_>) -> Duration {
     ctx.view
         .pools
@@ -208,28 +133,24 @@ fn longest_consolidate_after(ctx: &Ctx<'_>) -> Duration {
         .unwrap_or_default()
 }
 
-/// Prices are quoted to six decimals; sums of them differ from the bill by rounding only.
-const PRICE_TOLERANCE: f64 = 1e-6;
-
-/// The pinned nodes grouped by reason: how many, what they cost, and the first few names.
-fn describe(pinned: &[PinnedNode]) -> String {
-    let mut by_reason: BTreeMap<&str, Vec<&PinnedNode>> = BTreeMap::new();
-    for p in pinned {
-        by_reason.entry(p.reason.as_str()).or_default().push(p);
+/// The kept nodes grouped by rule: how many, what they cost, and the first few names.
+pub fn describe_kept(kept: &[Kept]) -> Vec<String> {
+    let mut by_rule: BTreeMap<&str, Vec<&Kept>> = BTreeMap::new();
+    for k in kept {
+        by_rule.entry(k.rule.as_str()).or_default().push(k);
     }
-    let groups: Vec<String> = by_reason
+    by_rule
         .into_iter()
-        .map(|(reason, nodes)| {
+        .map(|(rule, nodes)| {
             let rate: f64 = nodes.iter().map(|n| n.price).sum();
             let mut names: Vec<String> =
                 nodes.iter().take(3).map(|n| format!("{} ({})", n.node, n.instance_type)).collect();
             if nodes.len() > 3 {
                 names.push(format!("and {} more", nodes.len() - 3));
             }
-            format!("{} node(s) at ${rate:.4}/h, {reason}: {}", nodes.len(), names.join(", "))
+            format!("{} node(s) at ${rate:.4}/h: {rule}: {}", nodes.len(), names.join(", "))
         })
-        .collect();
-    groups.join("; ")
+        .collect()
 }
 
 /// The cheapest price per instance type over every pool's allowed `offerings`, with
@@ -245,38 +166,30 @@ fn cheapest_supply(offerings: &BTreeMap<String, Vec<Offering>>, overhead: &Resou
     cheapest.into_values().collect()
 }
 
-/// The integrality allowance: the price of the cheapest offering that fits `largest` (the
-/// largest CPU and the largest memory any one pod asks for), or 0 when nothing is demanded
-/// or nothing fits (the bound is then `None` or the pod is stranded, judged elsewhere).
-fn one_node_allowance(supply: &[Supply], largest: &Resources, demanded: bool) -> f64 {
-    if !demanded {
-        return 0.0;
-    }
-    supply
-        .iter()
-        .filter(|s| s.capacity.cpu >= largest.cpu && s.capacity.memory >= largest.memory && s.capacity.pods >= 1.0)
-        .map(|s| s.price)
-        .fold(None, |best: Option<f64>, p| Some(best.map_or(p, |b| b.min(p))))
-        .unwrap_or(0.0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn supply(cpu: f64, memory_gib: f64, price: f64) -> Supply {
-        Supply { capacity: Resources { cpu, memory: memory_gib * 1024.0 * 1024.0 * 1024.0, pods: 29.0 }, price }
-    }
-
     #[test]
-    fn the_allowance_is_the_cheapest_node_that_fits_the_largest_pod() {
-        let offerings = [supply(1_900.0, 3.0, 0.02), supply(3_900.0, 7.0, 0.04), supply(7_900.0, 15.0, 0.08)];
+    fn the_supply_is_the_cheapest_offering_per_type_after_overhead() {
         let gib = 1024.0 * 1024.0 * 1024.0;
-        let pod = |cpu, mem| Resources { cpu, memory: mem * gib, pods: 1.0 };
-        assert_eq!(one_node_allowance(&offerings, &pod(1_000.0, 1.0), true), 0.02);
-        assert_eq!(one_node_allowance(&offerings, &pod(2_000.0, 1.0), true), 0.04);
-        assert_eq!(one_node_allowance(&offerings, &pod(1_000.0, 8.0), true), 0.08);
-        assert_eq!(one_node_allowance(&offerings, &pod(9_000.0, 1.0), true), 0.0);
-        assert_eq!(one_node_allowance(&offerings, &pod(1_000.0, 1.0), false), 0.0);
+        let offering = |t: &str, zone: &str, price: f64| Offering {
+            instance_type: t.into(),
+            zone: zone.into(),
+            capacity_type: dovetail_fakecloud::CapacityType::OnDemand,
+            price,
+            allocatable: Resources { cpu: 1_930.0, memory: 7.0 * gib, pods: 29.0 },
+            labels: BTreeMap::new(),
+        };
+        let offerings: BTreeMap<String, Vec<Offering>> = [(
+            "p".to_string(),
+            vec![offering("m5.large", "a", 0.096), offering("m5.large", "b", 0.090), offering("c5.large", "a", 0.085)],
+        )]
+        .into();
+        let overhead = Resources { cpu: 100.0, memory: gib, pods: 1.0 };
+        let supply = cheapest_supply(&offerings, &overhead);
+        assert_eq!(supply.len(), 2);
+        let m5 = supply.iter().find(|s| s.price == 0.090).expect("m5.large at its cheapest zone");
+        assert_eq!(m5.capacity, Resources { cpu: 1_830.0, memory: 6.0 * gib, pods: 28.0 }, "overhead comes off");
     }
 }

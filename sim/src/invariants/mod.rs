@@ -21,10 +21,12 @@
 //! | `runawayScaleUp` | [`runaway_scale_up`] |
 //! | `overProvisioning` | [`over_provisioning`] |
 //! | `churn` | [`churn`] |
-//! | `cost` | [`cost`] |
 //! | `convergence` | [`convergence`] |
 //! | `launchConformance` | [`launch_conformance`] |
 //! | `driftConvergence` | [`drift_convergence`] |
+//! | `untakenMoves` | [`untaken_moves`] |
+//!
+//! The cost section ([`cost`]: rate, LP bound, gap) is measured at the end, not judged.
 
 pub mod churn;
 pub mod convergence;
@@ -43,6 +45,7 @@ pub mod pod_losses;
 pub mod runaway_scale_up;
 pub mod stranded_pods;
 pub mod stuck_node_claim;
+pub mod untaken_moves;
 
 /// The oracles' old paths, still used by `tests/provisioning.rs` and `tests/disruption.rs`;
 /// new code names [`crate::oracle`].
@@ -54,12 +57,12 @@ use std::time::Duration;
 
 use dovetail_fakecloud::FakeCloud;
 use serde::{Serialize, Serializer};
-use serde_json::Value;
 
 pub use cost::CostSummary;
 use disruptions::{Recorded, Recorder};
 
 use crate::apiserver::ApiServer;
+use crate::oracle::moves::{MoveInputs, Settings, assess};
 use crate::oracle::view::{PodView, View};
 use crate::scenario::invariants::InvariantConfig;
 
@@ -151,6 +154,8 @@ pub struct Observation<'a> {
     pub pods_changed: bool,
     /// The cloud, locked.
     pub cloud: &'a FakeCloud,
+    /// What the moves oracle reads from the store beyond the view.
+    pub inputs: &'a MoveInputs,
 }
 
 /// What every invariant sees at a tick.
@@ -196,6 +201,7 @@ pub struct Checker {
     cost: cost::Cost,
     spot_to_spot: bool,
     demand: cost::DemandClock,
+    moves: untaken_moves::UntakenMoves,
 }
 
 impl Checker {
@@ -259,12 +265,13 @@ impl Checker {
             cost: cost::Cost::new(config.cost.clone()),
             spot_to_spot: false,
             demand: cost::DemandClock::default(),
+            moves: untaken_moves::UntakenMoves::new(config.untaken_moves.clone()),
         }
     }
 
     /// Tells the checker whether the controller runs with the `SpotToSpotConsolidation`
-    /// feature gate: with it off, Karpenter may keep a spot node it cannot delete whatever
-    /// it costs, and the cost invariant must not blame it (see [`crate::oracle::pinned`]).
+    /// feature gate: with it off, Karpenter may only delete a spot node, never replace it
+    /// (see [`crate::oracle::moves`]).
     pub fn set_spot_to_spot_consolidation(&mut self, on: bool) {
         self.spot_to_spot = on;
     }
@@ -301,6 +308,11 @@ impl Checker {
         for inv in &mut self.invariants {
             inv.tick(&ctx, &mut self.violations);
         }
+        let mut untaken = Vec::new();
+        self.moves.tick(seen, seen.inputs, self.spot_to_spot, self.phase, self.healed_at, &mut untaken);
+        if self.config.untaken_moves.enabled {
+            self.violations.extend(untaken);
+        }
         self.last_tick = seen.view.now;
     }
 
@@ -312,15 +324,15 @@ impl Checker {
     /// Names of the invariants this checker runs.
     pub fn checked(&self) -> Vec<String> {
         let mut names: Vec<String> = self.invariants.iter().map(|i| i.name().to_string()).collect();
-        if self.config.cost.enabled {
-            names.push(cost::NAME.into());
+        if self.config.untaken_moves.enabled {
+            names.push(untaken_moves::NAME.into());
         }
         names
     }
 
-    /// Final checks (churn, cost at quiescence) over the world as `seen` at the end (ticked
-    /// already), with the cluster's `daemonsets`, and the report.
-    pub fn finish(mut self, seen: &Observation<'_>, daemonsets: &[Arc<Value>]) -> InvariantsReport {
+    /// Final checks (churn) over the world as `seen` at the end (ticked already), the cost
+    /// measurement with the moves still open, and the report.
+    pub fn finish(mut self, seen: &Observation<'_>) -> InvariantsReport {
         let recorded = Recorded::default();
         let ctx = Ctx {
             view: seen.view,
@@ -335,7 +347,13 @@ impl Checker {
         for inv in &mut self.invariants {
             inv.finish(&ctx, &mut self.violations);
         }
-        let summary = self.cost.judge(&ctx, daemonsets, self.spot_to_spot, self.demand.since(), &mut self.violations);
+        let summary = if self.config.cost.enabled {
+            let settings = Settings { inputs: seen.inputs, clock: self.moves.clock(), spot_to_spot: self.spot_to_spot };
+            let moves = assess(seen.view, seen.pods, seen.cloud, &settings);
+            self.cost.measure(&ctx, &seen.inputs.overhead, &moves, self.demand.since())
+        } else {
+            CostSummary::default()
+        };
         let checked = self.checked();
         // Deterministic order: by time, then by trace position and name.
         self.violations

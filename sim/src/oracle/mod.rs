@@ -8,7 +8,7 @@
 //! | CPU, memory and pod slots; which offerings a NodePool allows; pod placement rules | [`resources`] |
 //! | NodePool disruption budgets and their cron schedules | [`budget`] |
 //! | the LP lower bound on the cost of hosting the pods | [`cost_bound`] |
-//! | nodes Karpenter's own rules keep whatever they cost | [`pinned`] |
+//! | the consolidation moves Karpenter's rules allow, and what keeps every other node | [`moves`] |
 //! | PodDisruptionBudget and do-not-disrupt protection of a pod | [`protection`] |
 //! | first-fit-decreasing packing of pending pods onto new nodes | [`first_fit`] |
 //! | the pods Karpenter nominated to NodeClaims, from its Events | [`nomination`] |
@@ -16,8 +16,8 @@
 pub mod budget;
 pub mod cost_bound;
 pub mod first_fit;
+pub mod moves;
 pub mod nomination;
-pub mod pinned;
 pub mod protection;
 pub mod resources;
 pub mod view;

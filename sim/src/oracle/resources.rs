@@ -223,12 +223,20 @@ pub fn pool_requirements(pool: &Value) -> Vec<Requirement> {
 /// labels hold (requirements on other keys only label nodes), the type is offered in the
 /// zone with a price, the zone is not in an outage and the capacity pool is not empty.
 pub fn allowed_offerings(cloud: &FakeCloud, pool: &Value, now: Duration) -> Vec<Offering> {
+    priced_offerings(cloud, pool, now).into_iter().filter(|(_, available)| *available).map(|(o, _)| o).collect()
+}
+
+/// Every offering `pool`'s requirements allow that the cloud prices now, each with whether
+/// it could launch now (zone up, capacity pool not empty). The moves oracle needs the
+/// unavailable ones too: Karpenter's own availability view (its ICE cache) can lag the
+/// cloud's, so a launch price it may still count must not be left out.
+pub fn priced_offerings(cloud: &FakeCloud, pool: &Value, now: Duration) -> Vec<(Offering, bool)> {
     let requirements = pool_requirements(pool);
     let mut out = Vec::new();
     for t in cloud.catalog().types() {
         let alloc = allocatable(t);
         for zone in cloud.catalog().zones() {
-            if !cloud.catalog().is_offered(&t.name, &zone.name) || cloud.zone_in_outage(&zone.name) {
+            if !cloud.catalog().is_offered(&t.name, &zone.name) {
                 continue;
             }
             for ct in [CapacityType::OnDemand, CapacityType::Spot] {
@@ -244,17 +252,17 @@ pub fn allowed_offerings(cloud: &FakeCloud, pool: &Value, now: Duration) -> Vec<
                     CapacityType::Spot => cloud.spot_price(&t.name, &zone.name, now),
                 };
                 let Some(price) = price.filter(|p| *p > 0.0) else { continue };
-                if cloud.peek_pool_free(&PoolKey::new(&t.name, &zone.name, ct)) == 0 {
-                    continue;
-                }
-                out.push(Offering {
+                let available = !cloud.zone_in_outage(&zone.name)
+                    && cloud.peek_pool_free(&PoolKey::new(&t.name, &zone.name, ct)) != 0;
+                let offering = Offering {
                     instance_type: t.name.clone(),
                     zone: zone.name.clone(),
                     capacity_type: ct,
                     price,
                     allocatable: alloc,
                     labels,
-                });
+                };
+                out.push((offering, available));
             }
         }
     }
@@ -301,8 +309,16 @@ pub fn pod_allows(pod: &Value, labels: &BTreeMap<String, String>) -> bool {
 
 /// Whether a pod tolerates every NoSchedule/NoExecute taint of a pool's template.
 pub fn tolerates_pool(pod: &Value, pool: &Value) -> bool {
+    let taints: Vec<Value> =
+        pool.pointer("/spec/template/spec/taints").and_then(Value::as_array).cloned().unwrap_or_default();
+    tolerates_taints(pod, &taints)
+}
+
+/// Whether a pod tolerates every NoSchedule/NoExecute taint in `taints` (a PreferNoSchedule
+/// taint never keeps a pod off a node).
+pub fn tolerates_taints(pod: &Value, taints: &[Value]) -> bool {
     let tolerations: Vec<&Value> = pod["spec"]["tolerations"].as_array().into_iter().flatten().collect();
-    pool.pointer("/spec/template/spec/taints").and_then(Value::as_array).into_iter().flatten().all(|taint| {
+    taints.iter().filter(|taint| taint["effect"] != "PreferNoSchedule").all(|taint| {
         tolerations.iter().any(|t| {
             let key_ok = t["key"].as_str().is_none_or(|k| k.is_empty() || Some(k) == taint["key"].as_str());
             let value_ok = t["operator"] == "Exists"

@@ -305,23 +305,15 @@ fn assemble(
         }
         launches = c.ledger().records.len() as u64;
         let r = c.cost_report();
-        let (bound, gap, pinned, kept, quiescent) =
-            judged.as_ref().map_or((0.0, 0.0, 0.0, String::new(), false), |j| {
-                (
-                    j.cost.lower_bound_per_hour,
-                    j.cost.gap.unwrap_or(0.0),
-                    j.cost.pinned_per_hour,
-                    j.cost.kept.clone(),
-                    j.cost.quiescent,
-                )
-            });
+        let summary = judged.as_ref().map(|j| j.cost.clone()).unwrap_or_default();
         cost = CostSection {
             rate_per_hour: round(r.rate_usd_per_hour, 4),
-            lower_bound_per_hour: round(bound, 4),
-            gap: round(gap, 4),
-            judged: quiescent,
-            pinned_per_hour: round(pinned, 4),
-            kept,
+            lower_bound_per_hour: round(summary.lower_bound_per_hour, 4),
+            gap: round(summary.gap.unwrap_or(0.0), 4),
+            settled: summary.quiescent,
+            untaken_moves: summary.untaken.iter().map(|m| m.describe()).collect(),
+            untaken_saving_per_hour: round(summary.untaken.iter().map(|m| m.saving_per_hour).sum(), 4),
+            kept: crate::invariants::cost::describe_kept(&summary.kept),
             total: round(r.total_usd, 4),
         };
     }

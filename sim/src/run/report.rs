@@ -95,7 +95,7 @@ pub struct ViolationReport {
     pub trace_position: u64,
 }
 
-/// Cost.
+/// Cost: a quality metric (the gap to the LP bound) and the consolidation moves left.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct CostSection {
@@ -103,16 +103,19 @@ pub struct CostSection {
     pub rate_per_hour: f64,
     /// The provable lower bound (0 until the invariant checker provides it).
     pub lower_bound_per_hour: f64,
-    /// rate / bound - 1 (0 when there is no bound).
+    /// rate / bound - 1 (0 when there is no bound): how far above the bound the fleet ends.
     pub gap: f64,
-    /// Whether the cluster had settled at the end, so the cost invariant judged it.
-    pub judged: bool,
-    /// USD per hour of that rate on nodes Karpenter's rules let it keep whatever they cost
-    /// (spot nodes it may only delete, nodes with do-not-disrupt pods).
-    pub pinned_per_hour: f64,
-    /// Which nodes those are and why Karpenter may keep them.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub kept: String,
+    /// Whether the pods' demand had held still long enough at the end for consolidation
+    /// to finish, so the gap is the settled one.
+    pub settled: bool,
+    /// Consolidation moves Karpenter's rules allow at the end that were not taken (yet).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub untaken_moves: Vec<String>,
+    /// The least those moves would save, USD per hour.
+    pub untaken_saving_per_hour: f64,
+    /// The rule keeping each other node, grouped by rule.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<String>,
     /// USD billed over the run.
     pub total: f64,
 }
@@ -189,20 +192,18 @@ impl Report {
         }
         let _ = writeln!(
             s,
-            "  cost         ${:.3}/h (bound ${:.3}/h, gap {:.1}%{}{}), ${:.3} billed",
+            "  cost         ${:.3}/h (bound ${:.3}/h, gap {:.1}%{}), ${:.3} billed",
             self.cost.rate_per_hour,
             self.cost.lower_bound_per_hour,
             self.cost.gap * 100.0,
-            if self.cost.judged { "" } else { ", not judged: the cluster had not settled" },
-            if self.cost.pinned_per_hour > 0.0 {
-                format!("; ${:.3}/h on nodes Karpenter may keep", self.cost.pinned_per_hour)
-            } else {
-                String::new()
-            },
+            if self.cost.settled { "" } else { ", not settled" },
             self.cost.total
         );
-        if !self.cost.kept.is_empty() {
-            let _ = writeln!(s, "  kept         {}", self.cost.kept);
+        for m in &self.cost.untaken_moves {
+            let _ = writeln!(s, "  untaken      {m}");
+        }
+        for k in &self.cost.kept {
+            let _ = writeln!(s, "  kept         {k}");
         }
         let _ = writeln!(
             s,

@@ -49,8 +49,7 @@ pub struct InvariantConfig {
     pub over_provisioning: OverProvisioning,
     /// Voluntary NodeClaim deletions per node-hour at steady state.
     pub churn: Churn,
-    /// At quiescence the cost rate is within `(1 + epsilon)` of the LP lower bound, plus one
-    /// node for integrality.
+    /// The cost section: rate, LP bound and gap (a quality metric, not pass/fail).
     pub cost: Cost,
     /// At the end of the run (the Liveness phase) the cluster has converged: nothing
     /// hostable pending, no stuck, leaked or still-deleting claim or instance.
@@ -60,6 +59,8 @@ pub struct InvariantConfig {
     pub launch_conformance: Toggle,
     /// Drifted nodes are replaced within what the pool's Drifted budget allows.
     pub drift_convergence: DriftConvergence,
+    /// No consolidation move Karpenter's rules allow stays untaken past validation + slack.
+    pub untaken_moves: UntakenMoves,
 }
 
 impl Default for InvariantConfig {
@@ -81,6 +82,7 @@ impl Default for InvariantConfig {
             convergence: Convergence::default(),
             launch_conformance: Toggle::default(),
             drift_convergence: DriftConvergence::default(),
+            untaken_moves: UntakenMoves::default(),
         }
     }
 }
@@ -220,25 +222,38 @@ impl Default for Churn {
     }
 }
 
-/// Cost bound.
+/// Cost measurement.
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct Cost {
-    /// Check it (default true); the gap is reported either way.
+    /// Measure it (default true). The gap is a quality metric: it never fails a run.
     pub enabled: bool,
-    /// Allowed excess over the lower bound: rate ≤ (1 + epsilon) × bound + one node (the
-    /// cheapest offering that fits the largest pod: nodes come whole).
-    pub epsilon: f64,
-    /// The cost is judged only once the pods' total requests have stayed the same for the
-    /// NodePools' longest `consolidateAfter` plus this long (default 2m): the controller
-    /// must have had its chance to consolidate. A consolidation's own evictions change the
-    /// requests for a moment, so a cluster still being repacked is not judged mid-way.
+    /// The gap is called settled only once the pods' total requests have stayed the same
+    /// for the NodePools' longest `consolidateAfter` plus this long (default 2m).
     pub settled_for: SimDuration,
 }
 
 impl Default for Cost {
     fn default() -> Self {
-        Self { enabled: true, epsilon: 1.0, settled_for: mins(2) }
+        Self { enabled: true, settled_for: mins(2) }
+    }
+}
+
+/// Untaken-moves thresholds.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct UntakenMoves {
+    /// Check it (default true).
+    pub enabled: bool,
+    /// How long past upstream's 15 s validation a move may stay available (default 2m).
+    pub slack: SimDuration,
+    /// How often the moves oracle runs (default 5s).
+    pub check_every: SimDuration,
+}
+
+impl Default for UntakenMoves {
+    fn default() -> Self {
+        Self { enabled: true, slack: mins(2), check_every: SimDuration(std::time::Duration::from_secs(5)) }
     }
 }
 

@@ -7,7 +7,6 @@ pub mod disruption_reason;
 pub mod pending;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::Duration;
 
 use dovetail_fakecloud::FakeCloud;
@@ -17,6 +16,7 @@ use serde_json::Value;
 use crate::apiserver::ApiServer;
 use crate::apiserver::store::Store;
 use crate::invariants::{Checker, InvariantsReport, Observation};
+use crate::oracle::moves::MoveInputs;
 use crate::oracle::view::{self, PodView, View};
 use disruption_reason::disruption_reason;
 use pending::{PendingClock, PendingStats, PendingTracker};
@@ -71,8 +71,9 @@ impl Observer {
         self.sample_instances(&cloud);
         if let Some(checker) = checker {
             let view = View::read(&store, &cloud, now);
+            let inputs = MoveInputs::read(&store);
             drop(store);
-            checker.tick(&Observation { view: &view, pods: &self.pods, pods_changed, cloud: &cloud });
+            checker.tick(&Observation { view: &view, pods: &self.pods, pods_changed, cloud: &cloud, inputs: &inputs });
         }
     }
 
@@ -89,11 +90,11 @@ impl Observer {
         let pods_changed = self.read_pods(&store, now);
         let cloud = lock(cloud);
         let view = View::read(&store, &cloud, now);
-        let daemonsets: Vec<Arc<Value>> = store.iter(&view::key("apps", "daemonsets"), None).cloned().collect();
+        let inputs = MoveInputs::read(&store);
         drop(store);
-        let seen = Observation { view: &view, pods: &self.pods, pods_changed, cloud: &cloud };
+        let seen = Observation { view: &view, pods: &self.pods, pods_changed, cloud: &cloud, inputs: &inputs };
         checker.tick(&seen);
-        checker.finish(&seen, &daemonsets)
+        checker.finish(&seen)
     }
 
     /// Re-reads the pods when the store changed since the last reading; says whether it did.

@@ -1,0 +1,305 @@
+//! A node as the moves search sees it, and the per-node rules that keep it out of
+//! consolidation whatever it costs (core v1.14.1 `state/statenode.go`
+//! `ValidateNodeDisruptable` and `ValidatePodsDisruptable`, `disruption/types.go`
+//! `NewCandidate`, `disruption/consolidation.go` `ShouldDisrupt`):
+//! not managed, not initialized, deleting or tainted `karpenter.sh/disrupted`, nominated in
+//! the last 20 s, `karpenter.sh/do-not-disrupt` on the Node or its NodeClaim or on an
+//! active pod, a pod whose PDB allows no disruption (or that two PDBs select), a NodePool
+//! with `consolidateAfter: Never`, and a node still inside `consolidateAfter`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dovetail_fakecloud::{CapacityType, FakeCloud};
+use dovetail_world::SimDuration;
+use serde_json::Value;
+
+use super::Kept;
+use super::budget_left;
+use super::clock::ConsolidationClock;
+use super::inputs::MoveInputs;
+use crate::oracle::protection::do_not_disrupt_active;
+use crate::oracle::resources::{Resources, allocatable};
+use crate::oracle::view::{PodView, View};
+
+/// A node that received a pod is nominated for this long and may not be disrupted
+/// (max(2 × BatchMaxDuration, 10 s) with the default 10 s batch: karpenter-behaviour.md §0).
+pub const NOMINATION_WINDOW: Duration = Duration::from_secs(20);
+
+/// A pod the node would have to reschedule.
+#[derive(Clone, Debug)]
+pub struct Movable {
+    /// `namespace/name`.
+    pub key: String,
+    /// Its requests.
+    pub requests: Resources,
+    /// The pod object (node selectors, tolerations).
+    pub object: Arc<Value>,
+}
+
+/// A live node.
+#[derive(Clone, Debug)]
+pub struct Host {
+    /// Node name.
+    pub name: String,
+    /// Instance type.
+    pub instance_type: String,
+    /// Spot capacity.
+    pub spot: bool,
+    /// What it costs now, USD per hour (the cloud's price for its zone and capacity type).
+    pub price: f64,
+    /// Its NodePool (managed nodes).
+    pub nodepool: Option<String>,
+    /// Labels and taints.
+    pub labels: BTreeMap<String, String>,
+    /// Taints.
+    pub taints: Vec<Value>,
+    /// Allocatable minus every active pod bound to it.
+    pub free: Resources,
+    /// Its reschedulable pods, largest CPU first.
+    pub movable: Vec<Movable>,
+    /// The rule that keeps it out of consolidation whatever the search finds, if any.
+    pub blocked: Option<String>,
+    /// Why the oracle cannot judge where its pods could go, if it cannot.
+    pub unjudged: Option<String>,
+    /// It may receive rescheduled pods: initialized, not being disrupted, past its
+    /// `consolidateAfter` (v1.14 keeps pods off nodes inside it), and none of its pods has
+    /// pod anti-affinity (which could turn newcomers away).
+    pub target: bool,
+}
+
+impl Host {
+    /// The host kept by `rule`.
+    pub fn kept(&self, rule: &str) -> Kept {
+        Kept {
+            node: self.name.clone(),
+            instance_type: self.instance_type.clone(),
+            price: self.price,
+            rule: rule.into(),
+        }
+    }
+}
+
+/// A NodePool's consolidation settings and what its budgets allow now.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PoolRules {
+    /// `consolidationPolicy: WhenEmpty`.
+    pub when_empty: bool,
+    /// More nodes it may disrupt now for reason `Empty`.
+    pub empty_budget: usize,
+    /// … and for reason `Underutilized`.
+    pub underutilized_budget: usize,
+}
+
+impl PoolRules {
+    /// The rules of `pool` (named `name`) over the cluster's `hosts` at `now`.
+    pub fn of(pool: &Value, hosts: &[Host], name: &str, now: Duration) -> Self {
+        let budgets: Vec<Value> =
+            pool.pointer("/spec/disruption/budgets").and_then(Value::as_array).cloned().unwrap_or_default();
+        let mine: Vec<&Host> = hosts.iter().filter(|h| h.nodepool.as_deref() == Some(name)).collect();
+        let disrupting = mine.iter().filter(|h| h.blocked.as_deref() == Some(BEING_DISRUPTED)).count();
+        PoolRules {
+            when_empty: pool["spec"]["disruption"]["consolidationPolicy"] == "WhenEmpty",
+            empty_budget: budget_left(&budgets, mine.len(), disrupting, "Empty", now),
+            underutilized_budget: budget_left(&budgets, mine.len(), disrupting, "Underutilized", now),
+        }
+    }
+}
+
+/// The rule of nodes already deleting or tainted for disruption.
+pub const BEING_DISRUPTED: &str = "it is being disrupted (deleting or tainted karpenter.sh/disrupted)";
+
+/// The cluster's live nodes, in name order, with their rules.
+pub fn hosts(
+    view: &View,
+    pods: &[PodView],
+    cloud: &FakeCloud,
+    inputs: &MoveInputs,
+    clock: &ConsolidationClock,
+) -> Vec<Host> {
+    let instances: BTreeMap<&str, _> =
+        view.instances.iter().filter(|i| i.live).map(|i| (i.provider_id.as_str(), i)).collect();
+    let mut on_node: BTreeMap<&str, Vec<&PodView>> = BTreeMap::new();
+    for p in pods.iter().filter(|p| p.active()) {
+        if let Some(n) = p.node_name.as_deref() {
+            on_node.entry(n).or_default().push(p);
+        }
+    }
+    let mut out = Vec::new();
+    for (name, node) in &view.nodes {
+        let Some(instance) = instances.get(node.provider_id.as_str()) else { continue };
+        let Some(info) = cloud.catalog().get(&instance.instance_type) else { continue };
+        let spot = instance.capacity_type == CapacityType::Spot;
+        let price = if spot {
+            cloud.spot_price(&info.name, &instance.zone, cloud.now()).unwrap_or(0.0)
+        } else {
+            info.on_demand_price.unwrap_or(0.0)
+        };
+        let facts = inputs.nodes.get(name).cloned().unwrap_or_default();
+        let mut used = Resources::default();
+        let mut movable = Vec::new();
+        let mut pod_rule = None;
+        let mut unjudged = None;
+        let mut anti_affinity = false;
+        for p in on_node.get(name.as_str()).into_iter().flatten() {
+            used.add(&p.requests);
+            anti_affinity |= !p.object["spec"]["affinity"]["podAntiAffinity"].is_null();
+            if p.daemonset || is_static(&p.object) {
+                continue;
+            }
+            if pod_rule.is_none() {
+                pod_rule = pod_blocks(p, inputs, view.now);
+            }
+            if unjudged.is_none() {
+                unjudged = placement_rule(&p.object).map(|r| format!("not judged: pod {} has {r}", p.key));
+            }
+            movable.push(Movable { key: p.key.clone(), requests: p.requests, object: p.object.clone() });
+        }
+        movable.sort_by(|a, b| {
+            b.requests.cpu.total_cmp(&a.requests.cpu).then(b.requests.memory.total_cmp(&a.requests.memory))
+        });
+        let pool = node.nodepool.as_ref().and_then(|n| view.pools.get(n));
+        let claim = view.claims.values().find(|c| c.node_name.as_deref() == Some(name.as_str()));
+        let state = NodeState {
+            managed: claim.is_some() && node.nodepool.is_some(),
+            initialized: node.initialized && claim.is_some_and(|c| c.initialized),
+            disrupted: node.deleting || node.disrupted || claim.is_some_and(|c| c.deleting_since.is_some()),
+            pool_exists: pool.is_some(),
+            consolidate_after: pool.and_then(|p| consolidate_after(&p.object)),
+            node_do_not_disrupt: node.do_not_disrupt,
+            claim_do_not_disrupt: inputs.claim_do_not_disrupt.contains(name),
+            pod_rule,
+            last_event: clock.last_event(name),
+            now: view.now,
+        };
+        let (blocked, settled) = state.rule();
+        out.push(Host {
+            name: name.clone(),
+            instance_type: instance.instance_type.clone(),
+            spot,
+            price,
+            nodepool: node.nodepool.clone(),
+            labels: facts.labels,
+            taints: facts.taints,
+            free: allocatable(info).minus(&used),
+            movable,
+            target: node.initialized && !state.disrupted && settled && !anti_affinity,
+            blocked,
+            unjudged,
+        });
+    }
+    out
+}
+
+/// What the per-node rules look at.
+#[derive(Clone, Debug, Default)]
+pub struct NodeState {
+    /// It has a NodeClaim and a NodePool label.
+    pub managed: bool,
+    /// The Node and its NodeClaim are initialized.
+    pub initialized: bool,
+    /// Deleting, or tainted `karpenter.sh/disrupted`.
+    pub disrupted: bool,
+    /// Its NodePool exists.
+    pub pool_exists: bool,
+    /// The pool's `consolidateAfter`: `Some(None)` for `Never`, `None` when unparsable.
+    pub consolidate_after: Option<Option<Duration>>,
+    /// The Node is annotated `karpenter.sh/do-not-disrupt: "true"`.
+    pub node_do_not_disrupt: bool,
+    /// Its NodeClaim is.
+    pub claim_do_not_disrupt: bool,
+    /// Why one of its pods blocks it, if one does (see [`pod_blocks`]).
+    pub pod_rule: Option<String>,
+    /// Its last pod event (see [`ConsolidationClock::last_event`]).
+    pub last_event: Option<Duration>,
+    /// Now.
+    pub now: Duration,
+}
+
+impl NodeState {
+    /// The first rule that keeps the node out of consolidation, if any, and whether it is
+    /// past `consolidateAfter` and the nomination window (so it may also receive pods).
+    pub fn rule(&self) -> (Option<String>, bool) {
+        let settled = match (self.last_event, self.consolidate_after) {
+            (Some(at), Some(Some(after))) => self.now.saturating_sub(at) >= after.max(NOMINATION_WINDOW),
+            _ => false,
+        };
+        let rule = if !self.managed {
+            Some("not managed by Karpenter (no NodeClaim or NodePool label)".to_string())
+        } else if !self.initialized {
+            Some("it is not initialized yet".to_string())
+        } else if self.disrupted {
+            Some(BEING_DISRUPTED.to_string())
+        } else if !self.pool_exists {
+            Some("its NodePool does not exist".to_string())
+        } else if self.consolidate_after == Some(None) {
+            Some("its NodePool has consolidateAfter: Never".to_string())
+        } else if self.node_do_not_disrupt {
+            Some("the Node is annotated karpenter.sh/do-not-disrupt".to_string())
+        } else if self.claim_do_not_disrupt {
+            Some("its NodeClaim is annotated karpenter.sh/do-not-disrupt".to_string())
+        } else if let Some(rule) = &self.pod_rule {
+            Some(rule.clone())
+        } else if !settled {
+            let since = self.last_event.map_or("not seen initialized yet".to_string(), |at| {
+                format!("{}s since its last pod event", self.now.saturating_sub(at).as_secs())
+            });
+            Some(format!("inside consolidateAfter or the nomination window ({since})"))
+        } else {
+            None
+        };
+        (rule, settled)
+    }
+}
+
+/// A pool's `consolidateAfter`: `None` when absent or unparsable, `Some(None)` for `Never`.
+fn consolidate_after(pool: &Value) -> Option<Option<Duration>> {
+    match pool["spec"]["disruption"]["consolidateAfter"].as_str() {
+        Some("Never") => Some(None),
+        Some(d) => SimDuration::parse(d).ok().map(|d| Some(d.0)),
+        None => Some(Some(Duration::ZERO)),
+    }
+}
+
+/// Why an active pod keeps its node out of graceful disruption, if it does: an active
+/// do-not-disrupt annotation, or PDBs (two selecting it, or one allowing no disruption).
+pub fn pod_blocks(pod: &PodView, inputs: &MoveInputs, now: Duration) -> Option<String> {
+    if do_not_disrupt_active(&pod.object, now) {
+        return Some(format!("pod {} is annotated karpenter.sh/do-not-disrupt", pod.key));
+    }
+    let pdbs: Vec<_> = inputs.pdbs_of(&pod.object).collect();
+    if pdbs.len() > 1 {
+        return Some(format!("pod {} is selected by more than one PDB", pod.key));
+    }
+    pdbs.first()
+        .filter(|p| p.disruptions_allowed <= 0)
+        .map(|p| format!("pod {}'s PDB {} allows no disruption now", pod.key, p.name))
+}
+
+/// A mirror (static) pod: Kubernetes owns it through its Node, and nothing reschedules it.
+fn is_static(pod: &Value) -> bool {
+    pod.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|o| o.iter().any(|o| o["kind"] == "Node"))
+}
+
+/// Placement rules the packing model does not follow: room elsewhere may not be a place
+/// such a pod can go (Karpenter's simulation treats even `ScheduleAnyway` spread as
+/// required first).
+fn placement_rule(pod: &Value) -> Option<&'static str> {
+    let spec = &pod["spec"];
+    if spec["topologySpreadConstraints"].as_array().is_some_and(|c| !c.is_empty()) {
+        Some("topology spread constraints")
+    } else if !spec["affinity"]["podAffinity"].is_null() || !spec["affinity"]["podAntiAffinity"].is_null() {
+        Some("pod (anti-)affinity")
+    } else if spec["volumes"].as_array().is_some_and(|v| v.iter().any(|v| !v["persistentVolumeClaim"].is_null())) {
+        Some("a persistent volume claim")
+    } else if spec["containers"].as_array().is_some_and(|c| {
+        c.iter().any(|c| c["ports"].as_array().is_some_and(|p| p.iter().any(|p| !p["hostPort"].is_null())))
+    }) {
+        Some("a host port")
+    } else {
+        None
+    }
+}

@@ -1,0 +1,105 @@
+//! The cheaper-replacement rule: which instance types Karpenter could replace one node
+//! with. Upstream (core v1.14.1 `disruption/consolidation.go` `computeConsolidation`) keeps
+//! an instance type only when its worst launch price over its available offerings that
+//! the replacement's requirements allow (spot first when they allow spot, else on-demand:
+//! `cloudprovider/types.go:587` `WorstLaunchPrice`) is strictly below the candidate's
+//! price (`provisioning/scheduling/nodeclaim.go:411`). A spot candidate whose replacement
+//! may be spot takes the spot-to-spot path (`consolidation.go:212`): never with the
+//! `SpotToSpotConsolidation` gate off, and for one node only with at least 15 cheaper spot
+//! types (`consolidation.go:311`).
+//!
+//! To stay sound whatever Karpenter's own availability view (its ICE cache) says, a type
+//! counts only when the dearest of *all* its allowed offerings, available or not, is below
+//! the price, and at least one of them is available now: then the worst launch price
+//! Karpenter computes is below it too.
+
+use std::collections::BTreeMap;
+
+use dovetail_fakecloud::CapacityType;
+
+use super::host::Host;
+use crate::oracle::resources::{Offering, Resources, pod_allows, pool_node_labels, tolerates_pool};
+use crate::oracle::view::PoolView;
+
+/// Spot-to-spot replacement of one node needs at least this many cheaper spot types
+/// (`MinInstanceTypesForSpotToSpotConsolidation`, core `consolidation.go:48`).
+pub const SPOT_TO_SPOT_MIN_CHEAPER_TYPES: usize = 15;
+
+/// What replacing a node could launch.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cheaper {
+    /// Instance types that qualify with their worst launch price, cheapest first.
+    Options(Vec<(String, f64)>),
+    /// Why none does.
+    None(String),
+}
+
+/// Each NodePool's offerings and the DaemonSet overhead a new node carries.
+pub struct Replacements<'a> {
+    /// Pool name → every priced offering its requirements allow, with availability.
+    pub offerings: &'a BTreeMap<&'a str, Vec<(Offering, bool)>>,
+    /// The pools.
+    pub pools: &'a BTreeMap<String, PoolView>,
+    /// DaemonSet overhead.
+    pub overhead: Resources,
+}
+
+impl Replacements<'_> {
+    /// The instance types one node of `host`'s pool could replace it with.
+    pub fn cheaper(&self, host: &Host, spot_to_spot: bool) -> Cheaper {
+        let Some(pool_name) = host.nodepool.as_deref() else { return Cheaper::None("no NodePool".into()) };
+        let (Some(offerings), Some(pool)) = (self.offerings.get(pool_name), self.pools.get(pool_name)) else {
+            return Cheaper::None("its NodePool does not exist".into());
+        };
+        let mut need = self.overhead;
+        for p in &host.movable {
+            need.add(&p.requests);
+        }
+        let pool_labels = pool_node_labels(&pool.object);
+        // The offerings every pod of the node accepts (selectors, affinity, taints).
+        let compatible: Vec<&(Offering, bool)> = offerings
+            .iter()
+            .filter(|(o, _)| {
+                let mut labels = o.labels.clone();
+                labels.extend(pool_labels.iter().map(|(k, v)| (k.clone(), v.clone())));
+                host.movable.iter().all(|p| pod_allows(&p.object, &labels) && tolerates_pool(&p.object, &pool.object))
+            })
+            .collect();
+        let allows_spot = compatible.iter().any(|(o, _)| o.capacity_type == CapacityType::Spot);
+        let spot_path = host.spot && allows_spot;
+        if spot_path && !spot_to_spot {
+            return Cheaper::None("spot, and SpotToSpotConsolidation is off: it may only be deleted".into());
+        }
+        let mut by_type: BTreeMap<&str, (f64, bool)> = BTreeMap::new();
+        for (o, available) in compatible {
+            if spot_path && o.capacity_type != CapacityType::Spot {
+                continue;
+            }
+            if !need.fits_in(&o.allocatable) {
+                continue;
+            }
+            let entry = by_type.entry(o.instance_type.as_str()).or_insert((0.0, false));
+            entry.0 = entry.0.max(o.price);
+            entry.1 |= *available;
+        }
+        let mut options: Vec<(String, f64)> = by_type
+            .into_iter()
+            .filter(|(_, (worst, available))| *available && *worst < host.price)
+            .map(|(t, (worst, _))| (t.to_string(), worst))
+            .collect();
+        options.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        if spot_path && options.len() < SPOT_TO_SPOT_MIN_CHEAPER_TYPES {
+            return Cheaper::None(format!(
+                "spot, and only {} spot types that fit its pods are cheaper (spot-to-spot needs {SPOT_TO_SPOT_MIN_CHEAPER_TYPES})",
+                options.len()
+            ));
+        }
+        if spot_path {
+            options.truncate(SPOT_TO_SPOT_MIN_CHEAPER_TYPES);
+        }
+        if options.is_empty() {
+            return Cheaper::None("no cheaper instance type fits its pods".into());
+        }
+        Cheaper::Options(options)
+    }
+}

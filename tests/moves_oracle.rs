@@ -1,0 +1,131 @@
+//! The `untakenMoves` invariant and the moves oracle end to end: a move Karpenter's rules
+//! allow that the controller is kept from taking from outside (its link to the API server
+//! cut) is reported with the node, the move and its saving; the same world with the link
+//! up reports nothing, because the controller takes the move; and the report's cost
+//! section names the rule keeping each node.
+
+use std::time::Duration;
+
+use dovetail_fakecloud::cloud::SharedCloud;
+use dovetail_sim::apiserver::ApiServer;
+use dovetail_sim::invariants::{Checker, InvariantsReport, Phase};
+use dovetail_sim::kube_client::ClientFaults;
+use dovetail_sim::run::observe::Observer;
+use dovetail_sim::scenario::invariants::InvariantConfig;
+use dovetail_tests::{client, general_purpose, install, karpenter_crds, karpenter_world_with};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{ListParams, Patch, PatchParams};
+use serde_json::{Value, json};
+
+/// A Deployment of `replicas` 500m pods kept in `zone`.
+fn deployment(name: &str, replicas: u32, zone: &str) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": {
+                "nodeSelector": {"topology.kubernetes.io/zone": zone},
+                "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}}}]}}}
+    })
+}
+
+/// Two zones' worth of pods (so two nodes), a pool that consolidates after 30 s; once
+/// settled, `before_scale_down` runs (inside the simulation), then zone b's Deployment
+/// scales to zero, leaving its node empty.
+async fn empty_one_of_two_nodes(before_scale_down: impl FnOnce()) -> anyhow::Result<()> {
+    let client = client();
+    install(&client, &karpenter_crds()).await?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut pool = general_purpose(&["on-demand"], None);
+    for object in pool.iter_mut().filter(|o| o["kind"] == "NodePool") {
+        object["spec"]["disruption"] =
+            json!({"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "30s"});
+    }
+    install(&client, &pool).await?;
+    install(&client, &[deployment("a", 2, "us-east-1a"), deployment("b", 2, "us-east-1b")]).await?;
+    let pods: kube::Api<Pod> = kube::Api::namespaced(client.clone(), "default");
+    let mut waited = Duration::ZERO;
+    loop {
+        let list = pods.list(&ListParams::default()).await?;
+        let running =
+            list.items.iter().filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"));
+        if running.count() == 4 {
+            break;
+        }
+        anyhow::ensure!(waited < Duration::from_secs(600), "pods not running after {waited:?}");
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        waited += Duration::from_secs(5);
+    }
+    before_scale_down();
+    let deployments: kube::Api<Deployment> = kube::Api::namespaced(client.clone(), "default");
+    deployments.patch("b", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 0}}))).await?;
+    tokio::time::sleep(Duration::from_secs(480)).await;
+    Ok(())
+}
+
+/// Runs the world to its end, ticking the checker every simulated second.
+fn run(
+    mut sim: turmoil::Sim<'_>,
+    server: &ApiServer,
+    cloud: &SharedCloud,
+    driver: impl std::future::Future<Output = anyhow::Result<()>> + 'static,
+) -> InvariantsReport {
+    let mut checker = Checker::new(&InvariantConfig::default(), server);
+    checker.set_phase(Phase::Heal, Duration::ZERO);
+    let mut observer = Observer::new(Some(cloud));
+    sim.client("test", async move { driver.await.map_err(Into::into) });
+    let mut next = Duration::ZERO;
+    loop {
+        let done = sim.step().expect("the simulation");
+        let now = sim.elapsed();
+        if now >= next {
+            observer.sample(server, Some(cloud), Some(&mut checker), now);
+            next = now + Duration::from_secs(1);
+        }
+        if done {
+            return observer.judge(server, cloud, checker, now);
+        }
+    }
+}
+
+fn summary(report: &InvariantsReport) -> String {
+    report.violations.iter().map(|v| format!("  {v}\n")).collect()
+}
+
+#[test]
+fn an_empty_node_the_controller_cannot_reach_is_an_untaken_move() {
+    let (sim, server, cloud) = karpenter_world_with(31, ClientFaults::default());
+    // The controller loses the API server just before the node empties: consolidation is
+    // stopped from outside, and the empty node's delete stays available.
+    let driver = empty_one_of_two_nodes(|| turmoil::partition("controller", "apiserver"));
+    let report = run(sim, &server, &cloud, driver);
+    let found: Vec<_> = report.violations.iter().filter(|v| v.invariant == "untakenMoves").collect();
+    assert_eq!(found.len(), 1, "one empty node:\n{}", summary(&report));
+    let v = found[0];
+    eprintln!("{v}");
+    assert!(
+        v.objects.iter().any(|o| o.starts_with("Node ")) && v.objects.contains(&"NodePool general-purpose".to_string())
+    );
+    assert!(v.message.contains("delete empty node") && v.message.contains("saving at least $"), "{}", v.message);
+    assert!(v.trace_position > 0 && v.at > Duration::ZERO);
+    assert!(report.checked.iter().any(|c| c == "untakenMoves"));
+    // The move is still open at the end, and the report's cost section says so.
+    assert_eq!(report.cost.untaken.len(), 1, "{:?}", report.cost);
+    assert!(
+        report.cost.kept.iter().any(|k| k.rule.contains("fit on no other node") || k.rule.contains("no cheaper")),
+        "{:?}",
+        report.cost.kept
+    );
+}
+
+#[test]
+fn the_controller_takes_the_same_move_when_it_can() {
+    let (sim, server, cloud) = karpenter_world_with(31, ClientFaults::default());
+    let report = run(sim, &server, &cloud, empty_one_of_two_nodes(|| ()));
+    assert!(report.violations.is_empty(), "violations:\n{}", summary(&report));
+    assert!(report.cost.untaken.is_empty(), "{:?}", report.cost.untaken);
+    assert_eq!(report.cost.kept.len(), 1, "one node left: {:?}", report.cost.kept);
+    assert!(report.cost.lower_bound_per_hour > 0.0 && report.cost.gap.is_some(), "{:?}", report.cost);
+}
