@@ -276,9 +276,9 @@ fn a_cloud_that_launches_twice_makes_a_double_launch_and_a_leak() {
     assert_violation(&report, "leakedInstance", "Instance i-");
     // Still there at the end: the run did not converge.
     assert_violation(&report, "convergence", "Instance i-");
-    // The twins double the bill: far above the bound at quiescence.
+    // The twins double the bill: the gap (a quality metric since issue 18, not a verdict)
+    // shows it; the leak itself is what the invariants above judge.
     assert!(report.cost.gap.is_some_and(|g| g > 1.0), "{:?}", report.cost);
-    assert_violation(&report, "cost", "NodePool general-purpose");
 }
 
 #[test]

@@ -236,7 +236,9 @@ fn an_initialized_node_claim_nobody_uses_is_over_provisioning_unless_its_pool_ke
 }
 
 /// A pod nominated to an in-flight NodeClaim, then to a second new one, was provisioned
-/// twice; a pod whose first NodeClaim was deleted before the second was created was not.
+/// twice when nobody is nominated to the first any more; a pod whose first NodeClaim was
+/// deleted before the second was created was not, nor one whose first claim another pod
+/// took (Karpenter re-simulates every pending pod each pass).
 #[test]
 fn a_second_node_claim_for_a_pod_nominated_to_an_in_flight_one_is_a_duplicate() {
     let (mut sim, server, cloud) = karpenter_world_full(33, Duration::from_secs(300), ClientFaults::default());
@@ -255,7 +257,7 @@ fn a_second_node_claim_for_a_pod_nominated_to_an_in_flight_one_is_a_duplicate() 
         install(&client, &karpenter_crds()).await?;
         tokio::time::sleep(Duration::from_secs(1)).await;
         install(&client, &[node_class(), pool("general-purpose", json!({"consolidateAfter": "Never"}))]).await?;
-        install(&client, &[pod("twice"), pod("retried")]).await?;
+        install(&client, &[pod("twice"), pod("retried"), pod("moved"), pod("filler")]).await?;
         tokio::time::sleep(Duration::from_secs(280)).await;
         Ok(())
     };
@@ -263,6 +265,11 @@ fn a_second_node_claim_for_a_pod_nominated_to_an_in_flight_one_is_a_duplicate() 
     assert!(names(&report, "NodeClaim second", "duplicate launch"), "{:#?}", ours(&report));
     assert!(names(&report, "Pod default/twice", "duplicate launch"), "{:#?}", ours(&report));
     assert!(!names(&report, "Pod default/retried", "duplicate"), "the first claim was gone: {:#?}", ours(&report));
+    assert!(
+        !names(&report, "Pod default/moved", "duplicate"),
+        "its first claim is still wanted (filler nominated to it): {:#?}",
+        ours(&report)
+    );
 }
 
 /// Two seconds on: the claim `failed` is deleted (a launch that failed), then both pods get
@@ -274,5 +281,13 @@ async fn nominations_then_duplicates(client: &kube::Client) -> Result<(), String
     create_claim(client, "second", "general-purpose").await?;
     nominate(client, "twice", "second", 2).await?;
     create_claim(client, "third", "general-purpose").await?;
-    nominate(client, "retried", "third", 2).await
+    nominate(client, "retried", "third", 2).await?;
+    // Karpenter's own re-simulation: `moved` goes to a new claim because `filler` took its
+    // room on `busy`, which stays wanted. Not a duplicate.
+    create_claim(client, "busy", "general-purpose").await?;
+    nominate(client, "moved", "busy", 1).await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    create_claim(client, "fourth", "general-purpose").await?;
+    nominate(client, "moved", "fourth", 2).await?;
+    nominate(client, "filler", "busy", 1).await
 }

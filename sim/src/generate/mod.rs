@@ -54,7 +54,15 @@ pub fn story(seed: u64) -> Scenario {
         steps: Vec::new(),
     };
     match faults_until {
-        None => scenario.duration = timeline::calm(&mut dice).duration,
+        None => {
+            // Without faults the whole run is the liveness window, so the story lasts at
+            // least its longest liveness requirement plus a minute (the loader's rule).
+            let config = timeline::thresholds(false, cluster.longest_grace_seconds);
+            let calm = timeline::calm(&mut dice).duration;
+            let need = dovetail_world::SimDuration(timeline::longest_requirement(&config).0 + mins(1).0);
+            scenario.duration = calm.max(need);
+            scenario.invariants = Some(config);
+        }
         Some(t) => {
             let mix = faults::draw(&mut dice, t);
             let config = timeline::thresholds(mix.has_zone_outage, cluster.longest_grace_seconds);

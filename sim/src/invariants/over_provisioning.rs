@@ -20,7 +20,15 @@
 //!   condition without a duration) and is not judged.
 //! - **No duplicate.** A pod nominated to a new NodeClaim while a NodeClaim it was
 //!   nominated to earlier is still in flight (live, not yet initialized) was provisioned
-//!   twice.
+//!   twice, unless the earlier claim is still wanted: some pod is nominated to it at or
+//!   after the new claim's creation (judged `DUPLICATE_GRACE` later). Why the excuse:
+//!   Karpenter re-simulates every pending pod on each provisioning pass
+//!   (core `pkg/controllers/provisioning/provisioner.go` `Schedule` → `GetPendingPods`),
+//!   and an in-flight node's free capacity subtracts only pods *bound* to it (core
+//!   `pkg/controllers/state/cluster.go` `populateResourceRequests` lists pods by
+//!   `spec.nodeName`), so a nominated pod may move to a new claim when newer pods fill
+//!   its first one; that is no extra node. An earlier claim nobody is nominated to any
+//!   more was launched for nothing, and that is the duplicate judged here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -79,7 +87,16 @@ pub struct OverProvisioning {
     /// Pod → the claims it was nominated to, with when.
     nominated: BTreeMap<String, Vec<(Duration, String)>>,
     reported_unused: BTreeSet<String>,
+    /// Claim → when a pod was last nominated to it.
+    last_nominated: BTreeMap<String, Duration>,
+    /// Re-nominations awaiting judgement: (pod, earlier claim, new claim, new claim's
+    /// creation, seen at).
+    suspects: Vec<(String, String, String, Duration, Duration)>,
 }
+
+/// How long after a re-nomination the earlier claim may still receive a nomination that
+/// shows it is wanted (a few provisioning passes).
+const DUPLICATE_GRACE: Duration = Duration::from_secs(30);
 
 /// Whether a pod waits for a node: active, not a DaemonSet pod, unbound, ungated.
 pub fn is_pending(p: &PodView) -> bool {
@@ -157,25 +174,42 @@ impl OverProvisioning {
             if let Some(life) = self.claims.get_mut(&claim) {
                 life.used = true;
             }
+            let last = self.last_nominated.entry(claim.clone()).or_default();
+            *last = (*last).max(n.at);
             let earlier = self.nominated.entry(n.pod.clone()).or_default();
             let duplicate = earlier.iter().find(|(at, other)| {
                 *other != claim && *at <= created && self.claims.get(other).is_some_and(|o| o.in_flight_at(created))
             });
             if let Some((_, other)) = duplicate {
-                out.push(Violation {
-                    invariant: NAME.into(),
-                    at: ctx.view.now,
-                    objects: vec![format!("Pod {}", n.pod), format!("NodeClaim {other}"), format!("NodeClaim {claim}")],
-                    message: format!(
-                        "pod {} nominated to new NodeClaim {claim} (created at {}) while NodeClaim {other} it was \
-                         nominated to was still in flight: a duplicate launch",
-                        n.pod,
-                        format_duration(created)
-                    ),
-                    trace_position: ctx.view.trace_position,
-                });
+                self.suspects.push((n.pod.clone(), other.clone(), claim.clone(), created, ctx.view.now));
             }
             earlier.push((n.at, claim));
+        }
+        self.judge_suspects(ctx, out);
+    }
+
+    /// A re-nomination is a duplicate launch when, `DUPLICATE_GRACE` on, no pod has been
+    /// nominated to the earlier claim since the new one was created.
+    fn judge_suspects(&mut self, ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
+        let now = ctx.view.now;
+        let (ripe, waiting): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.suspects).into_iter().partition(|s| now >= s.4 + DUPLICATE_GRACE);
+        self.suspects = waiting;
+        for (pod, other, claim, created, _) in ripe {
+            if self.last_nominated.get(&other).is_some_and(|last| *last >= created) {
+                continue;
+            }
+            out.push(Violation {
+                invariant: NAME.into(),
+                at: now,
+                objects: vec![format!("Pod {pod}"), format!("NodeClaim {other}"), format!("NodeClaim {claim}")],
+                message: format!(
+                    "pod {pod} nominated to new NodeClaim {claim} (created at {}) while NodeClaim {other} it was \
+                     nominated to was still in flight, and no pod has been nominated to {other} since: a duplicate launch",
+                    format_duration(created)
+                ),
+                trace_position: ctx.view.trace_position,
+            });
         }
     }
 
