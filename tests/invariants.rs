@@ -9,9 +9,8 @@ use std::time::Duration;
 use dovetail_fakecloud::cloud::{SharedCloud, lock};
 use dovetail_fakecloud::{Faults, ScriptedError};
 use dovetail_sim::apiserver::ApiServer;
-use dovetail_sim::invariants::{Checker, InvariantsReport, Phase};
+use dovetail_sim::invariants::InvariantsReport;
 use dovetail_sim::kube_client::ClientFaults;
-use dovetail_sim::run::observe::Observer;
 use dovetail_sim::run::observe::pending::PendingStats;
 use dovetail_sim::scenario::invariants::InvariantConfig;
 use dovetail_tests::{client, general_purpose, install, karpenter_crds, karpenter_world_with};
@@ -100,29 +99,13 @@ fn run(
 
 /// [`run`], also returning the pending-time statistics of the same observation pass.
 fn run_observed(
-    mut sim: turmoil::Sim<'_>,
+    sim: turmoil::Sim<'_>,
     server: &ApiServer,
     cloud: &SharedCloud,
     config: InvariantConfig,
     driver: impl std::future::Future<Output = anyhow::Result<()>> + 'static,
 ) -> (InvariantsReport, PendingStats) {
-    let mut checker = Checker::new(&config, server);
-    checker.set_phase(Phase::Heal, Duration::ZERO);
-    let mut observer = Observer::new(Some(cloud));
-    sim.client("test", async move { driver.await.map_err(Into::into) });
-    let mut next = Duration::ZERO;
-    loop {
-        let done = sim.step().expect("the simulation");
-        let now = sim.elapsed();
-        if now >= next {
-            observer.sample(server, Some(cloud), Some(&mut checker), now);
-            next = now + Duration::from_secs(1);
-        }
-        if done {
-            let report = observer.judge(server, cloud, checker, now);
-            return (report, observer.pending(now));
-        }
-    }
+    dovetail_tests::run_checked(sim, server, cloud, config, driver)
 }
 
 /// The report has a violation of `invariant` naming an object containing `object`, with a

@@ -188,3 +188,33 @@ pub async fn install(client: &kube::Client, objects: &[serde_json::Value]) -> an
     }
     Ok(())
 }
+
+/// Runs a world to its end with an invariant checker ticked every simulated second (the
+/// run's own observation pass), and returns the checker's report with the pending-time
+/// statistics of the same pass. The self-tests of every invariant drive worlds this way.
+pub fn run_checked(
+    mut sim: turmoil::Sim<'_>,
+    server: &ApiServer,
+    cloud: &dovetail_fakecloud::cloud::SharedCloud,
+    config: dovetail_sim::scenario::invariants::InvariantConfig,
+    driver: impl std::future::Future<Output = anyhow::Result<()>> + 'static,
+) -> (dovetail_sim::invariants::InvariantsReport, dovetail_sim::run::observe::pending::PendingStats) {
+    use dovetail_sim::invariants::{Checker, Phase};
+    let mut checker = Checker::new(&config, server);
+    checker.set_phase(Phase::Heal, std::time::Duration::ZERO);
+    let mut observer = dovetail_sim::run::observe::Observer::new(Some(cloud));
+    sim.client("test", async move { driver.await.map_err(Into::into) });
+    let mut next = std::time::Duration::ZERO;
+    loop {
+        let done = sim.step().expect("the simulation");
+        let now = sim.elapsed();
+        if now >= next {
+            observer.sample(server, Some(cloud), Some(&mut checker), now);
+            next = now + std::time::Duration::from_secs(1);
+        }
+        if done {
+            let report = observer.judge(server, cloud, checker, now);
+            return (report, observer.pending(now));
+        }
+    }
+}

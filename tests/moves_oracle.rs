@@ -8,9 +8,8 @@ use std::time::Duration;
 
 use dovetail_fakecloud::cloud::SharedCloud;
 use dovetail_sim::apiserver::ApiServer;
-use dovetail_sim::invariants::{Checker, InvariantsReport, Phase};
+use dovetail_sim::invariants::InvariantsReport;
 use dovetail_sim::kube_client::ClientFaults;
-use dovetail_sim::run::observe::Observer;
 use dovetail_sim::scenario::invariants::InvariantConfig;
 use dovetail_tests::{client, general_purpose, install, karpenter_crds, karpenter_world_with};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -67,27 +66,12 @@ async fn empty_one_of_two_nodes(before_scale_down: impl FnOnce()) -> anyhow::Res
 
 /// Runs the world to its end, ticking the checker every simulated second.
 fn run(
-    mut sim: turmoil::Sim<'_>,
+    sim: turmoil::Sim<'_>,
     server: &ApiServer,
     cloud: &SharedCloud,
     driver: impl std::future::Future<Output = anyhow::Result<()>> + 'static,
 ) -> InvariantsReport {
-    let mut checker = Checker::new(&InvariantConfig::default(), server);
-    checker.set_phase(Phase::Heal, Duration::ZERO);
-    let mut observer = Observer::new(Some(cloud));
-    sim.client("test", async move { driver.await.map_err(Into::into) });
-    let mut next = Duration::ZERO;
-    loop {
-        let done = sim.step().expect("the simulation");
-        let now = sim.elapsed();
-        if now >= next {
-            observer.sample(server, Some(cloud), Some(&mut checker), now);
-            next = now + Duration::from_secs(1);
-        }
-        if done {
-            return observer.judge(server, cloud, checker, now);
-        }
-    }
+    dovetail_tests::run_checked(sim, server, cloud, InvariantConfig::default(), driver).0
 }
 
 fn summary(report: &InvariantsReport) -> String {
