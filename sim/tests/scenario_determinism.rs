@@ -1,32 +1,59 @@
-//! Two separate `dovetail run` processes with the same scenario and seed write
-//! byte-identical reports and traces, for every scenario in the library.
+//! A `dovetail run` process reproduces, byte for byte, what another process wrote for the
+//! same scenario and seed, for every scenario in the library.
 //!
-//! Each scenario runs at one seed (a different one per scenario, so the sample covers
-//! more than seed 1, which the snapshot suite already pins), twice, in two processes; the
-//! pairs run as many at a time as there are cores. A scenario whose seed violates an
-//! invariant still has to reproduce byte for byte (`dovetail run` exits 1 then, with the
-//! report and trace written); any other failure to run fails the test.
+//! The other process is the library suite (`tests/scenarios.rs`): it runs every scenario
+//! in its own test process and keeps each snapshot seed's report under `tests/snapshots`
+//! (every scenario at seed 1; `apiserver-smoke` and `chaos-never-fits` also at 2 and 3).
+//! Here each of those (scenario, seed) pairs runs once more, in a fresh `dovetail run`
+//! process, and its report must equal the accepted one field for field. The report
+//! carries `traceFingerprint`, the SHA-256 of every trace line in order, so equal reports
+//! mean byte-identical traces. One run per pair instead of two halves this test's cost
+//! (the library suite's run is the first process) and still covers every scenario.
+//!
+//! A scenario with no accepted snapshot yet (just added) runs twice here instead, and
+//! its two reports and traces must be identical. A report that differs from its snapshot
+//! is either nondeterminism or a behaviour change whose snapshot was not re-accepted:
+//! `cargo test -p dovetail-tests --test scenarios` tells the two apart (it fails too
+//! when the snapshot is stale). A run whose seed violates an invariant still has to
+//! reproduce (`dovetail run` exits 1 then, with the report and trace written).
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
-/// The library: `scenarios/*.yaml`, sorted.
-fn library() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
-    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// The repository root (this crate is `sim/`).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The library: `scenarios/*.yaml` stems, sorted.
+fn library() -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(root().join("scenarios"))
         .expect("scenarios/ beside sim/")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .map(|p| p.file_stem().unwrap_or_default().to_string_lossy().into_owned())
         .collect();
     out.sort();
     out
 }
 
-/// The seed a scenario is sampled at: 2..=11 by its place in the sorted library.
-fn sample_seed(index: usize) -> u64 {
-    2 + (index % 10) as u64
+/// The accepted report of `scenario` at `seed`, if the library suite has one: the JSON
+/// after the insta header of `tests/snapshots/scenarios__<scenario>-seed-<seed>.snap`.
+fn accepted(scenario: &str, seed: u64) -> Option<Value> {
+    let path = root().join(format!("tests/snapshots/scenarios__{scenario}-seed-{seed}.snap"));
+    let text = std::fs::read_to_string(&path).ok()?;
+    let body = text.splitn(3, "---\n").nth(2).unwrap_or_else(|| panic!("{}: no insta header", path.display()));
+    Some(serde_json::from_str(body).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+}
+
+/// The seeds the library suite keeps snapshots for (1..=9 are looked for).
+fn accepted_seeds(scenario: &str) -> Vec<u64> {
+    (1..=9).filter(|&s| root().join(format!("tests/snapshots/scenarios__{scenario}-seed-{s}.snap")).exists()).collect()
 }
 
 /// What one process wrote: its stdout, report and trace.
@@ -36,12 +63,15 @@ struct Written {
     trace: String,
 }
 
-/// Runs `dovetail run scenario --seed seed` in a new process, writing into `dir/tag.*`.
-fn run(scenario: &Path, seed: u64, dir: &Path, tag: &str) -> Result<Written, String> {
+/// Runs `dovetail run ../scenarios/<scenario>.yaml --seed seed` from `tests/` (as the
+/// library suite names it, so the report's paths match), writing into `dir/tag.*`.
+fn run(scenario: &str, seed: u64, dir: &Path, tag: &str) -> Result<Written, String> {
     let report = dir.join(format!("{tag}.json"));
     let trace = dir.join(format!("{tag}.trace"));
+    let path = format!("../scenarios/{scenario}.yaml");
     let out = Command::new(env!("CARGO_BIN_EXE_dovetail"))
-        .args(["run", scenario.to_str().expect("utf-8 path"), "--seed", &seed.to_string()])
+        .current_dir(root().join("tests"))
+        .args(["run", &path, "--seed", &seed.to_string()])
         .arg("--report")
         .arg(&report)
         .arg("--trace")
@@ -51,8 +81,7 @@ fn run(scenario: &Path, seed: u64, dir: &Path, tag: &str) -> Result<Written, Str
     // Exit 1 is a violated invariant: the run finished and wrote its report and trace.
     if !(out.status.success() || out.status.code() == Some(1)) {
         return Err(format!(
-            "dovetail run {} --seed {seed} failed ({}): {}",
-            scenario.display(),
+            "dovetail run {path} --seed {seed} failed ({}): {}",
             out.status,
             String::from_utf8_lossy(&out.stderr)
         ));
@@ -65,22 +94,49 @@ fn run(scenario: &Path, seed: u64, dir: &Path, tag: &str) -> Result<Written, Str
     })
 }
 
-/// Runs `scenario` twice at `seed`; what differs between the two, if anything.
-fn check(scenario: &Path, seed: u64, dir: &Path) -> Result<Written, String> {
-    let stem = scenario.file_stem().unwrap_or_default().to_string_lossy().into_owned();
-    let a = run(scenario, seed, dir, &format!("{stem}-a"))?;
-    let b = run(scenario, seed, dir, &format!("{stem}-b"))?;
-    let name = scenario.display();
-    if a.report != b.report {
-        return Err(format!("{name} --seed {seed}: same seed, different reports"));
+/// Whether two reports are equal, numbers compared by value (an integer-valued float may
+/// come back from the snapshot's text as an integer).
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
     }
-    if a.trace != b.trace {
-        return Err(format!("{name} --seed {seed}: same seed, different traces"));
-    }
+}
+
+/// Checks one (scenario, seed): against its accepted report, or run twice without one.
+fn check(scenario: &str, seed: u64, dir: &Path) -> Result<Written, String> {
+    let a = run(scenario, seed, dir, &format!("{scenario}-{seed}-a"))?;
     if a.trace.is_empty() {
-        return Err(format!("{name} --seed {seed}: the trace is empty"));
+        return Err(format!("{scenario} --seed {seed}: the trace is empty"));
     }
-    Ok(a)
+    let report: Value = serde_json::from_str(&a.report).map_err(|e| format!("{scenario} --seed {seed}: {e}"))?;
+    // The report's fingerprint is the hash of this very trace, so an equal report below
+    // means a byte-identical trace.
+    let hash: String = Sha256::digest(a.trace.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    if report.get("traceFingerprint").and_then(Value::as_str) != Some(hash.as_str()) {
+        return Err(format!("{scenario} --seed {seed}: traceFingerprint is not the SHA-256 of the trace written"));
+    }
+    match accepted(scenario, seed) {
+        Some(expected) if same(&expected, &report) => Ok(a),
+        Some(_) => Err(format!(
+            "{scenario} --seed {seed}: this process's report differs from the one the library suite \
+             accepted (tests/snapshots): nondeterminism, or a behaviour change not re-accepted yet"
+        )),
+        None => {
+            let b = run(scenario, seed, dir, &format!("{scenario}-{seed}-b"))?;
+            if a.report != b.report {
+                return Err(format!("{scenario} --seed {seed}: same seed, different reports"));
+            }
+            if a.trace != b.trace {
+                return Err(format!("{scenario} --seed {seed}: same seed, different traces"));
+            }
+            Ok(a)
+        }
+    }
 }
 
 #[test]
@@ -89,7 +145,15 @@ fn every_scenario_reproduces_byte_for_byte_across_processes() {
     std::fs::create_dir_all(&dir).unwrap();
     let library = library();
     assert!(library.len() >= 12, "the scenario library has {} stories, expected at least 12", library.len());
-    let queue: Mutex<VecDeque<(usize, PathBuf)>> = Mutex::new(library.into_iter().enumerate().collect());
+    let jobs: VecDeque<(String, u64)> = library
+        .iter()
+        .flat_map(|s| {
+            let seeds = accepted_seeds(s);
+            let seeds = if seeds.is_empty() { vec![1] } else { seeds };
+            seeds.into_iter().map(move |seed| (s.clone(), seed))
+        })
+        .collect();
+    let queue = Mutex::new(jobs);
     let results = Mutex::new(Vec::new());
     let threads = std::thread::available_parallelism().map_or(2, usize::from);
     std::thread::scope(|s| {
@@ -97,28 +161,30 @@ fn every_scenario_reproduces_byte_for_byte_across_processes() {
             s.spawn(|| {
                 loop {
                     let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
-                    let Some((i, scenario)) = next else { break };
-                    let outcome = check(&scenario, sample_seed(i), &dir);
-                    results.lock().unwrap_or_else(|e| e.into_inner()).push((scenario, outcome));
+                    let Some((scenario, seed)) = next else { break };
+                    let outcome = check(&scenario, seed, &dir);
+                    results.lock().unwrap_or_else(|e| e.into_inner()).push((scenario, seed, outcome));
                 }
             });
         }
     });
     let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
-    results.sort_by(|a, b| a.0.cmp(&b.0));
-    let failures: Vec<&String> = results.iter().filter_map(|(_, r)| r.as_ref().err()).collect();
-    assert!(failures.is_empty(), "{} scenarios do not reproduce:\n{failures:#?}", failures.len());
+    results.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    let covered: std::collections::BTreeSet<&String> = results.iter().map(|(s, _, _)| s).collect();
+    assert_eq!(covered.len(), library.len(), "every library scenario is checked");
+    let failures: Vec<&String> = results.iter().filter_map(|(_, _, r)| r.as_ref().err()).collect();
+    assert!(failures.is_empty(), "{} runs do not reproduce:\n{failures:#?}", failures.len());
 
     // The report carries what a reproduction is checked by, and the run printed its plan.
-    let (_, spot_storm) =
-        results.iter().find(|(p, _)| p.ends_with("spot-storm.yaml")).expect("spot-storm is in the library");
+    let (_, _, spot_storm) =
+        results.iter().find(|(s, seed, _)| s == "spot-storm" && *seed == 1).expect("spot-storm is in the library");
     let spot_storm = spot_storm.as_ref().expect("checked above");
     assert!(
         spot_storm.stdout.contains("# expanded scenario") && spot_storm.stdout.contains("kind: spotInterruption"),
         "{}",
         spot_storm.stdout
     );
-    let report: serde_json::Value = serde_json::from_str(&spot_storm.report).unwrap();
+    let report: Value = serde_json::from_str(&spot_storm.report).unwrap();
     for field in
         ["traceFingerprint", "invariants", "cost", "pending", "launches", "interruptions", "disruptions", "apiCalls"]
     {
