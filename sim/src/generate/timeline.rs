@@ -21,6 +21,7 @@
 use super::draw::{Dice, mins, secs};
 use crate::scenario::Phases;
 use crate::scenario::invariants::{Churn, InvariantConfig, StuckNodeClaim};
+use crate::scenario::liveness_window::shortest_window;
 use dovetail_world::SimDuration;
 
 /// When a story's faults end and how long it lasts.
@@ -55,26 +56,11 @@ pub fn thresholds(has_zone_outage: bool, longest_grace_seconds: u64) -> Invarian
     }
 }
 
-/// The longest liveness requirement `config` enables: the window after the heal that every
-/// check needs to be able to fire.
-pub fn longest_requirement(config: &InvariantConfig) -> SimDuration {
-    let mut longest = SimDuration::default();
-    if config.stranded_pods.enabled {
-        longest = longest.max(config.stranded_pods.bound_within);
-    }
-    if config.stuck_node_claim.enabled {
-        longest = longest.max(config.stuck_node_claim.initialize_within).max(config.stuck_node_claim.delete_within);
-    }
-    if config.churn.enabled {
-        longest = longest.max(config.churn.settle_after);
-    }
-    longest
-}
-
-/// A story with faults until `faults_until` under `config`: it lasts the longest liveness
-/// requirement plus one minute beyond, and its liveness phase is that last minute.
+/// A story with faults until `faults_until` under `config`: it lasts the loader's shortest
+/// liveness window beyond (the longest enabled requirement plus its margin, see
+/// `crate::scenario::liveness_window`), and its liveness phase is the last minute.
 pub fn with_faults(faults_until: SimDuration, config: &InvariantConfig) -> (Timeline, Phases) {
-    let duration = SimDuration(faults_until.0 + longest_requirement(config).0 + mins(1).0);
+    let duration = SimDuration(faults_until.0 + shortest_window(config));
     let phases = Phases { faults_until: Some(faults_until), liveness_from: Some(SimDuration(duration.0 - mins(1).0)) };
     (Timeline { duration, faults_until: Some(faults_until) }, phases)
 }
