@@ -183,6 +183,7 @@ fn run_job(job: Job) -> (Option<String>, Vec<&'static str>) {
         Job::Story(seed) => {
             let text = to_yaml(&story(seed));
             let found = problems(Path::new("generated.yaml"), &text, seed);
+            println!("story {seed}: {} problem(s)", found.len());
             let message = (!found.is_empty()).then(|| {
                 let persisted = persist(seed, &text, &found[0]);
                 format!(
