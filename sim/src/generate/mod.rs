@@ -57,7 +57,7 @@ pub fn story(seed: u64) -> Scenario {
         None => {
             // Without faults the whole run is the liveness window, so the story lasts at
             // least the loader's shortest window (longest liveness requirement + margin).
-            let config = timeline::thresholds(false, cluster.longest_grace_seconds);
+            let config = timeline::thresholds(false, false, cluster.longest_grace_seconds);
             let calm = timeline::calm(&mut dice).duration;
             let need = dovetail_world::SimDuration(crate::scenario::liveness_window::shortest_window(&config));
             scenario.duration = calm.max(need);
@@ -65,7 +65,8 @@ pub fn story(seed: u64) -> Scenario {
         }
         Some(t) => {
             let mix = faults::draw(&mut dice, t);
-            let config = timeline::thresholds(mix.has_zone_outage, cluster.longest_grace_seconds);
+            let config =
+                timeline::thresholds(mix.has_zone_outage, mix.has_missing_access_entry, cluster.longest_grace_seconds);
             let (timeline, phases) = timeline::with_faults(t, &config);
             scenario.duration = timeline.duration;
             scenario.phases = phases;

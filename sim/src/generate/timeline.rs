@@ -5,7 +5,8 @@
 //!
 //! To keep stories minutes long, a story with faults writes its thresholds under
 //! `invariants:`, lowered only where that is honest for what the story contains:
-//! - `strandedPods.boundWithin` stays at its 5-minute default.
+//! - `strandedPods.boundWithin` stays at its 5-minute default, except with a missing access
+//!   entry (below).
 //! - `stuckNodeClaim.deleteWithin`: the longest NodePool `terminationGracePeriod` plus 3
 //!   minutes. Karpenter's termination finalizer stops waiting for a drain at the claim's
 //!   terminationGracePeriod (core `pkg/controllers/node/termination/controller.go`), then the
@@ -15,12 +16,19 @@
 //!   instance stopped by a zone outage never joins, and Karpenter deletes its claim only at
 //!   the 15-minute registration TTL (core `pkg/controllers/nodeclaim/lifecycle/liveness.go`,
 //!   `registrationTTL`), so then the default bound (less its slack) applies.
+//! - With `accessEntryMissing`, an instance launched while the node role has no access entry
+//!   never registers, and Karpenter keeps its NodeClaim (and the pods nominated to it) until
+//!   the same 15-minute registration TTL deletes it and the provisioner launches again
+//!   (core `pkg/controllers/nodeclaim/lifecycle/liveness.go`, `registrationTTL`). So such a
+//!   story gets `initializeWithin` 16 minutes and `boundWithin` 18 minutes (the TTL plus a
+//!   relaunch and a boot); without this, a pod waiting for such a claim was reported
+//!   stranded 5 minutes after the heal (story 4243), Karpenter's own behaviour.
 //! - `churn` is off: it judges only after `settleAfter` (10 min) and with a node-hour of
 //!   steady state, which a story of minutes never reaches, so it could never fire here.
 
 use super::draw::{Dice, mins, secs};
 use crate::scenario::Phases;
-use crate::scenario::invariants::{Churn, InvariantConfig, StuckNodeClaim};
+use crate::scenario::invariants::{Churn, InvariantConfig, StrandedPods, StuckNodeClaim};
 use crate::scenario::liveness_window::shortest_window;
 use dovetail_world::SimDuration;
 
@@ -43,11 +51,15 @@ pub fn faults_until(dice: &mut Dice) -> SimDuration {
 }
 
 /// The thresholds of a story with faults (see the module doc for why each is honest).
-pub fn thresholds(has_zone_outage: bool, longest_grace_seconds: u64) -> InvariantConfig {
+pub fn thresholds(has_zone_outage: bool, missing_access_entry: bool, longest_grace_seconds: u64) -> InvariantConfig {
     let defaults = InvariantConfig::default();
     InvariantConfig {
+        stranded_pods: StrandedPods {
+            bound_within: if missing_access_entry { mins(18) } else { defaults.stranded_pods.bound_within },
+            ..defaults.stranded_pods.clone()
+        },
         stuck_node_claim: StuckNodeClaim {
-            initialize_within: mins(if has_zone_outage { 16 } else { 6 }),
+            initialize_within: mins(if has_zone_outage || missing_access_entry { 16 } else { 6 }),
             delete_within: secs(longest_grace_seconds + 180),
             ..defaults.stuck_node_claim.clone()
         },
