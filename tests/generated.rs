@@ -293,7 +293,13 @@ fn a_failing_story_shrinks_to_a_tenth_of_its_events() {
     assert_eq!(shrunk.signature, wanted);
     assert!(ratio <= 0.10, "shrunk to {:.1}% of the events, expected at most 10%", ratio * 100.0);
     assert!(shrunk.scenario.faults.is_empty() && shrunk.scenario.workloads.len() == 1, "{:#?}", shrunk.scenario);
-    let text = shrunk.file_text(&format!("generated story {seed} with maxNodes 0"), &path);
+    // docs/shrinking.md shows this file: DOVETAIL_SHRINK_OUT=../docs/shrinking/story-13.shrunk.yaml
+    let out = std::env::var("DOVETAIL_SHRINK_OUT").ok().map(PathBuf::from);
+    let written_to = out.as_ref().map_or(path.as_path(), |o| o.strip_prefix("..").unwrap_or(o));
+    let text = shrunk.file_text(&format!("generated story {seed} with maxNodes 0"), written_to);
+    if let Some(out) = &out {
+        std::fs::write(out, &text).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+    }
     let replayed = Loaded::from_str(&path, &text).expect("the shrunk file loads");
     let trial = shrink::trial::run(&replayed, seed);
     assert!(trial.fails_like(&wanted), "the shrunk file no longer fails: {:?}", trial.failures);

@@ -20,9 +20,10 @@
 //!   never registers, and Karpenter keeps its NodeClaim (and the pods nominated to it) until
 //!   the same 15-minute registration TTL deletes it and the provisioner launches again
 //!   (core `pkg/controllers/nodeclaim/lifecycle/liveness.go`, `registrationTTL`). So such a
-//!   story gets `initializeWithin` 16 minutes and `boundWithin` 18 minutes (the TTL plus a
-//!   relaunch and a boot); without this, a pod waiting for such a claim was reported
-//!   stranded 5 minutes after the heal (story 4243), Karpenter's own behaviour.
+//!   story gets `initializeWithin` 16 minutes and `boundWithin` 20 minutes (a claim made
+//!   just before the heal expires 15 minutes later; then its instance is terminated, the
+//!   provisioner batches and launches again, and the new node boots); with 5 minutes a pod
+//!   waiting for such a claim was reported stranded (story 4243), Karpenter's own behaviour.
 //! - `churn` is off: it judges only after `settleAfter` (10 min) and with a node-hour of
 //!   steady state, which a story of minutes never reaches, so it could never fire here.
 
@@ -55,7 +56,7 @@ pub fn thresholds(has_zone_outage: bool, missing_access_entry: bool, longest_gra
     let defaults = InvariantConfig::default();
     InvariantConfig {
         stranded_pods: StrandedPods {
-            bound_within: if missing_access_entry { mins(18) } else { defaults.stranded_pods.bound_within },
+            bound_within: if missing_access_entry { mins(20) } else { defaults.stranded_pods.bound_within },
             ..defaults.stranded_pods.clone()
         },
         stuck_node_claim: StuckNodeClaim {
