@@ -22,8 +22,9 @@
 //!   (core `pkg/controllers/nodeclaim/lifecycle/liveness.go`, `registrationTTL`). So such a
 //!   story gets `initializeWithin` 16 minutes and `boundWithin` 20 minutes (a claim made
 //!   just before the heal expires 15 minutes later; then its instance is terminated, the
-//!   provisioner batches and launches again, and the new node boots); with 5 minutes a pod
-//!   waiting for such a claim was reported stranded (story 4243), Karpenter's own behaviour.
+//!   provisioner batches and launches again, and the new node boots). With 5 minutes a pod
+//!   waiting for such a claim would be reported stranded for Karpenter's own behaviour.
+//!   (Story 4243 still strands pods for all 20 minutes: that is not this wait; see issue 19.)
 //! - `churn` is off: it judges only after `settleAfter` (10 min) and with a node-hour of
 //!   steady state, which a story of minutes never reaches, so it could never fire here.
 
