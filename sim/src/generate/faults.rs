@@ -19,6 +19,9 @@ pub struct Mix {
     /// Whether a zone goes dark (instances launched there may never join before
     /// Karpenter's registration timeout deletes them).
     pub has_zone_outage: bool,
+    /// Whether the node role's access entry goes missing: an instance launched then never
+    /// registers, and Karpenter keeps counting on its claim until the registration TTL.
+    pub has_missing_access_entry: bool,
 }
 
 /// Draws a mix of faults that all end by `faults_until` (at least two minutes in).
@@ -51,6 +54,7 @@ pub fn draw(dice: &mut Dice, faults_until: SimDuration) -> Mix {
         faults,
         needs_two_replicas: kinds.contains(&"leaderFailover"),
         has_zone_outage: kinds.contains(&"zoneOutage"),
+        has_missing_access_entry: kinds.contains(&"accessEntryMissing"),
     }
 }
 

@@ -56,16 +56,17 @@ pub fn story(seed: u64) -> Scenario {
     match faults_until {
         None => {
             // Without faults the whole run is the liveness window, so the story lasts at
-            // least its longest liveness requirement plus a minute (the loader's rule).
-            let config = timeline::thresholds(false, cluster.longest_grace_seconds);
+            // least the loader's shortest window (longest liveness requirement + margin).
+            let config = timeline::thresholds(false, false, cluster.longest_grace_seconds);
             let calm = timeline::calm(&mut dice).duration;
-            let need = dovetail_world::SimDuration(timeline::longest_requirement(&config).0 + mins(1).0);
+            let need = dovetail_world::SimDuration(crate::scenario::liveness_window::shortest_window(&config));
             scenario.duration = calm.max(need);
             scenario.invariants = Some(config);
         }
         Some(t) => {
             let mix = faults::draw(&mut dice, t);
-            let config = timeline::thresholds(mix.has_zone_outage, cluster.longest_grace_seconds);
+            let config =
+                timeline::thresholds(mix.has_zone_outage, mix.has_missing_access_entry, cluster.longest_grace_seconds);
             let (timeline, phases) = timeline::with_faults(t, &config);
             scenario.duration = timeline.duration;
             scenario.phases = phases;

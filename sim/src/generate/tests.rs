@@ -33,7 +33,7 @@ fn stories_with_faults_follow_the_liveness_rule() {
             assert!(end.is_none_or(|e| e <= until.0), "story {seed}: a scheduled fault ends after faultsUntil");
         }
         let config = s.invariants.clone().unwrap_or_default();
-        let need = timeline::longest_requirement(&config).0 + std::time::Duration::from_secs(60);
+        let need = crate::scenario::liveness_window::shortest_window(&config);
         assert!(
             s.duration.0 - until.0 >= need,
             "story {seed}: liveness window {:?} < {need:?}",

@@ -1,8 +1,9 @@
 //! The shrinker's moves: every scenario one step simpler than the current one, biggest cut
 //! first.
 //!
-//! 1. End the story just after the failure was first seen (phases, faults, steps and
-//!    upgrades that no longer fit are clamped or dropped).
+//! 1. End the story just after the failure was first seen, or as soon after it as the
+//!    liveness window allows ([`ending`]); switch off the invariants the failing one does
+//!    not need, which shortens that window ([`unneeded_invariants`]).
 //! 2. Drop halves of long lists, then single workloads, faults, steps, NodePools, rolling
 //!    upgrades and spikes; run one controller replica instead of two.
 //! 3. Simplify distributions to constants (`{uniform: [a, b]}` and `{choice: [a, ...]}` to
@@ -19,6 +20,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::{Signature, ending, unneeded_invariants};
 use crate::scenario::{Scenario, SimDuration};
 
 /// A candidate: what the move did, and the scenario it made.
@@ -58,24 +60,12 @@ const POD_EXTRAS: &[&str] = &[
 ];
 
 /// Every move from `current`, biggest first. `failed_at` is when the failure was first seen
-/// (if the run says), where the story may end.
-pub fn all(current: &Scenario, failed_at: Option<Duration>) -> Vec<Candidate> {
+/// (if the run says), where the story may end; `keep` is the failure every candidate must
+/// still show (the invariants it does not need may go).
+pub fn all(current: &Scenario, failed_at: Option<Duration>, keep: &Signature) -> Vec<Candidate> {
     let Ok(json) = serde_json::to_value(current) else { return Vec::new() };
-    let mut out: Vec<(String, Value)> = Vec::new();
-    match failed_at {
-        Some(at) => {
-            let end = Duration::from_secs(at.as_secs() + 2);
-            if end < current.duration.0 {
-                out.push((format!("end the story at {}", SimDuration(end)), truncated(&json, end)));
-            }
-        }
-        None => {
-            let half = Duration::from_secs(current.duration.0.as_secs() / 2);
-            if half >= Duration::from_secs(30) {
-                out.push((format!("halve the duration to {}", SimDuration(half)), truncated(&json, half)));
-            }
-        }
-    }
+    let mut out: Vec<(String, Value)> = ending::moves(&json, current, failed_at);
+    out.extend(unneeded_invariants::moves(&json, current, keep));
     for list in ["workloads", "faults"] {
         let len = json[list].as_array().map_or(0, Vec::len);
         if len >= 4 {
@@ -161,41 +151,6 @@ pub fn all(current: &Scenario, failed_at: Option<Duration>) -> Vec<Candidate> {
         }
     }
     out.into_iter().filter_map(|(what, j)| serde_json::from_value::<Scenario>(j).ok().map(|s| (what, s))).collect()
-}
-
-/// The story ended at `end`: phases clamped to it, and what no longer fits dropped.
-fn truncated(json: &Value, end: Duration) -> Value {
-    let mut j = json.clone();
-    let end_text = SimDuration(end).to_string();
-    j["duration"] = Value::String(end_text.clone());
-    let mut faults_until = end;
-    for key in ["faultsUntil", "livenessFrom"] {
-        if let Some(d) = j["phases"][key].as_str().and_then(|s| SimDuration::parse(s).ok())
-            && d.0 > end
-        {
-            j["phases"][key] = Value::String(end_text.clone());
-        }
-    }
-    if let Some(d) = j["phases"]["faultsUntil"].as_str().and_then(|s| SimDuration::parse(s).ok()) {
-        faults_until = d.0;
-    }
-    let starts_by = |v: &Value, limit: Duration, inclusive: bool| {
-        v["at"]
-            .as_str()
-            .and_then(|s| SimDuration::parse(s).ok())
-            .is_none_or(|at| at.0 < limit || (inclusive && at.0 == limit))
-    };
-    retain(&mut j, "/faults", |f| starts_by(f, faults_until, false));
-    retain(&mut j, "/steps", |s| starts_by(s, end, true));
-    retain(&mut j, "/controller/upgrades", |u| starts_by(u, end, false));
-    j
-}
-
-/// Keeps the entries of the list at `pointer` (if there is one) that `keep` accepts.
-fn retain(json: &mut Value, pointer: &str, keep: impl Fn(&Value) -> bool) {
-    if let Some(items) = json.pointer_mut(pointer).and_then(Value::as_array_mut) {
-        items.retain(keep);
-    }
 }
 
 fn without_range(json: &Value, list: &str, range: std::ops::Range<usize>) -> Value {

@@ -13,7 +13,9 @@
 //! `dovetail shrink scenario.yaml --seed N` writes the minimal file and its reproduce line.
 
 pub mod candidates;
+pub mod ending;
 pub mod trial;
+pub mod unneeded_invariants;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -116,7 +118,7 @@ pub fn shrink(
     let mut kept = Vec::new();
     let mut rejected: BTreeSet<String> = BTreeSet::new();
     'search: while runs < options.max_runs {
-        for (what, candidate) in candidates::all(&current, best.first_seen(&signature)) {
+        for (what, candidate) in candidates::all(&current, best.first_seen(&signature), &signature) {
             let text = to_yaml(&candidate);
             if rejected.contains(&text) {
                 continue;
