@@ -1,0 +1,124 @@
+//! The scenario suite cut to size for mutation testing (issue 19, "oracle strength as a
+//! number"): cargo-mutants runs this once per mutant of the controller's disruption,
+//! termination, provisioning, lifecycle and interruption modules, so it must be the
+//! library's oracles but cheap. It runs the library stories that exercise those modules,
+//! at seed 1, one after another, and fails at the first run with an invariant violated
+//! or a step failed. Reports are not
+//! compared with their snapshots: a snapshot flags any change in behaviour, which would
+//! measure the change detector, not the oracles (see docs/mutation-score.md).
+//!
+//! `DOVETAIL_MUTATION_SCENARIOS=a,b` picks other stories (names under `scenarios/`);
+//! `DOVETAIL_MUTATION_CAP_SECS=N` is the wall-clock cap per run (default
+//! [`DEFAULT_CAP_SECS`]): a mutant that makes a run spin past it fails the test (and
+//! cargo-mutants' own `--timeout` catches one that hangs the whole process). The exact
+//! cargo-mutants command is in `scripts/mutation-score.sh`.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use dovetail_sim::regressions;
+use dovetail_sim::scenario::Loaded;
+
+/// The stories the mutants are judged by, one or more per mutated module:
+/// - `consolidation-scale-down`: provisioning of 60 pods, then consolidation (delete and
+///   replace), budgets, PDB-aware drain and NodeClaim termination;
+/// - `drift-rollout`: drift detection and replacement, termination;
+/// - `pdb-blocked-expiration`: expiration, eviction blocked by a PDB, the drain's
+///   termination grace;
+/// - `spot-storm`: the interruption queue (spot interruption warnings) and relaunch;
+/// - `nodes-never-join`: launch, the registration timeout and liveness of NodeClaims.
+///
+/// None has an open finding in `tests/scenarios.rs`'s `KNOWN_FINDINGS`, so any violation
+/// here is the mutant's.
+const DEFAULT_SCENARIOS: &[&str] =
+    &["consolidation-scale-down", "drift-rollout", "pdb-blocked-expiration", "spot-storm", "nodes-never-join"];
+
+/// The seed every story runs at: the library's snapshot seed, green on an unmutated tree.
+const SEED: u64 = 1;
+
+/// Wall-clock seconds one run may take before the mutant counts as caught: about 3× the
+/// slowest story unmutated (consolidation-scale-down, 203 s in a debug build on a 2-core
+/// machine at load average 20).
+const DEFAULT_CAP_SECS: u64 = 600;
+
+fn scenarios() -> Vec<String> {
+    match std::env::var("DOVETAIL_MUTATION_SCENARIOS") {
+        Ok(list) => list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect(),
+        Err(_) => DEFAULT_SCENARIOS.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+fn cap() -> Duration {
+    let secs = match std::env::var("DOVETAIL_MUTATION_CAP_SECS") {
+        Ok(n) => {
+            n.trim().parse().unwrap_or_else(|_| panic!("DOVETAIL_MUTATION_CAP_SECS={n:?} is not a count of seconds"))
+        }
+        Err(_) => DEFAULT_CAP_SECS,
+    };
+    Duration::from_secs(secs)
+}
+
+/// Scenario paths relative to this package (cargo runs tests from `tests/`).
+fn scenario_path(name: &str) -> PathBuf {
+    Path::new("../scenarios").join(format!("{name}.yaml"))
+}
+
+/// The problems of one run (invariant violations, failed steps, a panic or load error),
+/// or a note that it ran past `cap`.
+fn judge(name: &str, cap: Duration) -> Vec<String> {
+    let path = scenario_path(name);
+    let loaded = match Loaded::from_file(&path) {
+        Ok(l) => l,
+        Err(e) => return vec![format!("cannot load {}: {e}", path.display())],
+    };
+    let (tx, rx) = mpsc::channel();
+    // A detached thread: if the run spins past the cap the test fails and the process
+    // exits with it, taking the thread along.
+    std::thread::spawn(move || {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dovetail_sim::run::run(&loaded, SEED)));
+        let problems = match outcome {
+            Err(p) => {
+                let m = p
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                vec![format!("the run panicked: {m}")]
+            }
+            Ok(Err(e)) => vec![format!("the run failed: {e:#}")],
+            Ok(Ok(outcome)) => match serde_json::to_value(&outcome.report) {
+                Ok(report) => regressions::problems(&report),
+                Err(e) => vec![format!("the report does not serialize: {e}")],
+            },
+        };
+        let _ = tx.send(problems);
+    });
+    rx.recv_timeout(cap).unwrap_or_else(|_| vec![format!("the run took longer than {}s of wall clock", cap.as_secs())])
+}
+
+#[test]
+fn controller_modules_hold_the_library_oracles() {
+    let cap = cap();
+    let names = scenarios();
+    assert!(!names.is_empty(), "DOVETAIL_MUTATION_SCENARIOS names no scenario");
+    let mut failed = Vec::new();
+    for name in &names {
+        // Wall clock outside any simulation: how long the harness waited for the story,
+        // printed so the mutation run's logs show where its time goes.
+        #[allow(clippy::disallowed_methods)]
+        let started = std::time::Instant::now();
+        let problems = judge(name, cap);
+        eprintln!(
+            "mutation suite: {name} seed {SEED}: {} problems in {:.1}s",
+            problems.len(),
+            started.elapsed().as_secs_f64()
+        );
+        if !problems.is_empty() {
+            failed.push(format!("{name} seed {SEED}:\n    {}", problems.join("\n    ")));
+            // One caught run decides a mutant: the rest would only cost CPU.
+            break;
+        }
+    }
+    assert!(failed.is_empty(), "{} failing runs:\n{}", failed.len(), failed.join("\n"));
+}
