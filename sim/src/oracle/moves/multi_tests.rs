@@ -89,9 +89,9 @@ fn two_nodes_are_replaced_by_one_cheaper_than_their_sum_but_not_by_their_own_typ
     let hosts = [host("a", false, 1, 0.0), host("b", false, 1, 0.0)];
     let same = offering("m5.xlarge", "a", od, 0.192, 3_900.0);
     // Cheaper than the sum, but a candidate's own type: filterOutSameType caps it at $0.192.
-    assert_eq!(multi(&hosts, open(), vec![same.clone()]), None);
+    assert_eq!(multi(&hosts, budget(2), vec![same.clone()]), None);
     let other = offering("c5.xlarge", "a", od, 0.17, 3_900.0);
-    let found = multi(&hosts, open(), vec![same.clone(), other]).expect("a multi-node replace");
+    let found = multi(&hosts, budget(2), vec![same.clone(), other]).expect("a multi-node replace");
     assert_eq!(found.kind, MoveKind::MultiReplace { cheapest_type: "c5.xlarge".into(), options: 1 });
     assert!((found.saving_per_hour - (0.384 - 0.17)).abs() < 1e-9);
     // A candidate type too small for the pods no other node has room for is no cap:
@@ -103,7 +103,7 @@ fn two_nodes_are_replaced_by_one_cheaper_than_their_sum_but_not_by_their_own_typ
     }
     let small_type = offering("c5.large", "a", od, 0.1, 1_900.0);
     let big = offering("m5.xlarge", "a", od, 0.192, 3_900.0);
-    let found = multi(&small, open(), vec![small_type, big]).expect("merge into a bigger node");
+    let found = multi(&small, budget(2), vec![small_type, big]).expect("merge into a bigger node");
     assert_eq!(found.kind, MoveKind::MultiReplace { cheapest_type: "m5.xlarge".into(), options: 1 });
     // Spot nodes with the gate off may only be deleted.
     let mut spot = hosts;
@@ -111,5 +111,5 @@ fn two_nodes_are_replaced_by_one_cheaper_than_their_sum_but_not_by_their_own_typ
         h.spot = true;
     }
     let spot_offer = offering("c5.xlarge", "a", CapacityType::Spot, 0.05, 3_900.0);
-    assert_eq!(multi(&spot, open(), vec![spot_offer]), None);
+    assert_eq!(multi(&spot, budget(2), vec![spot_offer]), None);
 }
