@@ -12,7 +12,12 @@
 //!   `pkg/controllers/nodeclaim/garbagecollection/controller.go`, deletes those), and no
 //!   live instance the controller launched that no NodeClaim owns (the provider's
 //!   instance garbage collection, `aws/karpenter-provider-aws`
-//!   `pkg/controllers/nodeclaim/garbagecollection/controller.go`).
+//!   `pkg/controllers/nodeclaim/garbagecollection/controller.go`);
+//! - no consolidation move Karpenter's rules allow ([`crate::oracle::moves`]) that has
+//!   been open since before the cutoff and longer than `untakenMoves`' allowance
+//!   (judged when `untakenMoves` is enabled);
+//! - no drifted NodeClaim that [`super::drift_convergence`]'s clock holds overdue and
+//!   unblocked since before the cutoff (judged when `driftConvergence` is enabled).
 //!
 //! The one excuse: something that went wrong late had no time to converge. A problem is
 //! judged only when it has lasted since before the *cutoff*: the earlier of
@@ -25,6 +30,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::drift_convergence::DriftClock;
 use super::stranded_pods::{hosting_offering, pool_offerings, waits_for_a_node};
 use super::{Ctx, Invariant, Phase, Violation, format_duration};
 use dovetail_world::SimDuration;
@@ -39,6 +45,8 @@ pub struct Convergence {
     liveness_from: Option<Duration>,
     /// Claims (not deleting) whose instance is gone, with when that was first seen.
     lost_instance: BTreeMap<String, Duration>,
+    /// The drifted claims' clocks.
+    drift: DriftClock,
 }
 
 impl Convergence {
@@ -64,6 +72,9 @@ impl Invariant for Convergence {
     fn tick(&mut self, ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
         let _ = out;
         let now = ctx.view.now;
+        if ctx.config.drift_convergence.enabled {
+            self.drift.overdue(ctx);
+        }
         if ctx.phase == Phase::Liveness && self.liveness_from.is_none() {
             self.liveness_from = Some(now);
         }
@@ -157,9 +168,47 @@ impl Invariant for Convergence {
             .collect();
         report("instance(s) the controller launched that no NodeClaim owns".into(), leaked);
 
-        // LEAD: wire the end-of-run judgements of helper "moves" (no reachable consolidation
-        // move left untaken) and helper "holes" (drift converged) in here, with the same
-        // `cutoff`: they are part of what the Liveness phase asserts.
+        if ctx.config.drift_convergence.enabled {
+            let overdue = self
+                .drift
+                .overdue(ctx)
+                .into_iter()
+                .filter(|o| o.since <= cutoff)
+                .map(|o| format!("NodeClaim {}", o.claim))
+                .collect();
+            report(
+                "drifted NodeClaim(s) not replaced though their Drifted budget allowed it and nothing blocked them"
+                    .into(),
+                overdue,
+            );
+        }
+
+        if ctx.config.untaken_moves.enabled {
+            let untaken: Vec<_> = ctx
+                .open_moves
+                .iter()
+                .filter(|(_, since)| *since <= cutoff && end.saturating_sub(*since) > ctx.moves_allowance)
+                .collect();
+            if let Some((first, since)) = untaken.first() {
+                out.push(Violation {
+                    invariant: "convergence".into(),
+                    at: end,
+                    message: format!(
+                        "{} consolidation move(s) Karpenter's rules allow still untaken at the end of the run, open since before {} (e.g. {}, open since {})",
+                        untaken.len(),
+                        format_duration(cutoff),
+                        first.describe(),
+                        format_duration(*since)
+                    ),
+                    objects: untaken
+                        .iter()
+                        .flat_map(|(m, _)| m.nodes.iter().map(|n| format!("Node {n}")))
+                        .take(MAX_NAMED)
+                        .collect(),
+                    trace_position: view.trace_position,
+                });
+            }
+        }
     }
 }
 

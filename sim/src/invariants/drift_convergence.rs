@@ -31,9 +31,84 @@ use crate::oracle::view::{ClaimView, PodView};
 /// The invariant.
 #[derive(Default)]
 pub struct DriftConvergence {
-    /// When each drifted claim's clock started (first seen drifted, or last blocked).
-    since: BTreeMap<String, Duration>,
+    clock: DriftClock,
     reported: BTreeSet<String>,
+}
+
+/// Per drifted NodeClaim, when its clock started (first seen drifted, or last blocked);
+/// shared with the end-of-run [`super::convergence`] check.
+#[derive(Default)]
+pub struct DriftClock {
+    since: BTreeMap<String, Duration>,
+}
+
+/// A drifted NodeClaim past its deadline with nothing blocking its replacement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Overdue {
+    /// NodeClaim name.
+    pub claim: String,
+    /// Its NodePool.
+    pub nodepool: String,
+    /// Its Node, if registered.
+    pub node: Option<String>,
+    /// When its clock started.
+    pub since: Duration,
+    /// Drifted claims in its pool.
+    pub drifted: usize,
+    /// The pool's Drifted budget now.
+    pub allowed: usize,
+    /// The time it had: `ceil(drifted / allowed) × replaceWithin`.
+    pub allowance: Duration,
+}
+
+impl DriftClock {
+    /// Advances the clocks to `ctx`'s moment and returns the claims overdue and unblocked.
+    pub fn overdue(&mut self, ctx: &Ctx<'_>) -> Vec<Overdue> {
+        let view = ctx.view;
+        let replace = ctx.config.drift_convergence.replace_within.0;
+        let wall = wall_time(view.now);
+        let mut out = Vec::new();
+        for (name, pool) in &view.pools {
+            let drifted: Vec<&ClaimView> = view.claims.values().filter(|c| &c.nodepool == name && c.drifted).collect();
+            if drifted.is_empty() {
+                continue;
+            }
+            let counted = view
+                .claims
+                .values()
+                .filter(|c| &c.nodepool == name && c.initialized && !c.instance_terminating)
+                .count();
+            let budgets: Vec<Value> =
+                pool.object.pointer("/spec/disruption/budgets").and_then(Value::as_array).cloned().unwrap_or_default();
+            let allowed = allowed_for_reason(&budgets, counted, "Drifted", wall).unwrap_or(drifted.len());
+            for claim in &drifted {
+                let since = *self.since.entry(claim.name.clone()).or_insert(view.now);
+                if ctx.healed_at.is_none() || allowed == 0 {
+                    self.since.insert(claim.name.clone(), view.now);
+                    continue;
+                }
+                let allowance = replace * drifted.len().div_ceil(allowed) as u32;
+                if view.now <= since + allowance {
+                    continue;
+                }
+                if blocker(ctx, claim).is_some() {
+                    self.since.insert(claim.name.clone(), view.now);
+                    continue;
+                }
+                out.push(Overdue {
+                    claim: claim.name.clone(),
+                    nodepool: name.clone(),
+                    node: claim.node_name.clone(),
+                    since,
+                    drifted: drifted.len(),
+                    allowed,
+                    allowance,
+                });
+            }
+        }
+        self.since.retain(|c, _| view.claims.get(c).is_some_and(|c| c.drifted));
+        out
+    }
 }
 
 /// What keeps Karpenter from replacing this drifted node now, if anything.
@@ -63,55 +138,27 @@ impl Invariant for DriftConvergence {
 
     fn tick(&mut self, ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
         let view = ctx.view;
-        let replace = ctx.config.drift_convergence.replace_within.0;
-        let wall = wall_time(view.now);
-        for (name, pool) in &view.pools {
-            let drifted: Vec<&ClaimView> = view.claims.values().filter(|c| &c.nodepool == name && c.drifted).collect();
-            if drifted.is_empty() {
+        for o in self.clock.overdue(ctx) {
+            if !self.reported.insert(o.claim.clone()) {
                 continue;
             }
-            let counted = view
-                .claims
-                .values()
-                .filter(|c| &c.nodepool == name && c.initialized && !c.instance_terminating)
-                .count();
-            let budgets: Vec<Value> =
-                pool.object.pointer("/spec/disruption/budgets").and_then(Value::as_array).cloned().unwrap_or_default();
-            let allowed = allowed_for_reason(&budgets, counted, "Drifted", wall).unwrap_or(drifted.len());
-            for claim in &drifted {
-                let since = *self.since.entry(claim.name.clone()).or_insert(view.now);
-                if ctx.healed_at.is_none() || allowed == 0 {
-                    self.since.insert(claim.name.clone(), view.now);
-                    continue;
-                }
-                let rounds = drifted.len().div_ceil(allowed) as u32;
-                let deadline = since + replace * rounds;
-                if view.now <= deadline || self.reported.contains(&claim.name) {
-                    continue;
-                }
-                if blocker(ctx, claim).is_some() {
-                    self.since.insert(claim.name.clone(), view.now);
-                    continue;
-                }
-                self.reported.insert(claim.name.clone());
-                let mut objects = vec![format!("NodeClaim {}", claim.name), format!("NodePool {name}")];
-                objects.extend(claim.node_name.as_ref().map(|n| format!("Node {n}")));
-                out.push(Violation {
-                    invariant: self.name().into(),
-                    at: view.now,
-                    objects,
-                    message: format!(
-                        "NodeClaim {} has been drifted and unblocked for {}s: with {} drifted nodes and a Drifted budget of {allowed}, it should be replaced within {}s",
-                        claim.name,
-                        (view.now - since).as_secs(),
-                        drifted.len(),
-                        (replace * rounds).as_secs()
-                    ),
-                    trace_position: view.trace_position,
-                });
-            }
+            let mut objects = vec![format!("NodeClaim {}", o.claim), format!("NodePool {}", o.nodepool)];
+            objects.extend(o.node.as_ref().map(|n| format!("Node {n}")));
+            out.push(Violation {
+                invariant: self.name().into(),
+                at: view.now,
+                objects,
+                message: format!(
+                    "NodeClaim {} has been drifted and unblocked for {}s: with {} drifted nodes and a Drifted budget of {}, it should be replaced within {}s",
+                    o.claim,
+                    (view.now - o.since).as_secs(),
+                    o.drifted,
+                    o.allowed,
+                    o.allowance.as_secs()
+                ),
+                trace_position: view.trace_position,
+            });
         }
-        self.since.retain(|c, _| view.claims.get(c).is_some_and(|c| c.drifted));
         self.reported.retain(|c| view.claims.contains_key(c));
     }
 }

@@ -176,6 +176,11 @@ pub struct Ctx<'a> {
     pub healed_at: Option<Duration>,
     /// Time of the previous tick.
     pub previous: Duration,
+    /// At the end of the run only (empty at ticks): the consolidation moves open now, each
+    /// with when it opened ([`untaken_moves`]).
+    pub open_moves: &'a [(crate::oracle::moves::Move, Duration)],
+    /// How long a move may stay open (validation + `untakenMoves.slack`).
+    pub moves_allowance: Duration,
 }
 
 /// One invariant: sees each tick, may add violations; may judge once more at the end.
@@ -304,6 +309,8 @@ impl Checker {
             phase: self.phase,
             healed_at: self.healed_at,
             previous: self.last_tick,
+            open_moves: &[],
+            moves_allowance: self.moves.allowance(),
         };
         for inv in &mut self.invariants {
             inv.tick(&ctx, &mut self.violations);
@@ -334,6 +341,7 @@ impl Checker {
     /// measurement with the moves still open, and the report.
     pub fn finish(mut self, seen: &Observation<'_>) -> InvariantsReport {
         let recorded = Recorded::default();
+        let open_moves = self.moves.open_at_end(seen, self.spot_to_spot, self.phase, self.healed_at);
         let ctx = Ctx {
             view: seen.view,
             pods: seen.pods,
@@ -343,6 +351,8 @@ impl Checker {
             phase: self.phase,
             healed_at: self.healed_at,
             previous: self.last_tick,
+            open_moves: &open_moves,
+            moves_allowance: self.moves.allowance(),
         };
         for inv in &mut self.invariants {
             inv.finish(&ctx, &mut self.violations);

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::{Observation, Phase, Violation, format_duration};
-use crate::oracle::moves::{Assessment, ConsolidationClock, MoveInputs, Settings, VALIDATION_DELAY, assess};
+use crate::oracle::moves::{Assessment, ConsolidationClock, Move, MoveInputs, Settings, VALIDATION_DELAY, assess};
 use crate::scenario::invariants::UntakenMoves as Config;
 
 /// The invariant's name.
@@ -73,6 +73,37 @@ impl UntakenMoves {
         self.judge(&found, now, healed, seen.view.trace_position, out);
     }
 
+    /// A fresh look at the end of the run: the moves open now, each with when it opened
+    /// (never before faults healed); none while faults are live.
+    pub fn open_at_end(
+        &mut self,
+        seen: &Observation<'_>,
+        spot_to_spot: bool,
+        phase: Phase,
+        healed_at: Option<Duration>,
+    ) -> Vec<(Move, Duration)> {
+        let now = seen.view.now;
+        self.clock.observe(seen.view, seen.pods);
+        let (Some(healed), false) = (healed_at, phase == Phase::Faults) else { return Vec::new() };
+        let settings = Settings { inputs: seen.inputs, clock: &self.clock, spot_to_spot };
+        let found = assess(seen.view, seen.pods, seen.cloud, &settings);
+        let keys: BTreeSet<String> = found.moves.iter().map(|m| m.key()).collect();
+        self.open.retain(|k, _| keys.contains(k));
+        found
+            .moves
+            .into_iter()
+            .map(|m| {
+                let since = *self.open.entry(m.key()).or_insert(now.max(healed));
+                (m, since)
+            })
+            .collect()
+    }
+
+    /// How long a move may stay open: upstream's validation delay plus the slack.
+    pub fn allowance(&self) -> Duration {
+        VALIDATION_DELAY + self.config.slack.0
+    }
+
     /// Opens the moves in `found`, closes the rest, and blames those open too long.
     fn judge(
         &mut self,
@@ -84,7 +115,7 @@ impl UntakenMoves {
     ) {
         let keys: BTreeSet<String> = found.moves.iter().map(|m| m.key()).collect();
         self.open.retain(|k, _| keys.contains(k));
-        let allowance = VALIDATION_DELAY + self.config.slack.0;
+        let allowance = self.allowance();
         for m in &found.moves {
             let key = m.key();
             let since = *self.open.entry(key.clone()).or_insert(now.max(healed));
@@ -114,7 +145,7 @@ impl UntakenMoves {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::oracle::moves::{Move, MoveKind};
+    use crate::oracle::moves::MoveKind;
     use dovetail_world::SimDuration;
 
     fn found(nodes: &[&str]) -> Assessment {

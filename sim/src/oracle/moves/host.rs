@@ -67,6 +67,64 @@ pub struct Host {
     /// `consolidateAfter` (v1.14 keeps pods off nodes inside it), and none of its pods has
     /// pod anti-affinity (which could turn newcomers away).
     pub target: bool,
+    /// Only the `consolidateAfter` clock keeps it: upstream's own clock may already count
+    /// it consolidatable, so whether it is a candidate is not known from outside.
+    pub waiting: bool,
+    /// What upstream's candidate order reads (see [`DisruptionCost`]).
+    pub cost: DisruptionCost,
+}
+
+/// The inputs of upstream's `DisruptionCost` (core v1.13.0 `disruption/types.go:134`):
+/// the eviction costs of every pod bound to the node, times the fraction of the
+/// NodeClaim's `expireAfter` still ahead of it (`utils/disruption/disruption.go:36`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DisruptionCost {
+    /// Σ `EvictionCost` over every pod bound to the node (daemon, mirror and terminal pods
+    /// too: upstream lists pods by `spec.nodeName`).
+    pub pods: f64,
+    /// The NodeClaim's creation time and `spec.expireAfter`, when it expires.
+    pub lifetime: Option<(Duration, Duration)>,
+}
+
+impl DisruptionCost {
+    /// The cost at `now`.
+    pub fn at(&self, now: Duration) -> f64 {
+        self.pods * self.remaining(now)
+    }
+
+    /// How fast the cost falls, per second (0 without `expireAfter`, or once expired).
+    pub fn rate(&self) -> f64 {
+        match self.lifetime {
+            Some((_, expire)) if !expire.is_zero() => self.pods.abs() / expire.as_secs_f64(),
+            _ => 0.0,
+        }
+    }
+
+    /// `lifetimeRemaining`: `clamp((expireAfter − age) / expireAfter, 0, 1)`.
+    fn remaining(&self, now: Duration) -> f64 {
+        let Some((created, expire)) = self.lifetime else { return 1.0 };
+        if expire.is_zero() {
+            return 0.0;
+        }
+        let total = expire.as_secs_f64();
+        ((total - now.saturating_sub(created).as_secs_f64()) / total).clamp(0.0, 1.0)
+    }
+}
+
+/// Upstream's `EvictionCost` of one pod (core v1.13.0 `utils/disruption/disruption.go:48`):
+/// `1 + pod-deletion-cost / 2^27 + priority / 2^25`, clamped to [−10, 10].
+pub fn eviction_cost(pod: &Value) -> f64 {
+    let mut cost = 1.0;
+    if let Some(d) = pod["metadata"]["annotations"]["controller.kubernetes.io/pod-deletion-cost"]
+        .as_str()
+        .and_then(|s| s.trim().parse::<f64>().ok())
+    {
+        cost += d / 2f64.powi(27);
+    }
+    if let Some(p) = pod["spec"]["priority"].as_f64() {
+        cost += p / 2f64.powi(25);
+    }
+    cost.clamp(-10.0, 10.0)
 }
 
 impl Host {
@@ -90,6 +148,8 @@ pub struct PoolRules {
     pub empty_budget: usize,
     /// … and for reason `Underutilized`.
     pub underutilized_budget: usize,
+    /// `spec.weight` (0 when unset): the provisioner tries pools by weight.
+    pub weight: i64,
 }
 
 impl PoolRules {
@@ -103,6 +163,7 @@ impl PoolRules {
             when_empty: pool["spec"]["disruption"]["consolidationPolicy"] == "WhenEmpty",
             empty_budget: budget_left(&budgets, mine.len(), disrupting, "Empty", now),
             underutilized_budget: budget_left(&budgets, mine.len(), disrupting, "Underutilized", now),
+            weight: pool["spec"]["weight"].as_i64().unwrap_or(0),
         }
     }
 }
@@ -121,8 +182,11 @@ pub fn hosts(
     let instances: BTreeMap<&str, _> =
         view.instances.iter().filter(|i| i.live).map(|i| (i.provider_id.as_str(), i)).collect();
     let mut on_node: BTreeMap<&str, Vec<&PodView>> = BTreeMap::new();
-    for p in pods.iter().filter(|p| p.active()) {
-        if let Some(n) = p.node_name.as_deref() {
+    let mut eviction_costs: BTreeMap<&str, f64> = BTreeMap::new();
+    for p in pods {
+        let Some(n) = p.node_name.as_deref() else { continue };
+        *eviction_costs.entry(n).or_default() += eviction_cost(&p.object);
+        if p.active() {
             on_node.entry(n).or_default().push(p);
         }
     }
@@ -174,6 +238,11 @@ pub fn hosts(
             now: view.now,
         };
         let (blocked, settled) = state.rule();
+        let waiting = blocked.is_some() && state.definite_rule().is_none();
+        let cost = DisruptionCost {
+            pods: eviction_costs.get(name.as_str()).copied().unwrap_or_default(),
+            lifetime: claim.and_then(|c| inputs.claim_expire_after.get(&c.name).map(|e| (c.created, *e))),
+        };
         out.push(Host {
             name: name.clone(),
             instance_type: instance.instance_type.clone(),
@@ -187,6 +256,8 @@ pub fn hosts(
             target: node.initialized && !state.disrupted && settled && !anti_affinity,
             blocked,
             unjudged,
+            waiting,
+            cost,
         });
     }
     out
@@ -225,7 +296,21 @@ impl NodeState {
             (Some(at), Some(Some(after))) => self.now.saturating_sub(at) >= after.max(NOMINATION_WINDOW),
             _ => false,
         };
-        let rule = if !self.managed {
+        let rule = self.definite_rule().or_else(|| {
+            (!settled).then(|| {
+                let since = self.last_event.map_or("not seen initialized yet".to_string(), |at| {
+                    format!("{}s since its last pod event", self.now.saturating_sub(at).as_secs())
+                });
+                format!("inside consolidateAfter or the nomination window ({since})")
+            })
+        });
+        (rule, settled)
+    }
+
+    /// The first rule that keeps the node out of consolidation whatever the
+    /// `consolidateAfter` clock says, if any.
+    pub fn definite_rule(&self) -> Option<String> {
+        if !self.managed {
             Some("not managed by Karpenter (no NodeClaim or NodePool label)".to_string())
         } else if !self.initialized {
             Some("it is not initialized yet".to_string())
@@ -239,17 +324,9 @@ impl NodeState {
             Some("the Node is annotated karpenter.sh/do-not-disrupt".to_string())
         } else if self.claim_do_not_disrupt {
             Some("its NodeClaim is annotated karpenter.sh/do-not-disrupt".to_string())
-        } else if let Some(rule) = &self.pod_rule {
-            Some(rule.clone())
-        } else if !settled {
-            let since = self.last_event.map_or("not seen initialized yet".to_string(), |at| {
-                format!("{}s since its last pod event", self.now.saturating_sub(at).as_secs())
-            });
-            Some(format!("inside consolidateAfter or the nomination window ({since})"))
         } else {
-            None
-        };
-        (rule, settled)
+            self.pod_rule.clone()
+        }
     }
 }
 

@@ -1,10 +1,12 @@
 //! What the moves oracle reads from the store beyond the [`super::super::view::View`]:
 //! PodDisruptionBudgets, each Node's labels and taints, the NodeClaims annotated
-//! `karpenter.sh/do-not-disrupt`, and the DaemonSet overhead a replacement node carries.
+//! `karpenter.sh/do-not-disrupt`, each NodeClaim's `expireAfter` (for upstream's candidate
+//! order), and the DaemonSet overhead a replacement node carries.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use dovetail_world::SimDuration;
 use serde_json::Value;
 
 use crate::apiserver::labels_of;
@@ -44,6 +46,8 @@ pub struct MoveInputs {
     pub nodes: BTreeMap<String, NodeFacts>,
     /// NodeClaims annotated `karpenter.sh/do-not-disrupt: "true"`, by their node's name.
     pub claim_do_not_disrupt: BTreeSet<String>,
+    /// Each NodeClaim's `spec.expireAfter`, by NodeClaim name (absent for `Never`).
+    pub claim_expire_after: BTreeMap<String, std::time::Duration>,
     /// Requests of the DaemonSets that run on every node.
     pub overhead: Resources,
 }
@@ -78,6 +82,10 @@ impl MoveInputs {
                 && let Some(node) = c["status"]["nodeName"].as_str()
             {
                 inputs.claim_do_not_disrupt.insert(node.to_string());
+            }
+            if let Some(expire) = c["spec"]["expireAfter"].as_str().and_then(|d| SimDuration::parse(d).ok()) {
+                let name = c["metadata"]["name"].as_str().unwrap_or_default().to_string();
+                inputs.claim_expire_after.insert(name, expire.0);
             }
         }
         let daemonsets: Vec<Arc<Value>> = store.iter(&key("apps", "daemonsets"), None).cloned().collect();

@@ -14,10 +14,9 @@
 //! - a spot node is replaced only with the `SpotToSpotConsolidation` gate on and at least
 //!   15 cheaper spot types (`computeSpotToSpotConsolidation`, `consolidation.go:311`).
 //!
-//! Multi-node moves are not claimed: upstream finds them with a binary search over
-//! candidates sorted by a version-dependent key (disruption cost before v1.14, savings ratio
-//! since), so which prefix it tries is not knowable from outside with certainty, and every
-//! single-node move it could find is already reported here.
+//! - **several nodes at once** (multi-node consolidation: delete them, or replace them with
+//!   one node cheaper than their sum), claimed only where upstream's greedy binary search
+//!   over its candidate order surely finds a command ([`multi`]).
 //!
 //! The oracle is **sound before complete**: where its packing model is unsure (pods with
 //! topology spread, pod (anti-)affinity, volumes or host ports) the node is reported "not
@@ -32,10 +31,14 @@
 //! | first-fit-decreasing packing onto other nodes | [`packing`] |
 //! | the cheaper-replacement rule | [`replacement`] |
 //! | the search over the candidates | [`search`] |
+//! | upstream's multi-node candidate order (disruption cost, ties) | [`order`] |
+//! | the multi-node search | [`multi`] |
 
 pub mod clock;
 pub mod host;
 pub mod inputs;
+pub mod multi;
+pub mod order;
 pub mod packing;
 pub mod replacement;
 pub mod search;
@@ -52,6 +55,7 @@ use super::budget::{allowed_for_reason, wall_time};
 use super::resources::priced_offerings;
 use super::view::{PodView, View};
 use host::{Host, PoolRules, hosts};
+use multi::multi_node_move;
 use replacement::Replacements;
 use search::search;
 
@@ -69,6 +73,17 @@ pub enum MoveKind {
     Delete,
     /// Replace a node with one node of a cheaper instance type (reason `Underutilized`).
     Replace {
+        /// The cheapest instance type the replacement could launch as.
+        cheapest_type: String,
+        /// How many instance types qualify.
+        options: usize,
+    },
+    /// Delete several nodes together: their pods fit on the others (multi-node
+    /// consolidation, reason `Underutilized`).
+    MultiDelete,
+    /// Replace several nodes with one node cheaper than their sum (multi-node
+    /// consolidation, reason `Underutilized`).
+    MultiReplace {
         /// The cheapest instance type the replacement could launch as.
         cheapest_type: String,
         /// How many instance types qualify.
@@ -101,6 +116,8 @@ impl Move {
             MoveKind::DeleteEmpty => "delete-empty",
             MoveKind::Delete => "delete",
             MoveKind::Replace { .. } => "replace",
+            MoveKind::MultiDelete => "multi-delete",
+            MoveKind::MultiReplace { .. } => "multi-replace",
         };
         format!("{kind} {}", self.nodes.join(","))
     }
@@ -112,6 +129,12 @@ impl Move {
             MoveKind::Delete => "delete node (its pods fit on the others)".to_string(),
             MoveKind::Replace { cheapest_type, options } => {
                 format!("replace node with one cheaper node ({options} type(s) from {cheapest_type})")
+            }
+            MoveKind::MultiDelete => "delete nodes together (their pods fit on the others)".to_string(),
+            MoveKind::MultiReplace { cheapest_type, options } => {
+                format!(
+                    "replace nodes together with one node cheaper than their sum ({options} type(s) from {cheapest_type})"
+                )
             }
         };
         format!(
@@ -174,21 +197,27 @@ pub fn assess(view: &View, pods: &[PodView], cloud: &FakeCloud, settings: &Setti
     // Listing every pool's offerings is the costly part: only done when some node gets as
     // far as the replacement rule.
     let offerings = std::cell::OnceCell::new();
+    let replacements = std::cell::OnceCell::new();
+    let replacements = || {
+        replacements.get_or_init(|| Replacements {
+            offerings: offerings.get_or_init(|| {
+                view.pools
+                    .iter()
+                    .map(|(name, pool)| (name.as_str(), priced_offerings(cloud, &pool.object, view.now)))
+                    .collect::<BTreeMap<&str, _>>()
+            }),
+            pools: &view.pools,
+            overhead: settings.inputs.overhead,
+        })
+    };
     let pools: BTreeMap<String, PoolRules> = view
         .pools
         .iter()
         .map(|(name, pool)| (name.clone(), PoolRules::of(&pool.object, &hosts, name, view.now)))
         .collect();
-    search(&hosts, &pools, |h: &Host| {
-        let offerings: &BTreeMap<&str, _> = offerings.get_or_init(|| {
-            view.pools
-                .iter()
-                .map(|(name, pool)| (name.as_str(), priced_offerings(cloud, &pool.object, view.now)))
-                .collect()
-        });
-        Replacements { offerings, pools: &view.pools, overhead: settings.inputs.overhead }
-            .cheaper(h, settings.spot_to_spot)
-    })
+    let mut found = search(&hosts, &pools, |h: &Host| replacements().cheaper(h, settings.spot_to_spot));
+    found.moves.extend(multi_node_move(&hosts, &pools, view.now, settings.spot_to_spot, replacements));
+    found
 }
 
 /// A reason no move is claimed anywhere: pods are pending (Karpenter's simulation places
@@ -219,5 +248,7 @@ pub fn budget_left(
     allowed_for_reason(budgets, nodes, reason, wall_time(now)).map_or(usize::MAX, |a| a.saturating_sub(disrupting))
 }
 
+#[cfg(test)]
+mod multi_tests;
 #[cfg(test)]
 mod tests;

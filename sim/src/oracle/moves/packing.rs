@@ -53,6 +53,8 @@ mod tests {
             blocked: None,
             unjudged: None,
             target: true,
+            waiting: false,
+            cost: Default::default(),
         }
     }
 

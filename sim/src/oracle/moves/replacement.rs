@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use dovetail_fakecloud::CapacityType;
 
-use super::host::Host;
+use super::host::{Host, Movable};
 use crate::oracle::resources::{Offering, Resources, pod_allows, pool_node_labels, tolerates_pool};
 use crate::oracle::view::PoolView;
 
@@ -44,15 +44,44 @@ pub struct Replacements<'a> {
     pub overhead: Resources,
 }
 
+/// The nodes one replacement would take over: their pool, pods and price.
+pub struct Group<'h> {
+    /// The pool the replacement launches from.
+    pub nodepool: &'h str,
+    /// Every pod it must hold.
+    pub pods: Vec<&'h Movable>,
+    /// Options must have a worst launch price strictly below this.
+    pub below: f64,
+    /// Every node replaced is spot.
+    pub all_spot: bool,
+    /// One node (the spot-to-spot path then needs 15 cheaper types and keeps the 15
+    /// cheapest; for several nodes upstream has no such rule: `consolidation.go:297`).
+    pub single: bool,
+}
+
 impl Replacements<'_> {
     /// The instance types one node of `host`'s pool could replace it with.
     pub fn cheaper(&self, host: &Host, spot_to_spot: bool) -> Cheaper {
         let Some(pool_name) = host.nodepool.as_deref() else { return Cheaper::None("no NodePool".into()) };
+        let group = Group {
+            nodepool: pool_name,
+            pods: host.movable.iter().collect(),
+            below: host.price,
+            all_spot: host.spot,
+            single: true,
+        };
+        self.options(&group, spot_to_spot)
+    }
+
+    /// The instance types one node of the group's pool, holding all its pods, could launch
+    /// as under upstream's price rule.
+    pub fn options(&self, group: &Group<'_>, spot_to_spot: bool) -> Cheaper {
+        let pool_name = group.nodepool;
         let (Some(offerings), Some(pool)) = (self.offerings.get(pool_name), self.pools.get(pool_name)) else {
             return Cheaper::None("its NodePool does not exist".into());
         };
         let mut need = self.overhead;
-        for p in &host.movable {
+        for p in &group.pods {
             need.add(&p.requests);
         }
         let pool_labels = pool_node_labels(&pool.object);
@@ -62,11 +91,11 @@ impl Replacements<'_> {
             .filter(|(o, _)| {
                 let mut labels = o.labels.clone();
                 labels.extend(pool_labels.iter().map(|(k, v)| (k.clone(), v.clone())));
-                host.movable.iter().all(|p| pod_allows(&p.object, &labels) && tolerates_pool(&p.object, &pool.object))
+                group.pods.iter().all(|p| pod_allows(&p.object, &labels) && tolerates_pool(&p.object, &pool.object))
             })
             .collect();
         let allows_spot = compatible.iter().any(|(o, _)| o.capacity_type == CapacityType::Spot);
-        let spot_path = host.spot && allows_spot;
+        let spot_path = group.all_spot && allows_spot;
         if spot_path && !spot_to_spot {
             return Cheaper::None("spot, and SpotToSpotConsolidation is off: it may only be deleted".into());
         }
@@ -84,22 +113,45 @@ impl Replacements<'_> {
         }
         let mut options: Vec<(String, f64)> = by_type
             .into_iter()
-            .filter(|(_, (worst, available))| *available && *worst < host.price)
+            .filter(|(_, (worst, available))| *available && *worst < group.below)
             .map(|(t, (worst, _))| (t.to_string(), worst))
             .collect();
         options.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
-        if spot_path && options.len() < SPOT_TO_SPOT_MIN_CHEAPER_TYPES {
-            return Cheaper::None(format!(
-                "spot, and only {} spot types that fit its pods are cheaper (spot-to-spot needs {SPOT_TO_SPOT_MIN_CHEAPER_TYPES})",
-                options.len()
-            ));
-        }
-        if spot_path {
+        if spot_path && group.single {
+            if options.len() < SPOT_TO_SPOT_MIN_CHEAPER_TYPES {
+                return Cheaper::None(format!(
+                    "spot, and only {} spot types that fit its pods are cheaper (spot-to-spot needs {SPOT_TO_SPOT_MIN_CHEAPER_TYPES})",
+                    options.len()
+                ));
+            }
             options.truncate(SPOT_TO_SPOT_MIN_CHEAPER_TYPES);
         }
         if options.is_empty() {
             return Cheaper::None("no cheaper instance type fits its pods".into());
         }
         Cheaper::Options(options)
+    }
+
+    /// Whether `instance_type` could be among upstream's replacement options for a new
+    /// node holding at least `pods`: some offering of it that `pods` accept holds them
+    /// (with the DaemonSet overhead) and costs less than `below`. Deliberately loose
+    /// (any capacity type, available or not): it bounds upstream's options from above.
+    pub fn could_offer(&self, nodepool: &str, instance_type: &str, pods: &[&Movable], below: f64) -> bool {
+        let (Some(offerings), Some(pool)) = (self.offerings.get(nodepool), self.pools.get(nodepool)) else {
+            return false;
+        };
+        let mut need = self.overhead;
+        for p in pods {
+            need.add(&p.requests);
+        }
+        let pool_labels = pool_node_labels(&pool.object);
+        offerings.iter().any(|(o, _)| {
+            let mut labels = o.labels.clone();
+            labels.extend(pool_labels.iter().map(|(k, v)| (k.clone(), v.clone())));
+            o.instance_type == instance_type
+                && o.price < below
+                && need.fits_in(&o.allocatable)
+                && pods.iter().all(|p| pod_allows(&p.object, &labels) && tolerates_pool(&p.object, &pool.object))
+        })
     }
 }

@@ -19,7 +19,7 @@ use crate::oracle::view::{PodView, PoolView};
 
 const S: fn(u64) -> Duration = Duration::from_secs;
 
-fn r(cpu: f64) -> Resources {
+pub(super) fn r(cpu: f64) -> Resources {
     Resources { cpu, memory: 1.0, pods: 1.0 }
 }
 
@@ -29,7 +29,7 @@ fn movable(cpu: f64) -> Movable {
 
 /// A settled, unblocked node of pool `default` with `pods` one-CPU pods and `free_cpu`
 /// millicores to spare.
-fn host(name: &str, spot: bool, pods: usize, free_cpu: f64) -> Host {
+pub(super) fn host(name: &str, spot: bool, pods: usize, free_cpu: f64) -> Host {
     Host {
         name: name.into(),
         instance_type: "m5.xlarge".into(),
@@ -43,6 +43,8 @@ fn host(name: &str, spot: bool, pods: usize, free_cpu: f64) -> Host {
         blocked: None,
         unjudged: None,
         target: true,
+        waiting: false,
+        cost: Default::default(),
     }
 }
 
@@ -50,8 +52,8 @@ fn pools(rules: PoolRules) -> BTreeMap<String, PoolRules> {
     [("default".to_string(), rules)].into()
 }
 
-fn open() -> PoolRules {
-    PoolRules { when_empty: false, empty_budget: 1, underutilized_budget: 1 }
+pub(super) fn open() -> PoolRules {
+    PoolRules { when_empty: false, empty_budget: 1, underutilized_budget: 1, weight: 0 }
 }
 
 fn no_replacement(_: &Host) -> Cheaper {
@@ -206,7 +208,7 @@ fn budgets_count_what_is_already_disrupting() {
     assert_eq!(budget_left(&[], 5, 0, "Underutilized", S(0)), 1, "the default 10%");
 }
 
-fn offering(t: &str, zone: &str, ct: CapacityType, price: f64, cpu: f64) -> (Offering, bool) {
+pub(super) fn offering(t: &str, zone: &str, ct: CapacityType, price: f64, cpu: f64) -> (Offering, bool) {
     let labels: BTreeMap<String, String> = [
         ("node.kubernetes.io/instance-type".to_string(), t.to_string()),
         ("topology.kubernetes.io/zone".to_string(), zone.to_string()),
