@@ -1,6 +1,7 @@
 //! `computeConsolidation` (karpenter-behaviour.md §5.6): simulate without the candidates, then
 //! delete when every pod fits elsewhere, or replace them with ONE new NodeClaim restricted to
-//! instance types strictly cheaper than the candidates cost together. Spot candidates are only
+//! instance types whose *worst* launch price ([`worst_launch_price`]) is strictly below what the
+//! candidates cost together. Spot candidates are only
 //! replaced behind the `SpotToSpotConsolidation` gate, and a single spot node needs at least
 //! [`SPOT_TO_SPOT_MIN_TYPES`] cheaper spot types.
 
@@ -11,21 +12,42 @@ use super::candidates::Candidate;
 use super::command::{Command, Method};
 use super::input::DisruptionInput;
 use super::simulation::{SimulationError, simulate};
-use crate::apis::labels::{CAPACITY_TYPE_LABEL, CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT};
+use crate::apis::labels::{CAPACITY_TYPE_LABEL, CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT};
 use crate::cloudprovider::InstanceType;
 use crate::scheduling::{PlannedNodeClaim, Requirement, Requirements, truncate_instance_types};
 
-/// The price of the cheapest offering of `it` that `requirements` allow.
+/// The price of the cheapest offering of `it` that `requirements` allow (the order of the
+/// options, core `InstanceTypes.OrderByPrice`).
 pub fn option_price(it: &InstanceType, requirements: &Requirements) -> Option<f64> {
     it.cheapest_offering(requirements).map(|o| o.price)
 }
 
-/// Keeps the options strictly cheaper than `limit` under `requirements`, cheapest first.
+/// The worst price `it` may launch at under `requirements` (core `Offerings.WorstLaunchPrice`
+/// over `Offerings.Available()`, `kubernetes-sigs/karpenter` `pkg/cloudprovider/types.go`):
+/// the dearest available, compatible offering of the capacity type the launch will use,
+/// reserved before spot before on-demand. `None` when no offering is available.
+///
+/// The replacement filter must judge this price, not the cheapest one: the fleet request may
+/// launch any of the allowed zones (and, for spot, at any of their prices), so a type that is
+/// cheaper than the candidate only in its cheapest zone can come up as dear as the node it
+/// replaced, and be replaced again on the next pass — the churn upstream's filter prevents.
+pub fn worst_launch_price(it: &InstanceType, requirements: &Requirements) -> Option<f64> {
+    let compatible: Vec<&crate::cloudprovider::Offering> =
+        it.offerings.iter().filter(|o| o.available && o.is_compatible(requirements)).collect();
+    [CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, CAPACITY_TYPE_ON_DEMAND].iter().find_map(|capacity_type| {
+        compatible.iter().filter(|o| o.capacity_type == *capacity_type).map(|o| o.price).max_by(f64::total_cmp)
+    })
+}
+
+/// Keeps the options whose worst launch price is strictly below `limit` under
+/// `requirements` (core `NodeClaim.RemoveInstanceTypeOptionsByPriceAndMinValues`,
+/// `pkg/controllers/provisioning/scheduling/nodeclaim.go`), ordered by their cheapest
+/// offering (core `OrderByPrice`, applied before the filter in `computeConsolidation`).
 fn cheaper_options(options: &[Arc<InstanceType>], requirements: &Requirements, limit: f64) -> Vec<Arc<InstanceType>> {
     let mut priced: Vec<(f64, &Arc<InstanceType>)> = options
         .iter()
+        .filter(|it| worst_launch_price(it, requirements).is_some_and(|worst| worst < limit))
         .filter_map(|it| option_price(it, requirements).map(|p| (p, it)))
-        .filter(|(p, _)| *p < limit)
         .collect();
     priced.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.name.cmp(&b.1.name)));
     priced.into_iter().map(|(_, it)| it.clone()).collect()
@@ -164,8 +186,9 @@ fn spot_to_spot(
 }
 
 /// `filterOutSameInstanceType`: when an option is the type of one of the candidates, drop every
-/// option priced at or above the cheapest such candidate, so "replace three nodes with one of
-/// a type you already run" (which is really a delete) is not chosen.
+/// option whose worst launch price is not below the cheapest such candidate (core filters with
+/// `RemoveInstanceTypeOptionsByPriceAndMinValues` here too), so "replace three nodes with one
+/// of a type you already run" (which is really a delete) is not chosen.
 pub fn filter_out_same_instance_type(replacement: &mut PlannedNodeClaim, candidates: &[Candidate]) {
     let limit = candidates
         .iter()
@@ -176,6 +199,8 @@ pub fn filter_out_same_instance_type(replacement: &mut PlannedNodeClaim, candida
         .min_by(f64::total_cmp);
     if let Some(limit) = limit {
         let requirements = replacement.requirements.clone();
-        replacement.instance_type_options.retain(|it| option_price(it, &requirements).is_some_and(|p| p < limit));
+        replacement
+            .instance_type_options
+            .retain(|it| worst_launch_price(it, &requirements).is_some_and(|worst| worst < limit));
     }
 }
