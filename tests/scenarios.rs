@@ -146,15 +146,23 @@ const KNOWN_FINDINGS: &[KnownFinding] = &[
         scenario: "steady-web",
         seed: 1,
         invariant: "overProvisioning",
-        why: "issue 18: under a diurnal scale-up the provisioner abandons an in-flight NodeClaim \
-              (no pod nominated to it any more) and launches a new one for its pods",
+        why: "issue 18: at 20m1s a pass with 3 pending pods (one new) moves p7hjx off in-flight \
+              NodeClaim zhbqj, whose Node registered 2 s before (its room is now that Node's \
+              allocatable, core statenode.go `Allocatable`), to a new claim; the trace shows two \
+              pods bound as zhbqj's Node turns Ready at 20m6s, yet no *new* (pod, zhbqj) \
+              nomination pair, which the oracle's `still wanted` excuse needs. Traced by \
+              s3/overprov; the pass follows upstream (scheduling/scheduler.go `add`)",
     },
     KnownFinding {
         scenario: "do-not-disrupt-batch",
         seed: 1,
         invariant: "overProvisioning",
-        why: "issue 18: a wave of 38 Job pods gets 3 NodeClaims where an independent packing \
-              needs 1 (+1 slack): batches split the wave and each sizes its own claim",
+        why: "issue 18: the pass at 1m1s nominates the 8 Job pods and 23 web pods to in-flight \
+              rhspp and 7 web pods to a new claim (c6a.2xlarge); kube-scheduler, which does not \
+              read Karpenter's nominations (they are Events only, core scheduling/events.go \
+              `NominatePodEvent`), binds 30 web + 1 Job pod to rhspp, so the second claim must \
+              host 7 Job pods (14Gi), holds 6, and the 7th gets a third claim. Upstream does the \
+              same; traced by s3/overprov, left for the oracle owner",
     },
 ];
 

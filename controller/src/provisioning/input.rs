@@ -93,6 +93,15 @@ fn claim_labels(claim: &NodeClaim) -> BTreeMap<String, String> {
 
 /// Every node the scheduler may place pods on, or counts against limits: NodeClaims (with their
 /// Node once registered) and Nodes without a claim. Deleting ones are marked.
+///
+/// An in-flight claim is a target like any node, as upstream's state node is (core
+/// `pkg/controllers/state/statenode.go` l. 377 `Allocatable`: the claim's
+/// `status.allocatable` until its Node registers, then the Node's with zeros filled from the
+/// claim; l. 395 `Available` subtracts only pods *bound* to it). Pods nominated to it are
+/// still pending, so each pass schedules them again, onto it first (core
+/// `scheduling/scheduler.go` l. 582 `add` tries `addToExistingNode` before planned and new
+/// claims; l. 845 `sortExistingNodes` puts initialized nodes first): the claim is filled again,
+/// not duplicated (tested in `in_flight_tests.rs`).
 pub fn existing_nodes(snapshot: &Snapshot, memory: &Memory) -> Vec<ExistingNode> {
     let usage = usage_by_node(snapshot);
     let mut nodes = Vec::new();

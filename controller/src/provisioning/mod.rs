@@ -12,3 +12,6 @@ pub mod provisioner;
 
 pub use controller::ProvisioningController;
 pub use provisioner::Provisioner;
+
+#[cfg(test)]
+mod in_flight_tests;
