@@ -400,3 +400,55 @@ fn streaming_list_watch_and_server_side_apply_conflicts() {
     });
     sim.run().unwrap();
 }
+
+/// The scale subresource as `kubectl scale` and an HPA use it: discovery names its
+/// autoscaling/v1 Scale kind, GET shows replicas and the selector string, a merge patch
+/// sets the replicas, a stale resourceVersion conflicts and negative replicas are invalid.
+#[test]
+fn deployments_serve_the_scale_subresource() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let (mut sim, _server, _) = apiserver_world(11);
+    sim.client("test", async {
+        let discovery = client().list_api_group_resources("apps/v1").await?;
+        let scale = discovery.resources.iter().find(|r| r.name == "deployments/scale").expect("deployments/scale listed");
+        assert_eq!((scale.kind.as_str(), scale.group.as_deref(), scale.version.as_deref()), ("Scale", Some("autoscaling"), Some("v1")));
+
+        let deployments: Api<Deployment> = Api::default_namespaced(client());
+        let d: Deployment = serde_json::from_value(json!({
+            "metadata": {"name": "web"},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web", "tier": "front"}},
+                     "template": {"metadata": {"labels": {"app": "web", "tier": "front"}},
+                                  "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}
+        }))?;
+        deployments.create(&PostParams::default(), &d).await?;
+
+        let s = deployments.get_scale("web").await?;
+        assert_eq!(s.spec.as_ref().and_then(|s| s.replicas), Some(3));
+        assert_eq!(s.status.as_ref().and_then(|s| s.selector.as_deref()), Some("app=web,tier=front"));
+
+        let s = deployments
+            .patch_scale("web", &PatchParams::default(), &Patch::Merge(&json!({"spec": {"replicas": 5}})))
+            .await?;
+        assert_eq!(s.spec.as_ref().and_then(|s| s.replicas), Some(5));
+        assert_eq!(deployments.get("web").await?.spec.and_then(|s| s.replicas), Some(5));
+
+        let stale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+            "metadata": {"name": "web", "namespace": "default", "resourceVersion": "1"}, "spec": {"replicas": 7}});
+        let err = deployments.replace_scale("web", &PostParams::default(), &serde_json::from_value(stale)?).await.unwrap_err();
+        assert_eq!(api_code(&err), Some(409));
+
+        let negative = deployments
+            .patch_scale("web", &PatchParams::default(), &Patch::Merge(&json!({"spec": {"replicas": -1}})))
+            .await
+            .unwrap_err();
+        assert_eq!(api_code(&negative), Some(422));
+        assert_eq!(deployments.get("web").await?.spec.and_then(|s| s.replicas), Some(5), "nothing half-written");
+
+        let fresh = json!({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web"}, "spec": {"replicas": 0}});
+        let s = deployments.replace_scale("web", &PostParams::default(), &serde_json::from_value(fresh)?).await?;
+        assert_eq!(s.spec.as_ref().and_then(|s| s.replicas), None, "ScaleSpec.replicas is omitempty");
+        assert_eq!(deployments.get("web").await?.spec.and_then(|s| s.replicas), Some(0));
+        Ok(())
+    });
+    sim.run().unwrap();
+}

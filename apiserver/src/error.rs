@@ -99,6 +99,11 @@ impl ApiError {
         Self::new(503, "ServiceUnavailable", message)
     }
 
+    /// 413: the request body is over the server's limit.
+    pub fn request_entity_too_large(message: impl Into<String>) -> Self {
+        Self::new(413, "RequestEntityTooLarge", message)
+    }
+
     /// 403.
     pub fn forbidden(message: impl Into<String>) -> Self {
         Self::new(403, "Forbidden", message)

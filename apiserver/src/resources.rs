@@ -106,7 +106,16 @@ impl ResourceType {
         if self.group.is_empty() && self.plural == "pods" {
             subs.extend(["binding", "eviction"]);
         }
+        if self.has_scale() {
+            subs.push("scale");
+        }
         subs
+    }
+
+    /// Whether the type serves the `scale` subresource (autoscaling/v1 `Scale`), as
+    /// kube-apiserver does for the replicated workload types.
+    pub fn has_scale(&self) -> bool {
+        self.group == "apps" && matches!(self.plural.as_str(), "deployments" | "replicasets" | "statefulsets")
     }
 }
 
@@ -244,12 +253,19 @@ impl Registry {
                 let (kind, verbs): (&str, &[&str]) = match sub {
                     "status" => (&t.kind, &["get", "patch", "update"]),
                     "binding" => ("Binding", &["create"]),
+                    "scale" => ("Scale", &["get", "patch", "update"]),
                     _ => ("Eviction", &["create"]),
                 };
-                resources.push(json!({
+                let mut r = json!({
                     "name": format!("{}/{sub}", t.plural), "singularName": "", "namespaced": t.namespaced,
                     "kind": kind, "verbs": verbs,
-                }));
+                });
+                if sub == "scale" {
+                    // kubectl's scale client finds the Scale's group-version here.
+                    r["group"] = json!("autoscaling");
+                    r["version"] = json!("v1");
+                }
+                resources.push(r);
             }
         }
         if resources.is_empty() {

@@ -150,7 +150,9 @@ fn cell(rt: &ResourceType, c: &Column, o: &Value, now: Duration) -> Value {
 }
 
 /// Evaluates the simple JSONPath forms CRD printer columns use (`.a.b`, `.a[0].b`,
-/// `.a[?(@.type=="Ready")].status`).
+/// `.a[?(@.type=="Ready")].status`), with `\.` as a literal dot inside a field name the way
+/// client-go's jsonpath reads it, so `.metadata.labels.karpenter\.sh/capacity-type` (Karpenter's
+/// NodeClaim columns) finds the label.
 fn json_path<'a>(o: &'a Value, path: &str) -> Option<&'a Value> {
     let mut cur = o;
     let mut rest = path.trim_start_matches('.');
@@ -170,11 +172,29 @@ fn json_path<'a>(o: &'a Value, path: &str) -> Option<&'a Value> {
             }
             continue;
         }
-        let end = rest.find(['.', '[']).unwrap_or(rest.len());
-        cur = cur.get(&rest[..end])?;
-        rest = rest[end..].trim_start_matches('.');
+        let (field, after) = field_name(rest);
+        cur = cur.get(field.as_str())?;
+        rest = after.strip_prefix('.').unwrap_or(after);
     }
     Some(cur)
+}
+
+/// The field name at the start of `path`, up to the first unescaped `.` or `[`, with each
+/// `\.` read as a dot; and the rest of the path.
+fn field_name(path: &str) -> (String, &str) {
+    let mut name = String::new();
+    let mut chars = path.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' if chars.peek().is_some_and(|&(_, n)| n == '.') => {
+                chars.next();
+                name.push('.');
+            }
+            '.' | '[' => return (name, &path[i..]),
+            c => name.push(c),
+        }
+    }
+    (name, "")
 }
 
 /// kubectl's HumanDuration of the object's age.
@@ -206,6 +226,14 @@ mod tests {
         let o = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}, "spec": {"a": [{"b": 3}]}});
         assert_eq!(json_path(&o, ".status.conditions[?(@.type==\"Ready\")].status"), Some(&json!("True")));
         assert_eq!(json_path(&o, ".spec.a[0].b"), Some(&json!(3)));
+        let claim = json!({"metadata": {"labels": {"karpenter.sh/capacity-type": "spot", "topology.kubernetes.io/zone": "us-east-1a"}}});
+        assert_eq!(json_path(&claim, r".metadata.labels.karpenter\.sh/capacity-type"), Some(&json!("spot")));
+        assert_eq!(json_path(&claim, r".metadata.labels.topology\.kubernetes\.io/zone"), Some(&json!("us-east-1a")));
+        assert_eq!(
+            json_path(&claim, ".metadata.labels.karpenter.sh/capacity-type"),
+            None,
+            "an unescaped dot is a path step"
+        );
         assert_eq!(human(Duration::from_secs(59)), "59s");
         assert_eq!(human(Duration::from_secs(300)), "5m");
         assert_eq!(human(Duration::from_secs(7200)), "120m");

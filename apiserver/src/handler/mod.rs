@@ -3,23 +3,26 @@
 //! Paths, query parameters, status codes and bodies follow the real API server closely
 //! enough for unmodified kube-rs clients and kubectl: discovery, list (with label and
 //! field selectors and pagination), watch (initial events, resume, bookmarks, 410),
-//! get, create, update, patch, delete, deletecollection, and the status, binding and
-//! eviction subresources.
+//! get, create, update, patch, delete, deletecollection, the status, binding and
+//! eviction subresources, and `scale` for Deployments, ReplicaSets and StatefulSets.
 //!
-//! This file routes a request to its verb. Beside it: `request.rs` (path, query and
-//! body parsing), `response.rs`, `discovery.rs`, `audit_hook.rs`, `matcher.rs`
-//! (selectors), and one file per verb family: `read.rs` (get, list), `create.rs`,
-//! `update.rs` (update, patch), `delete.rs` (delete, deletecollection), `watch.rs` and
-//! `subresources.rs` (binding, eviction).
+//! This file routes a request to its verb. Beside it: `guard.rs` (body size limit,
+//! cross-origin writes refused), `request.rs` (path, query and body parsing),
+//! `response.rs`, `discovery.rs`, `audit_hook.rs`, `matcher.rs` (selectors), and one file
+//! per verb family: `read.rs` (get, list), `create.rs`, `update.rs` (update, patch),
+//! `delete.rs` (delete, deletecollection), `watch.rs`, `subresources.rs` (binding,
+//! eviction) and `scale.rs` (the scale subresource).
 
 mod audit_hook;
 mod create;
 mod delete;
 mod discovery;
+mod guard;
 mod matcher;
 mod read;
 mod request;
 mod response;
+mod scale;
 mod subresources;
 mod update;
 mod watch;
@@ -28,7 +31,6 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{Method, Request, Response, header};
-use http_body_util::BodyExt;
 
 use super::ApiServer;
 use super::error::{ApiError, ApiResult};
@@ -68,9 +70,12 @@ impl ApiServer {
         B::Error: std::fmt::Display,
     {
         let (parts, body) = req.into_parts();
-        let bytes = match body.collect().await {
-            Ok(b) => b.to_bytes(),
-            Err(e) => return error_response(&ApiError::bad_request(format!("reading the request body: {e}"))),
+        if let Err(e) = guard::refuse_cross_origin_write(&parts.method, &parts.headers) {
+            return error_response(&e);
+        }
+        let bytes = match guard::read_body(body, guard::MAX_REQUEST_BODY_BYTES).await {
+            Ok(b) => b,
+            Err(e) => return error_response(&e),
         };
         let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
         let content_type = parts
@@ -139,6 +144,9 @@ impl ApiServer {
             (Method::GET, None, None) if req.query.watch => self.serve_watch(req),
             (Method::GET, None, None) => self.serve_list(req),
             (Method::GET, Some(name), None | Some("status")) => self.serve_get(req, name),
+            (Method::GET, Some(name), Some("scale")) if rt.has_scale() => self.serve_get_scale(req, name),
+            (Method::PUT, Some(name), Some("scale")) if rt.has_scale() => self.serve_update_scale(req, name),
+            (Method::PATCH, Some(name), Some("scale")) if rt.has_scale() => self.serve_patch_scale(req, name),
             (Method::POST, None, None) => self.serve_create(req),
             (Method::PUT, Some(name), sub @ (None | Some("status"))) => self.serve_update(req, name, part_of(rt, sub)?),
             (Method::PATCH, Some(name), sub @ (None | Some("status"))) => {

@@ -76,34 +76,55 @@ impl Query {
     }
 
     /// Parses a URL query string; unknown parameters are ignored, as the real server does.
+    ///
+    /// Booleans and integers are read as kube-apiserver reads them (its parameter codec,
+    /// k8s.io/apimachinery `pkg/runtime/conversion.go`): a boolean is false only when it is
+    /// `0` or `false` in any case, so `watch=True`, `watch=1` and a bare `watch` all watch
+    /// (the Python client sends `watch=True`); an integer that does not parse is a 400
+    /// naming the parameter, not silently dropped.
     pub(super) fn parse(q: Option<&str>) -> ApiResult<Self> {
         let mut out = Query::default();
         for (k, v) in form_urlencoded::parse(q.unwrap_or("").as_bytes()) {
-            let truthy = v == "true" || v == "1";
+            let truthy = query_bool(&v);
             match &*k {
                 "watch" => out.watch = truthy,
                 "labelSelector" => out.label_selector = Some(v.into_owned()).filter(|s| !s.is_empty()),
                 "fieldSelector" => out.field_selector = Some(v.into_owned()).filter(|s| !s.is_empty()),
                 "limit" => {
-                    let l: i64 = v.parse().map_err(|_| ApiError::bad_request(format!("invalid limit: {v}")))?;
+                    let l = query_int(&k, &v)?;
                     out.limit = (l > 0).then_some(l as usize);
                 }
                 "continue" => out.continue_token = Some(v.into_owned()).filter(|s| !s.is_empty()),
                 "resourceVersion" => out.resource_version = Some(v.into_owned()).filter(|s| !s.is_empty()),
-                "timeoutSeconds" => out.timeout_seconds = v.parse().ok(),
+                "timeoutSeconds" => out.timeout_seconds = Some(query_int(&k, &v)?.max(0) as u64),
                 "allowWatchBookmarks" => out.allow_bookmarks = truthy,
                 "sendInitialEvents" => out.send_initial_events = truthy,
                 "fieldManager" => out.field_manager = Some(v.into_owned()),
                 "force" => out.force = truthy,
                 "dryRun" => out.dry_run = v == "All",
                 "propagationPolicy" => out.propagation = Some(v.into_owned()),
-                "gracePeriodSeconds" => out.grace_period_seconds = v.parse().ok(),
+                "gracePeriodSeconds" => out.grace_period_seconds = Some(query_int(&k, &v)?),
                 "fieldValidation" => out.strict = v == "Strict",
                 _ => {}
             }
         }
         Ok(out)
     }
+}
+
+/// A boolean query parameter as kube-apiserver reads it (`Convert_Slice_string_To_bool`):
+/// only `0` and `false` (any case) are false; every other value, the empty one included,
+/// is true.
+fn query_bool(v: &str) -> bool {
+    !(v == "0" || v.eq_ignore_ascii_case("false"))
+}
+
+/// An integer query parameter as kube-apiserver reads it (`strconv.ParseInt`, base 10):
+/// anything else is a 400 that names the parameter.
+fn query_int(name: &str, v: &str) -> ApiResult<i64> {
+    v.parse().map_err(|_| {
+        ApiError::bad_request(format!("invalid value for query parameter {name}: {v:?} is not an integer"))
+    })
 }
 
 /// Splits `/api/v1/...` and `/apis/<group>/<version>/...` into a [`Target`]; `None` for
@@ -175,5 +196,25 @@ mod tests {
             ("karpenter.sh", "nodepools", Some("status"))
         );
         assert!(parse_path("/apis/karpenter.sh").is_none());
+    }
+
+    #[test]
+    fn booleans_and_integers_parse_like_kube_apiserver() {
+        for q in ["watch=true", "watch=True", "watch=TRUE", "watch=1", "watch", "watch=yes"] {
+            assert!(Query::parse(Some(q)).unwrap().watch, "{q} should watch");
+        }
+        for q in ["watch=false", "watch=False", "watch=0", ""] {
+            assert!(!Query::parse(Some(q)).unwrap().watch, "{q} should not watch");
+        }
+        let q = Query::parse(Some("limit=5&timeoutSeconds=30&gracePeriodSeconds=0&allowWatchBookmarks=True")).unwrap();
+        assert_eq!(
+            (q.limit, q.timeout_seconds, q.grace_period_seconds, q.allow_bookmarks),
+            (Some(5), Some(30), Some(0), true)
+        );
+        for q in ["limit=five", "timeoutSeconds=1.5", "gracePeriodSeconds=soon"] {
+            let Err(e) = Query::parse(Some(q)) else { panic!("{q} should be refused") };
+            let name = q.split('=').next().unwrap();
+            assert!(format!("{e:?}").contains(name), "{q}: the error names the parameter: {e:?}");
+        }
     }
 }
