@@ -11,7 +11,7 @@ use super::consolidation::{Unconsolidatable, compute, option_price, worst_launch
 use super::input::DisruptionOptions;
 use super::synthetic::{SyntheticCluster, fake_types, node_pool};
 use crate::runtime::clock::add;
-use crate::scheduling::Requirements;
+use crate::scheduling::{Requirement, Requirements};
 
 const ZONE: &str = "test-zone-1";
 const DEAR_ZONE: &str = "test-zone-3";
@@ -54,12 +54,18 @@ fn the_worst_launch_price_is_the_dearest_available_offering() {
     let mut c = cluster();
     set_offering(&mut c, "m5.2xlarge", DEAR_ZONE, 1.5, true);
     let m5 = c.instance_type("default", "m5.2xlarge");
+    let mut on_demand = Requirements::new();
+    on_demand.add("karpenter.sh/capacity-type", Requirement::in_values([OD]));
+    assert_eq!(option_price(&m5, &on_demand), Some(1.0));
+    assert_eq!(worst_launch_price(&m5, &on_demand), Some(1.5));
+    // With spot allowed the launch is spot (reserved > spot > on-demand), so the worst price
+    // is the dearest spot offering, below every on-demand one.
     let any = Requirements::new();
-    assert_eq!(option_price(&m5, &any), Some(1.0));
-    assert_eq!(worst_launch_price(&m5, &any), Some(1.5));
+    let spot_worst = worst_launch_price(&m5, &any).expect("spot offerings");
+    assert!(spot_worst < 1.0, "the spot tier decides: {spot_worst}");
     set_offering(&mut c, "m5.2xlarge", DEAR_ZONE, 1.5, false);
     let m5 = c.instance_type("default", "m5.2xlarge");
-    assert_eq!(worst_launch_price(&m5, &any), Some(1.0), "an unavailable offering does not count");
+    assert_eq!(worst_launch_price(&m5, &on_demand), Some(1.0), "an unavailable offering does not count");
 }
 
 /// Core filters replacement types by `WorstLaunchPrice` over the available offerings
