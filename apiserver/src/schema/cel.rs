@@ -36,8 +36,11 @@ pub(crate) struct CelRule {
     /// NodePool carries the same requirements; status writes resend unchanged specs), while
     /// CEL's `matches()` compiles its regular expression on every call (cel 0.13
     /// `functions::matches`): that compile was 9% of the API-server-fault scenario's CPU.
-    memo: Mutex<BTreeMap<(String, Option<String>), Option<ValidationError>>>,
+    memo: Mutex<BTreeMap<MemoKey, Option<ValidationError>>>,
 }
+
+/// A rule's input as the memo keys it: the serialized value and old value.
+type MemoKey = (String, Option<String>);
 
 /// How many outcomes a rule remembers before it starts over; bounds the memory a long run
 /// with ever-changing values can take.
