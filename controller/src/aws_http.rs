@@ -139,6 +139,19 @@ fn timeouts(read: Duration, attempt: Duration) -> TimeoutConfig {
         .build()
 }
 
+/// A retry partition that owns its token bucket and client rate limiter.
+///
+/// The SDK's default partition keeps them in a process-wide static map keyed by service and
+/// region (aws-smithy-runtime `client/retries/strategy/standard.rs` `TOKEN_BUCKET`), so every
+/// client of that service in the process draws on one retry quota. One controller per process
+/// sees no difference; but a controller restarted inside one process, or several controllers
+/// in one process, would inherit each other's spent quota: behaviour that depends on what
+/// ran before. A custom partition starts full, with the same default bucket, as a fresh
+/// process does.
+fn own_retry_partition(service: &'static str, region: &str) -> aws_sdk_ec2::config::retry::RetryPartition {
+    aws_sdk_ec2::config::retry::RetryPartition::custom(format!("{service}-{region}")).build()
+}
+
 macro_rules! client_builder {
     ($(#[$doc:meta])* $name:ident, $sdk:ident, $read:expr, $attempt:expr) => {
         $(#[$doc])*
@@ -148,6 +161,7 @@ macro_rules! client_builder {
                 .region($sdk::config::Region::new(conn.region.clone()))
                 .credentials_provider(conn.credentials.clone())
                 .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))
+                .retry_partition(own_retry_partition(stringify!($sdk), &conn.region))
                 .timeout_config(timeouts($read, $attempt));
             if let Some(endpoint) = endpoint {
                 builder = builder.endpoint_url(endpoint);
