@@ -68,7 +68,7 @@ fn a_spot_interruption_warning_deletes_the_node_claim_and_ice_caches_the_offerin
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 let client = client();
                 let cluster = Arc::new(Cluster::new());
-                watch::spawn_watchers(&client, &cluster);
+                watch::spawn_watchers(&client, &cluster, &dovetail_controller::runtime::SharedRng::from_seed(1));
                 let sqs = sqs_client(&SdkOptions::sqs(AWS_ENDPOINT, "us-east-1"));
                 let controller =
                     Interruption::new(client, cluster, provider, sqs, INTERRUPTION_QUEUE, Arc::new(SimClock), events);

@@ -35,7 +35,7 @@ fn add_termination_host(sim: &mut turmoil::Sim<'_>, cloud: Arc<MemoryCloud>, eve
             tokio::time::sleep(Duration::from_millis(100)).await;
             let client = client();
             let cluster = Arc::new(Cluster::new());
-            watch::spawn_watchers(&client, &cluster);
+            watch::spawn_watchers(&client, &cluster, &dovetail_controller::runtime::SharedRng::from_seed(1));
             Termination::new(client, cluster, cloud, Arc::new(SimClock), events).run().await;
             Ok(())
         }

@@ -191,7 +191,7 @@ impl Task {
 /// When a controller loop fails unrecoverably.
 pub async fn run(clients: Clients, settings: Settings, env: Environment) -> anyhow::Result<()> {
     let cluster = Arc::new(Cluster::new());
-    watch::spawn_watchers(&clients.kube, &cluster);
+    watch::spawn_watchers(&clients.kube, &cluster, &env.rng);
     let settings = Arc::new(settings);
     let aws =
         Arc::new(AwsCloudProvider::new(clients.ec2.clone(), clients.ssm.clone(), settings.clone(), env.clock.clone()));

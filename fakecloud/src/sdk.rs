@@ -16,6 +16,8 @@ use aws_smithy_async::time::TimeSource;
 use dovetail_sdkhttp::HyperSdkClient;
 use dovetail_simnet::{TurmoilConnector, http_client};
 
+use crate::retry_jitter::SeededRetryJitter;
+
 /// The SDK's wall clock, replaced by simulated time: `UNIX_EPOCH + turmoil::since_epoch()`.
 /// Used for SigV4 dates, clock-skew correction and retry token-bucket refill.
 #[derive(Debug, Clone, Copy, Default)]
@@ -46,10 +48,12 @@ pub struct SdkOptions {
     /// Attempts per operation, including the first (SDK standard mode default: 3).
     pub max_attempts: u32,
     /// Retry back-off scale: attempt n waits `initial_backoff * 2^n * jitter`, where the
-    /// SDK draws `jitter` from the thread-local fastrand, so callers must `fastrand::seed`
-    /// the sim thread. (A static, jitter-free base needs aws-smithy-types' `test-util`
-    /// feature, which would rebuild aws-sdk-ec2 for the whole workspace.)
+    /// SDK draws `jitter` from the thread-local fastrand, which this client reseeds from
+    /// `retry_jitter_seed` before each draw (see [`SeededRetryJitter`]).
     pub initial_backoff: Duration,
+    /// Where this client's retry jitter sequence starts. Give each client of a world its
+    /// own, derived from the world's seed.
+    pub retry_jitter_seed: u64,
     /// Per-attempt read timeout.
     pub read_timeout: Duration,
     /// Per-attempt timeout.
@@ -67,6 +71,7 @@ impl SdkOptions {
             region: region.into(),
             max_attempts: 3,
             initial_backoff: Duration::from_secs(1),
+            retry_jitter_seed: 0,
             read_timeout: Duration::from_secs(5),
             attempt_timeout: Duration::from_secs(10),
             operation_timeout: Duration::from_secs(60),
@@ -81,6 +86,12 @@ impl SdkOptions {
             operation_timeout: Duration::from_secs(120),
             ..Self::ec2(endpoint_url, region)
         }
+    }
+
+    /// The same options with the retry jitter sequence starting at `seed`.
+    #[must_use]
+    pub fn with_retry_jitter_seed(self, seed: u64) -> Self {
+        Self { retry_jitter_seed: seed, ..self }
     }
 
     fn retry(&self) -> RetryConfig {
@@ -101,7 +112,7 @@ fn credentials() -> Credentials {
 }
 
 /// An `aws_sdk_ec2::Config` for the simulator: turmoil HTTP, simulated time, tokio sleep,
-/// seeded back-off jitter, an own retry partition (the SDK's default token bucket is process-global),
+/// back-off jitter seeded per client ([`SeededRetryJitter`]), an own retry partition (the SDK's default token bucket is process-global),
 /// explicit timeouts and fixed credentials.
 pub fn ec2_config(opts: &SdkOptions) -> aws_sdk_ec2::Config {
     aws_sdk_ec2::Config::builder()
@@ -114,6 +125,7 @@ pub fn ec2_config(opts: &SdkOptions) -> aws_sdk_ec2::Config {
         .time_source(SimTimeSource)
         .retry_config(opts.retry())
         .retry_partition(RetryPartition::custom("dovetail-sim-ec2").build())
+        .interceptor(SeededRetryJitter::new(opts.retry_jitter_seed))
         .timeout_config(opts.timeouts())
         .build()
 }
@@ -130,6 +142,7 @@ pub fn sqs_config(opts: &SdkOptions) -> aws_sdk_sqs::Config {
         .time_source(SimTimeSource)
         .retry_config(opts.retry())
         .retry_partition(aws_sdk_sqs::config::retry::RetryPartition::custom("dovetail-sim-sqs").build())
+        .interceptor(SeededRetryJitter::new(opts.retry_jitter_seed))
         .timeout_config(opts.timeouts())
         .build()
 }
@@ -156,6 +169,7 @@ pub fn ssm_config(opts: &SdkOptions) -> aws_sdk_ssm::Config {
         .time_source(SimTimeSource)
         .retry_config(opts.retry())
         .retry_partition(aws_sdk_ssm::config::retry::RetryPartition::custom("dovetail-sim-ssm").build())
+        .interceptor(SeededRetryJitter::new(opts.retry_jitter_seed))
         .timeout_config(opts.timeouts())
         .build()
 }

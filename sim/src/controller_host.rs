@@ -45,21 +45,31 @@ pub fn default_settings(region: &str) -> Settings {
     }
 }
 
+/// The retry-jitter seeds of replica `index`'s EC2, SQS and SSM clients: each client draws
+/// its jitter from its own seeded sequence, so the log filter cannot shift it
+/// (`dovetail_fakecloud::sdk::SdkOptions::retry_jitter_seed`).
+fn sdk_retry_seeds(seed: u64, index: u8) -> [u64; 3] {
+    use rand::RngCore;
+    let mut rng = Stream::SdkRetry(index).rng(seed);
+    [rng.next_u64(), rng.next_u64(), rng.next_u64()]
+}
+
 /// Adds the controller host whose kube client injects `faults` (the world around the
 /// controller misbehaving; the controller itself is unchanged). It (re)builds every client
 /// each time it starts, so a bounce restarts it like a pod restart: fresh caches, state
 /// rebuilt from the API server. Worlds get it from [`crate::world::WorldBuilder::controller`].
 pub(crate) fn add_controller_host(sim: &mut turmoil::Sim<'_>, seed: u64, settings: Settings, faults: ClientFaults) {
     let settings = Arc::new(settings);
+    let jitter = sdk_retry_seeds(seed, 0);
     sim.host(CONTROLLER_HOST, move || {
         let settings = settings.clone();
         async move {
             let region = settings.region.clone();
             let clients = Clients {
                 kube: crate::kube_client::sim_kube_client_with_faults("apiserver", API_PORT, faults),
-                ec2: ec2_client(&SdkOptions::ec2(AWS_ENDPOINT, &region)),
-                sqs: sqs_client(&SdkOptions::sqs(AWS_ENDPOINT, &region)),
-                ssm: ssm_client(&SdkOptions::ec2(AWS_ENDPOINT, &region)),
+                ec2: ec2_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_retry_jitter_seed(jitter[0])),
+                sqs: sqs_client(&SdkOptions::sqs(AWS_ENDPOINT, &region).with_retry_jitter_seed(jitter[1])),
+                ssm: ssm_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_retry_jitter_seed(jitter[2])),
             };
             let env = Environment {
                 clock: Arc::new(SimClock),
@@ -123,6 +133,7 @@ pub(crate) fn add_controller_replicas(
     for (index, host) in (0u8..).zip(hosts) {
         let replicas = replicas.clone();
         let rng_seed = Stream::Controller(index).seed(seed);
+        let jitter = sdk_retry_seeds(seed, index);
         sim.host(host.clone(), move || {
             let (replicas, host) = (replicas.clone(), host.clone());
             async move {
@@ -139,9 +150,9 @@ pub(crate) fn add_controller_replicas(
                 };
                 let clients = Clients {
                     kube,
-                    ec2: ec2_client(&SdkOptions::ec2(AWS_ENDPOINT, &region)),
-                    sqs: sqs_client(&SdkOptions::sqs(AWS_ENDPOINT, &region)),
-                    ssm: ssm_client(&SdkOptions::ec2(AWS_ENDPOINT, &region)),
+                    ec2: ec2_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_retry_jitter_seed(jitter[0])),
+                    sqs: sqs_client(&SdkOptions::sqs(AWS_ENDPOINT, &region).with_retry_jitter_seed(jitter[1])),
+                    ssm: ssm_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_retry_jitter_seed(jitter[2])),
                 };
                 let env = Environment {
                     clock: Arc::new(SimClock),

@@ -107,17 +107,6 @@ fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// Open finding (issue 19): these runs reproduce across fresh `dovetail run` processes,
-/// but differ from the report the in-process library suite accepted (apiserver-brownout: 5
-/// launches against the snapshot's 8; aws-brownout: one more throttled DescribeInstances).
-/// The cause is narrowed to logging: `dovetail run` installs a global tracing subscriber
-/// (`sim/src/main.rs`), and with it, even at `RUST_LOG=off`, the run differs; a build that
-/// skips the subscriber reproduces the snapshot. Behaviour must not depend on logging, so
-/// this is a bug in some dependency's tracing-dependent path, not found yet. Until then
-/// these are checked fresh process against fresh process; an entry that matches its
-/// snapshot again fails the test as stale.
-const DIVERGES_FROM_IN_PROCESS: &[(&str, u64)] = &[("apiserver-brownout", 1), ("aws-brownout", 1)];
-
 /// Checks one (scenario, seed): against its accepted report, or run twice without one.
 fn check(scenario: &str, seed: u64, dir: &Path) -> Result<Written, String> {
     let a = run(scenario, seed, dir, &format!("{scenario}-{seed}-a"))?;
@@ -131,13 +120,8 @@ fn check(scenario: &str, seed: u64, dir: &Path) -> Result<Written, String> {
     if report.get("traceFingerprint").and_then(Value::as_str) != Some(hash.as_str()) {
         return Err(format!("{scenario} --seed {seed}: traceFingerprint is not the SHA-256 of the trace written"));
     }
-    let known_divergent = DIVERGES_FROM_IN_PROCESS.contains(&(scenario, seed));
     match accepted(scenario, seed) {
-        Some(expected) if same(&expected, &report) && known_divergent => {
-            Err(format!("{scenario} --seed {seed} matches its snapshot again: remove it from DIVERGES_FROM_IN_PROCESS"))
-        }
         Some(expected) if same(&expected, &report) => Ok(a),
-        Some(_) if known_divergent => twice(scenario, seed, dir, a),
         Some(_) => Err(format!(
             "{scenario} --seed {seed}: this process's report differs from the one the library suite \
              accepted (tests/snapshots): nondeterminism, or a behaviour change not re-accepted yet"

@@ -44,8 +44,9 @@ pub fn derive_seed(root_seed: u64, component: &str) -> u64 {
 pub enum Stream {
     /// turmoil's own RNG (message latency draws, host order): `turmoil`.
     Turmoil,
-    /// The thread-local `fastrand` that the AWS SDK (retry jitter, idempotency tokens) and
-    /// kube-runtime's backoff draw from: `fastrand`.
+    /// The thread-local `fastrand` that the AWS SDK draws idempotency tokens and invocation
+    /// ids from: `fastrand`. (Retry jitter and watch backoff have their own seeds: logging
+    /// changes how often the SDK draws from this one.)
     Fastrand,
     /// The simulated API server's store (uids, generated names): `apiserver`.
     ApiServer,
@@ -59,6 +60,9 @@ pub enum Stream {
     Nodes,
     /// Controller replica `i` (0 is `controller`, 1 is `controller-b`, ...): its `SharedRng`.
     Controller(u8),
+    /// The retry jitter of controller replica `i`'s AWS SDK clients (EC2, SQS and SSM are
+    /// derived from it): `sdk-retry/<i>`.
+    SdkRetry(u8),
     /// The fake cloud's seed, from which it derives its own sub-streams: `cloud`.
     Cloud,
     /// Which object a fault hits when it is started: `fault-wiring`.
@@ -86,7 +90,7 @@ pub enum Stream {
 impl Stream {
     /// Every stream of a world but the indexed ones (further controller replicas, the
     /// plan's workloads and faults), for listing them and checking that no two share a name.
-    pub const FIXED: [Stream; 11] = [
+    pub const FIXED: [Stream; 12] = [
         Stream::Turmoil,
         Stream::Fastrand,
         Stream::ApiServer,
@@ -95,6 +99,7 @@ impl Stream {
         Stream::Kubelet,
         Stream::Nodes,
         Stream::Controller(0),
+        Stream::SdkRetry(0),
         Stream::Cloud,
         Stream::FaultWiring,
         Stream::ScenarioSteps,
@@ -112,6 +117,7 @@ impl Stream {
             Stream::Nodes => "nodes".into(),
             Stream::Controller(0) => "controller".into(),
             Stream::Controller(i) => format!("controller-{}", char::from(b'a'.saturating_add(i))).into(),
+            Stream::SdkRetry(i) => format!("sdk-retry/{i}").into(),
             Stream::Cloud => "cloud".into(),
             Stream::FaultWiring => "fault-wiring".into(),
             Stream::ScenarioSteps => "scenario-steps".into(),

@@ -2,44 +2,75 @@
 //!
 //! Initial lists are buffered and swapped in whole at `InitDone`, so a relist after a 410 never
 //! shows a half-empty map; the kind is marked synced at its first `InitDone`. Watch errors are
-//! retried with kube-runtime's default backoff (tokio time, seeded jitter).
+//! retried with kube-runtime's default backoff schedule, its jitter seeded from the controller's
+//! injected RNG (see [`watch_backoff`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::utils::ResetTimerBackoff;
+use kube::runtime::watcher::{self, Event, ExponentialBackoff};
 use kube::{Api, Client, Resource};
+use rand::RngCore;
 use serde::de::DeserializeOwned;
 
 use super::{Cluster, Kind, Snapshot, key_of};
 use crate::apis::{EC2NodeClass, NodeClaim, NodePool};
+use crate::runtime::SharedRng;
 
 type MapOf<K> = fn(&mut Snapshot) -> &mut BTreeMap<String, Arc<K>>;
 
-/// Starts one watcher task per kind on the current runtime.
-pub fn spawn_watchers(client: &Client, cluster: &Arc<Cluster>) {
-    spawn::<Pod>(client, cluster, Kind::Pod, |s| &mut s.pods);
-    spawn::<Node>(client, cluster, Kind::Node, |s| &mut s.nodes);
-    spawn::<NodeClaim>(client, cluster, Kind::NodeClaim, |s| &mut s.node_claims);
-    spawn::<NodePool>(client, cluster, Kind::NodePool, |s| &mut s.node_pools);
-    spawn::<EC2NodeClass>(client, cluster, Kind::NodeClass, |s| &mut s.node_classes);
-    spawn::<PodDisruptionBudget>(client, cluster, Kind::PodDisruptionBudget, |s| &mut s.pdbs);
-    spawn::<DaemonSet>(client, cluster, Kind::DaemonSet, |s| &mut s.daemon_sets);
+/// Starts one watcher task per kind on the current runtime; each draws its backoff's jitter
+/// seed from `rng`, in this fixed order.
+pub fn spawn_watchers(client: &Client, cluster: &Arc<Cluster>, rng: &SharedRng) {
+    let seed = || rng.with(RngCore::next_u64);
+    spawn::<Pod>(client, cluster, Kind::Pod, |s| &mut s.pods, seed());
+    spawn::<Node>(client, cluster, Kind::Node, |s| &mut s.nodes, seed());
+    spawn::<NodeClaim>(client, cluster, Kind::NodeClaim, |s| &mut s.node_claims, seed());
+    spawn::<NodePool>(client, cluster, Kind::NodePool, |s| &mut s.node_pools, seed());
+    spawn::<EC2NodeClass>(client, cluster, Kind::NodeClass, |s| &mut s.node_classes, seed());
+    spawn::<PodDisruptionBudget>(client, cluster, Kind::PodDisruptionBudget, |s| &mut s.pdbs, seed());
+    spawn::<DaemonSet>(client, cluster, Kind::DaemonSet, |s| &mut s.daemon_sets, seed());
 }
 
-fn spawn<K>(client: &Client, cluster: &Arc<Cluster>, kind: Kind, map: MapOf<K>)
+/// kube-runtime's `DefaultBackoff` schedule (`watcher.rs`: 800 ms doubling to 30 s, with
+/// jitter, reset after 120 s without an error), but with the jitter drawn from `seed`.
+///
+/// `default_backoff()` seeds its jitter by forking the thread-local `fastrand` generator
+/// (backon `ExponentialBuilder::build` without a seed). That generator is shared with the
+/// AWS SDK, whose every operation draws an invocation id from it inside a `debug_span!`
+/// field, evaluated only when that span is enabled or no tracing subscriber is installed
+/// (aws-sdk-ec2 `operation/*.rs` `sdk_invocation_id`). So how many values had been drawn
+/// before a watch error, and with them the retry delay, depended on the log filter: with
+/// `RUST_LOG=info` the same seed made 5 launches in apiserver-brownout instead of 8. Seeded
+/// from the injected RNG, the schedule depends on nothing else (on EKS the RNG is seeded
+/// from the OS, so replicas and watchers still spread out). A reset restarts the seeded
+/// sequence, which is still jittered across watchers and replicas.
+fn watch_backoff(seed: u64) -> ResetTimerBackoff<ExponentialBackoff> {
+    let schedule = backon::ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(800))
+        .with_max_delay(Duration::from_secs(30))
+        .with_factor(2.0)
+        .without_max_times()
+        .with_jitter()
+        .with_jitter_seed(seed);
+    ResetTimerBackoff::new(ExponentialBackoff::from(schedule), Duration::from_secs(120))
+}
+
+fn spawn<K>(client: &Client, cluster: &Arc<Cluster>, kind: Kind, map: MapOf<K>, jitter_seed: u64)
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
 {
     let api: Api<K> = Api::all(client.clone());
     let cluster = cluster.clone();
     tokio::spawn(async move {
-        let mut stream = watcher::watcher(api, watcher::Config::default()).default_backoff().boxed();
+        let mut stream = watcher::watcher(api, watcher::Config::default()).backoff(watch_backoff(jitter_seed)).boxed();
         let mut buffer: BTreeMap<String, Arc<K>> = BTreeMap::new();
         while let Some(event) = stream.next().await {
             match event {

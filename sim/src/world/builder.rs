@@ -211,8 +211,8 @@ impl WorldBuilder {
 }
 
 /// A turmoil simulation that is a pure function of the seed: its RNG and the thread-local
-/// `fastrand` (which the AWS SDK's retry jitter and idempotency tokens and kube-runtime's
-/// backoff draw from; turmoil runs every host on this thread) come from the seed's streams,
+/// `fastrand` (which the AWS SDK draws idempotency tokens and invocation ids from; turmoil
+/// runs every host on this thread) come from the seed's streams,
 /// its epoch is fixed, and every setting is passed explicitly.
 fn new_sim<'a>(cfg: &WorldConfig) -> turmoil::Sim<'a> {
     fastrand::seed(Stream::Fastrand.seed(cfg.seed));
