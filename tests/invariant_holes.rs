@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
+use dovetail_fakecloud::Faults;
 use dovetail_fakecloud::cloud::{SharedCloud, lock};
-use dovetail_fakecloud::{Faults, ScriptedError};
 use dovetail_sim::apiserver::ApiServer;
 use dovetail_sim::invariants::InvariantsReport;
 use dovetail_sim::kube_client::ClientFaults;
@@ -336,19 +336,13 @@ fn a_rogue_node_claim_outside_its_pool_launches_a_nonconforming_instance() {
 
 /// A drifted node must be replaced within what the Drifted budget allows; a scripted cloud
 /// that refuses every TerminateInstances keeps the drifted node alive with nothing blocking
-/// its replacement, and the checker reports it.
+/// its replacement, and the checker reports it, during the run (`driftConvergence`) and at
+/// its end (the Liveness phase's `convergence`, clause "drift converged"; its clause "no
+/// reachable move untaken" fires in `tests/moves_oracle.rs`).
 #[test]
 fn a_cloud_refusing_terminations_keeps_a_drifted_node() {
     let (sim, server, cloud) = karpenter_world_with(37, ClientFaults::default());
-    lock(&cloud).set_faults(Faults {
-        scripted: vec![ScriptedError {
-            action: Some("TerminateInstances".into()),
-            code: "UnauthorizedOperation".into(),
-            status: 403,
-            count: 1_000_000,
-        }],
-        ..Faults::default()
-    });
+    lock(&cloud).set_faults(Faults { scripted: vec![dovetail_tests::refuse_terminations()], ..Faults::default() });
     let driver = async move {
         let client = client();
         setup(&client, json!({}), &[deployment("web", 1, "500m", None, json!({}))]).await?;
@@ -372,4 +366,5 @@ fn a_cloud_refusing_terminations_keeps_a_drifted_node() {
     config.drift_convergence.replace_within = dovetail_sim::scenario::SimDuration(Duration::from_secs(240));
     let report = run_with(sim, &server, &cloud, config, driver);
     assert_violation(&report, "driftConvergence", "NodeClaim ", "drifted and unblocked");
+    assert_violation(&report, "convergence", "NodeClaim ", "drifted NodeClaim(s) not replaced");
 }

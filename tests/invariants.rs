@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
+use dovetail_fakecloud::Faults;
 use dovetail_fakecloud::cloud::{SharedCloud, lock};
-use dovetail_fakecloud::{Faults, ScriptedError};
 use dovetail_sim::apiserver::ApiServer;
 use dovetail_sim::invariants::InvariantsReport;
 use dovetail_sim::kube_client::ClientFaults;
@@ -238,12 +238,7 @@ fn a_cloud_that_launches_twice_makes_a_double_launch_and_a_leak() {
     // Every CreateFleet launches a twin, and the twins can never be terminated.
     lock(&cloud).set_faults(Faults {
         duplicate_launches: true,
-        scripted: vec![ScriptedError {
-            action: Some("TerminateInstances".into()),
-            code: "UnauthorizedOperation".into(),
-            status: 403,
-            count: 1_000_000,
-        }],
+        scripted: vec![dovetail_tests::refuse_terminations()],
         ..Faults::default()
     });
     let driver = async move {

@@ -189,6 +189,18 @@ pub async fn install(client: &kube::Client, objects: &[serde_json::Value]) -> an
     Ok(())
 }
 
+/// A scripted cloud error that refuses every TerminateInstances (403, for the rest of the
+/// run): instances live on whatever the controller decides, as with an IAM role missing
+/// `ec2:TerminateInstances`.
+pub fn refuse_terminations() -> dovetail_fakecloud::ScriptedError {
+    dovetail_fakecloud::ScriptedError {
+        action: Some("TerminateInstances".into()),
+        code: "UnauthorizedOperation".into(),
+        status: 403,
+        count: 1_000_000,
+    }
+}
+
 /// Runs a world to its end with an invariant checker ticked every simulated second (the
 /// run's own observation pass), and returns the checker's report with the pending-time
 /// statistics of the same pass. The self-tests of every invariant drive worlds this way.

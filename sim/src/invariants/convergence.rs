@@ -16,8 +16,9 @@
 //! - no consolidation move Karpenter's rules allow ([`crate::oracle::moves`]) that has
 //!   been open since before the cutoff and longer than `untakenMoves`' allowance
 //!   (judged when `untakenMoves` is enabled);
-//! - no drifted NodeClaim that [`super::drift_convergence`]'s clock holds overdue and
-//!   unblocked since before the cutoff (judged when `driftConvergence` is enabled).
+//! - no drifted NodeClaim that the checker's drift clock ([`super::drift_convergence`])
+//!   holds overdue and unblocked since before the cutoff (judged when `driftConvergence` is
+//!   enabled).
 //!
 //! The one excuse: something that went wrong late had no time to converge. A problem is
 //! judged only when it has lasted since before the *cutoff*: the earlier of
@@ -30,7 +31,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::drift_convergence::DriftClock;
 use super::stranded_pods::{hosting_offering, pool_offerings, waits_for_a_node};
 use super::{Ctx, Invariant, Phase, Violation, format_duration};
 use dovetail_world::SimDuration;
@@ -45,8 +45,6 @@ pub struct Convergence {
     liveness_from: Option<Duration>,
     /// Claims (not deleting) whose instance is gone, with when that was first seen.
     lost_instance: BTreeMap<String, Duration>,
-    /// The drifted claims' clocks.
-    drift: DriftClock,
 }
 
 impl Convergence {
@@ -72,9 +70,6 @@ impl Invariant for Convergence {
     fn tick(&mut self, ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
         let _ = out;
         let now = ctx.view.now;
-        if ctx.config.drift_convergence.enabled {
-            self.drift.overdue(ctx);
-        }
         if ctx.phase == Phase::Liveness && self.liveness_from.is_none() {
             self.liveness_from = Some(now);
         }
@@ -169,10 +164,9 @@ impl Invariant for Convergence {
         report("instance(s) the controller launched that no NodeClaim owns".into(), leaked);
 
         if ctx.config.drift_convergence.enabled {
-            let overdue = self
-                .drift
-                .overdue(ctx)
-                .into_iter()
+            let overdue = ctx
+                .drift_overdue
+                .iter()
                 .filter(|o| o.since <= cutoff)
                 .map(|o| format!("NodeClaim {}", o.claim))
                 .collect();
@@ -183,11 +177,11 @@ impl Invariant for Convergence {
             );
         }
 
-        if ctx.config.untaken_moves.enabled {
-            let untaken: Vec<_> = ctx
+        if let Some(end_of_run) = ctx.end.filter(|_| ctx.config.untaken_moves.enabled) {
+            let untaken: Vec<_> = end_of_run
                 .open_moves
                 .iter()
-                .filter(|(_, since)| *since <= cutoff && end.saturating_sub(*since) > ctx.moves_allowance)
+                .filter(|(_, since)| *since <= cutoff && end.saturating_sub(*since) > end_of_run.moves_allowance)
                 .collect();
             if let Some((first, since)) = untaken.first() {
                 out.push(Violation {

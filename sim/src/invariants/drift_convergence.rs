@@ -26,17 +26,18 @@ use super::pod_losses::breaches;
 use super::{Ctx, Invariant, Violation};
 use crate::oracle::budget::{allowed_for_reason, wall_time};
 use crate::oracle::protection::do_not_disrupt_active;
-use crate::oracle::view::{ClaimView, PodView};
+use crate::oracle::view::{ClaimView, PodView, View};
+use crate::scenario::invariants::InvariantConfig;
 
-/// The invariant.
+/// The invariant: reports each claim in [`Ctx::drift_overdue`] once.
 #[derive(Default)]
 pub struct DriftConvergence {
-    clock: DriftClock,
     reported: BTreeSet<String>,
 }
 
-/// Per drifted NodeClaim, when its clock started (first seen drifted, or last blocked);
-/// shared with the end-of-run [`super::convergence`] check.
+/// Per drifted NodeClaim, when its clock started (first seen drifted, or last blocked).
+/// The [`super::Checker`] owns the one clock and advances it once per tick; this invariant
+/// and the end-of-run [`super::convergence`] check read its result from [`Ctx`].
 #[derive(Default)]
 pub struct DriftClock {
     since: BTreeMap<String, Duration>,
@@ -62,10 +63,16 @@ pub struct Overdue {
 }
 
 impl DriftClock {
-    /// Advances the clocks to `ctx`'s moment and returns the claims overdue and unblocked.
-    pub fn overdue(&mut self, ctx: &Ctx<'_>) -> Vec<Overdue> {
-        let view = ctx.view;
-        let replace = ctx.config.drift_convergence.replace_within.0;
+    /// Advances the clocks to `view`'s moment and returns the claims overdue and unblocked;
+    /// `healed_at` is when faults last healed (`None` while they are live).
+    pub fn overdue(
+        &mut self,
+        view: &View,
+        pods: &[PodView],
+        config: &InvariantConfig,
+        healed_at: Option<Duration>,
+    ) -> Vec<Overdue> {
+        let replace = config.drift_convergence.replace_within.0;
         let wall = wall_time(view.now);
         let mut out = Vec::new();
         for (name, pool) in &view.pools {
@@ -83,7 +90,7 @@ impl DriftClock {
             let allowed = allowed_for_reason(&budgets, counted, "Drifted", wall).unwrap_or(drifted.len());
             for claim in &drifted {
                 let since = *self.since.entry(claim.name.clone()).or_insert(view.now);
-                if ctx.healed_at.is_none() || allowed == 0 {
+                if healed_at.is_none() || allowed == 0 {
                     self.since.insert(claim.name.clone(), view.now);
                     continue;
                 }
@@ -91,7 +98,7 @@ impl DriftClock {
                 if view.now <= since + allowance {
                     continue;
                 }
-                if blocker(ctx, claim).is_some() {
+                if blocker(view, pods, claim).is_some() {
                     self.since.insert(claim.name.clone(), view.now);
                     continue;
                 }
@@ -112,19 +119,19 @@ impl DriftClock {
 }
 
 /// What keeps Karpenter from replacing this drifted node now, if anything.
-fn blocker(ctx: &Ctx<'_>, claim: &ClaimView) -> Option<String> {
+fn blocker(view: &View, pods: &[PodView], claim: &ClaimView) -> Option<String> {
     let node_name = claim.node_name.as_deref()?;
-    let node = ctx.view.nodes.get(node_name)?;
+    let node = view.nodes.get(node_name)?;
     if node.do_not_disrupt {
         return Some(format!("Node {node_name} is annotated karpenter.sh/do-not-disrupt"));
     }
     let on_node: Vec<&PodView> =
-        ctx.pods.iter().filter(|p| p.active() && !p.daemonset && p.node_name.as_deref() == Some(node_name)).collect();
-    if let Some(p) = on_node.iter().find(|p| do_not_disrupt_active(&p.object, ctx.view.now)) {
+        pods.iter().filter(|p| p.active() && !p.daemonset && p.node_name.as_deref() == Some(node_name)).collect();
+    if let Some(p) = on_node.iter().find(|p| do_not_disrupt_active(&p.object, view.now)) {
         return Some(format!("pod {} has an active do-not-disrupt", p.key));
     }
     for p in &on_node {
-        if let Some(b) = breaches(&ctx.view.pdbs, ctx.pods, &[*p]).first() {
+        if let Some(b) = breaches(&view.pdbs, pods, &[*p]).first() {
             return Some(format!("pod {} is held by PodDisruptionBudget {}", p.key, b.pdb));
         }
     }
@@ -138,7 +145,7 @@ impl Invariant for DriftConvergence {
 
     fn tick(&mut self, ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
         let view = ctx.view;
-        for o in self.clock.overdue(ctx) {
+        for o in ctx.drift_overdue {
             if !self.reported.insert(o.claim.clone()) {
                 continue;
             }

@@ -3,7 +3,7 @@
 //!
 //! Judged once per claim, when the cloud's instance behind its providerID is first seen:
 //! the instance's well-known labels as the catalog defines them
-//! ([`crate::oracle::resources::offering_labels`]: instance type, zone, capacity type,
+//! ([`crate::oracle::offering_labels::offering_labels`]: instance type, zone, capacity type,
 //! arch/os, instance family, category, generation, size, cpu, memory, ...) satisfy every
 //! requirement of the claim's `spec.requirements` and of the pool's
 //! `spec.template.spec.requirements` on those labels (requirements on other keys only label
@@ -20,7 +20,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::{Ctx, Invariant, Violation};
-use crate::oracle::resources::{Requirement, offering_labels};
+use crate::oracle::offering_labels::offering_labels;
+use crate::oracle::resources::Requirement;
 use crate::oracle::view::ClaimView;
 
 /// The invariant.

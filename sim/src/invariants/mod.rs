@@ -176,9 +176,17 @@ pub struct Ctx<'a> {
     pub healed_at: Option<Duration>,
     /// Time of the previous tick.
     pub previous: Duration,
-    /// At the end of the run only (empty at ticks): the consolidation moves open now, each
-    /// with when it opened ([`untaken_moves`]).
-    pub open_moves: &'a [(crate::oracle::moves::Move, Duration)],
+    /// The drifted NodeClaims overdue and unblocked now, from the checker's one drift clock
+    /// (empty when `driftConvergence` is off).
+    pub drift_overdue: &'a [drift_convergence::Overdue],
+    /// What only the end of the run knows (`None` at ticks).
+    pub end: Option<&'a EndOfRun>,
+}
+
+/// What [`Invariant::finish`] sees beyond a tick's [`Ctx`].
+pub struct EndOfRun {
+    /// The consolidation moves open at the end, each with when it opened ([`untaken_moves`]).
+    pub open_moves: Vec<(crate::oracle::moves::Move, Duration)>,
     /// How long a move may stay open (validation + `untakenMoves.slack`).
     pub moves_allowance: Duration,
 }
@@ -207,6 +215,8 @@ pub struct Checker {
     spot_to_spot: bool,
     demand: cost::DemandClock,
     moves: untaken_moves::UntakenMoves,
+    /// The drifted claims' clocks, advanced once per tick for every invariant that reads them.
+    drift: drift_convergence::DriftClock,
 }
 
 impl Checker {
@@ -271,6 +281,7 @@ impl Checker {
             spot_to_spot: false,
             demand: cost::DemandClock::default(),
             moves: untaken_moves::UntakenMoves::new(config.untaken_moves.clone()),
+            drift: drift_convergence::DriftClock::default(),
         }
     }
 
@@ -300,6 +311,7 @@ impl Checker {
         if seen.pods_changed {
             self.demand.observe(seen.pods, seen.view.now);
         }
+        let drift_overdue = self.drift_overdue(seen);
         let ctx = Ctx {
             view: seen.view,
             pods: seen.pods,
@@ -309,8 +321,8 @@ impl Checker {
             phase: self.phase,
             healed_at: self.healed_at,
             previous: self.last_tick,
-            open_moves: &[],
-            moves_allowance: self.moves.allowance(),
+            drift_overdue: &drift_overdue,
+            end: None,
         };
         for inv in &mut self.invariants {
             inv.tick(&ctx, &mut self.violations);
@@ -321,6 +333,14 @@ impl Checker {
             self.violations.extend(untaken);
         }
         self.last_tick = seen.view.now;
+    }
+
+    /// Advances the drift clock to `seen` (when `driftConvergence` is on).
+    fn drift_overdue(&mut self, seen: &Observation<'_>) -> Vec<drift_convergence::Overdue> {
+        if !self.config.drift_convergence.enabled {
+            return Vec::new();
+        }
+        self.drift.overdue(seen.view, seen.pods, &self.config, self.healed_at)
     }
 
     /// Violations found so far.
@@ -341,7 +361,11 @@ impl Checker {
     /// measurement with the moves still open, and the report.
     pub fn finish(mut self, seen: &Observation<'_>) -> InvariantsReport {
         let recorded = Recorded::default();
-        let open_moves = self.moves.open_at_end(seen, self.spot_to_spot, self.phase, self.healed_at);
+        let end = EndOfRun {
+            open_moves: self.moves.open_at_end(seen, self.spot_to_spot, self.phase, self.healed_at),
+            moves_allowance: self.moves.allowance(),
+        };
+        let drift_overdue = self.drift_overdue(seen);
         let ctx = Ctx {
             view: seen.view,
             pods: seen.pods,
@@ -351,14 +375,19 @@ impl Checker {
             phase: self.phase,
             healed_at: self.healed_at,
             previous: self.last_tick,
-            open_moves: &open_moves,
-            moves_allowance: self.moves.allowance(),
+            drift_overdue: &drift_overdue,
+            end: Some(&end),
         };
         for inv in &mut self.invariants {
             inv.finish(&ctx, &mut self.violations);
         }
         let summary = if self.config.cost.enabled {
-            let settings = Settings { inputs: seen.inputs, clock: self.moves.clock(), spot_to_spot: self.spot_to_spot };
+            let settings = Settings {
+                inputs: seen.inputs,
+                clock: self.moves.clock(),
+                spot_to_spot: self.spot_to_spot,
+                offerings: self.moves.offerings(),
+            };
             let moves = assess(seen.view, seen.pods, seen.cloud, &settings);
             self.cost.measure(&ctx, &seen.inputs.overhead, &moves, self.demand.since())
         } else {

@@ -52,7 +52,7 @@ pub fn hosting_offering(ctx: &Ctx<'_>, per_pool: &PoolOfferings, pod: &PodView) 
         }
         let extra = pool_node_labels(pool);
         for o in offerings {
-            let mut labels = o.labels.clone();
+            let mut labels = (*o.labels).clone();
             labels.extend(extra.clone());
             if !pod_allows(&pod.object, &labels) {
                 continue;

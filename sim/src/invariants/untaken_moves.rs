@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use super::{Observation, Phase, Violation, format_duration};
 use crate::oracle::moves::{Assessment, ConsolidationClock, Move, MoveInputs, Settings, VALIDATION_DELAY, assess};
+use crate::oracle::offering_table::OfferingTable;
 use crate::scenario::invariants::UntakenMoves as Config;
 
 /// The invariant's name.
@@ -25,6 +26,8 @@ pub const NAME: &str = "untakenMoves";
 pub struct UntakenMoves {
     config: Config,
     clock: ConsolidationClock,
+    /// The world's offerings, listed once.
+    offerings: OfferingTable,
     /// Open moves by key: when each was first seen available (or faults healed).
     open: BTreeMap<String, Duration>,
     reported: BTreeSet<String>,
@@ -37,6 +40,7 @@ impl UntakenMoves {
         Self {
             config,
             clock: ConsolidationClock::default(),
+            offerings: OfferingTable::default(),
             open: BTreeMap::new(),
             reported: BTreeSet::new(),
             next_check: Duration::ZERO,
@@ -46,6 +50,11 @@ impl UntakenMoves {
     /// The `consolidateAfter` clock so far.
     pub fn clock(&self) -> &ConsolidationClock {
         &self.clock
+    }
+
+    /// The world's offerings, listed once.
+    pub fn offerings(&self) -> &OfferingTable {
+        &self.offerings
     }
 
     /// Looks at the world as `seen` in `phase` (faults heal at `healed_at`).
@@ -68,7 +77,7 @@ impl UntakenMoves {
             self.open.clear();
             return;
         };
-        let settings = Settings { inputs, clock: &self.clock, spot_to_spot };
+        let settings = Settings { inputs, clock: &self.clock, spot_to_spot, offerings: &self.offerings };
         let found = assess(seen.view, seen.pods, seen.cloud, &settings);
         self.judge(&found, now, healed, seen.view.trace_position, out);
     }
@@ -85,7 +94,7 @@ impl UntakenMoves {
         let now = seen.view.now;
         self.clock.observe(seen.view, seen.pods);
         let (Some(healed), false) = (healed_at, phase == Phase::Faults) else { return Vec::new() };
-        let settings = Settings { inputs: seen.inputs, clock: &self.clock, spot_to_spot };
+        let settings = Settings { inputs: seen.inputs, clock: &self.clock, spot_to_spot, offerings: &self.offerings };
         let found = assess(seen.view, seen.pods, seen.cloud, &settings);
         let keys: BTreeSet<String> = found.moves.iter().map(|m| m.key()).collect();
         self.open.retain(|k, _| keys.contains(k));

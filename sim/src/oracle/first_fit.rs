@@ -118,7 +118,7 @@ fn usable<'s>(
         if zone.as_deref().is_some_and(|z| o.zone != z) {
             return None;
         }
-        let mut labels = o.labels.clone();
+        let mut labels = (*o.labels).clone();
         labels.extend(extra.clone());
         pod_allows(&pod, &labels).then_some((o, labels))
     })
@@ -223,7 +223,7 @@ mod tests {
             capacity_type: CapacityType::OnDemand,
             price,
             allocatable: Resources { cpu, memory: memory_gib * GIB, pods: 58.0 },
-            labels,
+            labels: labels.into(),
         }
     }
 

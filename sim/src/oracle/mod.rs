@@ -18,6 +18,8 @@ pub mod cost_bound;
 pub mod first_fit;
 pub mod moves;
 pub mod nomination;
+pub mod offering_labels;
+pub mod offering_table;
 pub mod protection;
 pub mod resources;
 pub mod view;

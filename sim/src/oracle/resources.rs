@@ -94,8 +94,8 @@ pub struct Offering {
     /// What pods can use: capacity minus kube-reserved and the eviction threshold (AWS
     /// defaults, karpenter-behaviour.md §2.4).
     pub allocatable: Resources,
-    /// The labels a node of this offering carries.
-    pub labels: BTreeMap<String, String>,
+    /// The labels a node of this offering carries (shared: [`super::offering_labels`]).
+    pub labels: super::offering_labels::Labels,
 }
 
 /// Allocatable of an instance type under the default kubelet settings.
@@ -137,35 +137,6 @@ pub fn capacity(t: &InstanceTypeInfo) -> Resources {
     Resources { cpu: f64::from(t.vcpu) * 1000.0, memory: node_shape::capacity_memory(&facts) as f64, pods: a.pods }
 }
 
-/// The well-known labels of an offering (what a NodePool requirement can select on).
-pub fn offering_labels(t: &InstanceTypeInfo, zone: &str, zone_id: &str, ct: CapacityType) -> BTreeMap<String, String> {
-    let category: String = t.family.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
-    let generation: String = t.family[category.len()..].chars().take_while(char::is_ascii_digit).collect();
-    let size = t.name.split_once('.').map_or("", |(_, s)| s);
-    let mut l = BTreeMap::new();
-    let mut put = |k: &str, v: String| {
-        l.insert(k.to_string(), v);
-    };
-    put("kubernetes.io/arch", t.arch.clone());
-    put("kubernetes.io/os", "linux".into());
-    put("node.kubernetes.io/instance-type", t.name.clone());
-    put("topology.kubernetes.io/zone", zone.into());
-    put("topology.k8s.aws/zone-id", zone_id.into());
-    put("karpenter.sh/capacity-type", ct.as_str().into());
-    put("karpenter.k8s.aws/instance-category", category);
-    put("karpenter.k8s.aws/instance-generation", generation);
-    put("karpenter.k8s.aws/instance-family", t.family.clone());
-    put("karpenter.k8s.aws/instance-size", size.into());
-    put("karpenter.k8s.aws/instance-cpu", t.vcpu.to_string());
-    put("karpenter.k8s.aws/instance-memory", t.memory_mib.to_string());
-    put("karpenter.k8s.aws/instance-gpu-count", t.gpu_count.to_string());
-    put("karpenter.k8s.aws/instance-cpu-manufacturer", t.cpu_manufacturer.to_lowercase());
-    if let Some(h) = &t.hypervisor {
-        put("karpenter.k8s.aws/instance-hypervisor", h.clone());
-    }
-    l
-}
-
 /// One node-selector requirement (`key`, `operator`, `values`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Requirement {
@@ -189,23 +160,70 @@ impl Requirement {
 
     /// Whether `labels` satisfy it.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let value = labels.get(&self.key);
+        self.matches_value(labels.get(&self.key).map(String::as_str))
+    }
+
+    /// Whether a node whose label `key` is `value` (`None`: absent) satisfies it.
+    pub fn matches_value(&self, value: Option<&str>) -> bool {
         let number = |s: &str| s.parse::<i64>().ok();
+        let listed = |v: &str| self.values.iter().any(|x| x == v);
         match self.operator.as_str() {
-            "In" => value.is_some_and(|v| self.values.contains(v)),
-            "NotIn" => value.is_none_or(|v| !self.values.contains(v)),
+            "In" => value.is_some_and(listed),
+            "NotIn" => value.is_none_or(|v| !listed(v)),
             "Exists" => value.is_some(),
             "DoesNotExist" => value.is_none(),
-            "Gt" => value
-                .and_then(|v| number(v))
-                .zip(self.values.first().and_then(|x| number(x)))
-                .is_some_and(|(a, b)| a > b),
-            "Lt" => value
-                .and_then(|v| number(v))
-                .zip(self.values.first().and_then(|x| number(x)))
-                .is_some_and(|(a, b)| a < b),
+            "Gt" => value.and_then(number).zip(self.values.first().and_then(|x| number(x))).is_some_and(|(a, b)| a > b),
+            "Lt" => value.and_then(number).zip(self.values.first().and_then(|x| number(x))).is_some_and(|(a, b)| a < b),
             _ => false,
         }
+    }
+}
+
+/// A pod's required node constraints, parsed once: its `nodeSelector` and the required
+/// node-affinity terms. Checking one pod against many offerings (the moves oracle's
+/// replacement search) reads them from the pod's JSON once instead of per offering.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeSelection {
+    /// `nodeSelector`: each key must carry exactly this value (`None`: the selector's value
+    /// is not a string, which no label equals, so the key must be absent).
+    selector: Vec<(String, Option<String>)>,
+    /// Required node-affinity terms: some term's requirements must all hold (none: no
+    /// constraint). Malformed requirements are skipped, as the scheduler model skips them.
+    terms: Vec<Vec<Requirement>>,
+}
+
+impl NodeSelection {
+    /// The constraints of `pod`.
+    pub fn of(pod: &Value) -> Self {
+        let spec = &pod["spec"];
+        let selector = spec["nodeSelector"]
+            .as_object()
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().map(String::from))).collect())
+            .unwrap_or_default();
+        let terms = spec
+            .pointer("/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
+            .and_then(Value::as_array)
+            .map(|terms| {
+                terms
+                    .iter()
+                    .map(|term| {
+                        term["matchExpressions"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(Requirement::from_json)
+                            .collect()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self { selector, terms }
+    }
+
+    /// Whether a node whose labels `label` looks up satisfies them.
+    pub fn allows<'l>(&self, label: impl Fn(&str) -> Option<&'l str>) -> bool {
+        self.selector.iter().all(|(k, v)| label(k) == v.as_deref())
+            && (self.terms.is_empty() || self.terms.iter().any(|t| t.iter().all(|r| r.matches_value(label(&r.key)))))
     }
 }
 
@@ -231,7 +249,25 @@ pub fn allowed_offerings(cloud: &FakeCloud, pool: &Value, now: Duration) -> Vec<
 /// unavailable ones too: Karpenter's own availability view (its ICE cache) can lag the
 /// cloud's, so a launch price it may still count must not be left out.
 pub fn priced_offerings(cloud: &FakeCloud, pool: &Value, now: Duration) -> Vec<(Offering, bool)> {
-    let requirements = pool_requirements(pool);
+    price_listed(cloud, &listed_offerings(cloud, &pool_requirements(pool)), now)
+}
+
+/// An offering a pool's requirements allow, as the catalog lists it: what does not change
+/// during a run (a world's catalog is fixed when it is built). [`price_listed`] adds the
+/// price and availability of a moment.
+#[derive(Clone, Debug)]
+pub struct Listed {
+    instance_type: String,
+    zone: String,
+    capacity_type: CapacityType,
+    on_demand_price: Option<f64>,
+    allocatable: Resources,
+    labels: super::offering_labels::Labels,
+}
+
+/// Every (instance type, zone, capacity type) of `cloud`'s catalog that `requirements` allow
+/// (requirements on keys an offering does not label only label nodes), in catalog order.
+pub fn listed_offerings(cloud: &FakeCloud, requirements: &[Requirement]) -> Vec<Listed> {
     let mut out = Vec::new();
     for t in cloud.catalog().types() {
         let alloc = allocatable(t);
@@ -243,30 +279,48 @@ pub fn priced_offerings(cloud: &FakeCloud, pool: &Value, now: Duration) -> Vec<(
                 if !t.supports(ct.as_str()) {
                     continue;
                 }
-                let labels = offering_labels(t, &zone.name, &zone.id, ct);
+                let labels = super::offering_labels::shared_labels(t, &zone.name, &zone.id, ct);
                 if !requirements.iter().all(|r| !labels.contains_key(&r.key) || r.matches(&labels)) {
                     continue;
                 }
-                let price = match ct {
-                    CapacityType::OnDemand => t.on_demand_price,
-                    CapacityType::Spot => cloud.spot_price(&t.name, &zone.name, now),
-                };
-                let Some(price) = price.filter(|p| *p > 0.0) else { continue };
-                let available = !cloud.zone_in_outage(&zone.name)
-                    && cloud.peek_pool_free(&PoolKey::new(&t.name, &zone.name, ct)) != 0;
-                let offering = Offering {
+                out.push(Listed {
                     instance_type: t.name.clone(),
                     zone: zone.name.clone(),
                     capacity_type: ct,
-                    price,
+                    on_demand_price: t.on_demand_price,
                     allocatable: alloc,
                     labels,
-                };
-                out.push((offering, available));
+                });
             }
         }
     }
     out
+}
+
+/// `listed` at `now`: each offering the cloud prices (on-demand from the catalog, spot from
+/// the market now), with whether it could launch now (zone up, capacity pool not empty).
+pub fn price_listed(cloud: &FakeCloud, listed: &[Listed], now: Duration) -> Vec<(Offering, bool)> {
+    listed
+        .iter()
+        .filter_map(|l| {
+            let price = match l.capacity_type {
+                CapacityType::OnDemand => l.on_demand_price,
+                CapacityType::Spot => cloud.spot_price(&l.instance_type, &l.zone, now),
+            };
+            let price = price.filter(|p| *p > 0.0)?;
+            let available = !cloud.zone_in_outage(&l.zone)
+                && cloud.peek_pool_free(&PoolKey::new(&l.instance_type, &l.zone, l.capacity_type)) != 0;
+            let offering = Offering {
+                instance_type: l.instance_type.clone(),
+                zone: l.zone.clone(),
+                capacity_type: l.capacity_type,
+                price,
+                allocatable: l.allocatable,
+                labels: l.labels.clone(),
+            };
+            Some((offering, available))
+        })
+        .collect()
 }
 
 /// Sum of the requests of DaemonSets that run on every node (no node selector or
@@ -287,31 +341,17 @@ pub fn daemonset_overhead<'a>(daemonsets: impl IntoIterator<Item = &'a Value>) -
 /// A pod's required node constraints against an offering's labels (plus the labels the
 /// pool puts on its nodes): nodeSelector and required node-affinity terms.
 pub fn pod_allows(pod: &Value, labels: &BTreeMap<String, String>) -> bool {
-    let spec = &pod["spec"];
-    if let Some(sel) = spec["nodeSelector"].as_object()
-        && !sel.iter().all(|(k, v)| labels.get(k).map(String::as_str) == v.as_str())
-    {
-        return false;
-    }
-    let terms = spec.pointer("/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms");
-    match terms.and_then(Value::as_array) {
-        Some(terms) if !terms.is_empty() => terms.iter().any(|term| {
-            term["matchExpressions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Requirement::from_json)
-                .all(|r| r.matches(labels))
-        }),
-        _ => true,
-    }
+    NodeSelection::of(pod).allows(|k| labels.get(k).map(String::as_str))
 }
 
 /// Whether a pod tolerates every NoSchedule/NoExecute taint of a pool's template.
 pub fn tolerates_pool(pod: &Value, pool: &Value) -> bool {
-    let taints: Vec<Value> =
-        pool.pointer("/spec/template/spec/taints").and_then(Value::as_array).cloned().unwrap_or_default();
-    tolerates_taints(pod, &taints)
+    tolerates_taints(pod, pool_taints(pool))
+}
+
+/// A pool template's taints.
+pub fn pool_taints(pool: &Value) -> &[Value] {
+    pool["spec"]["template"]["spec"]["taints"].as_array().map_or(&[], Vec::as_slice)
 }
 
 /// Whether a pod tolerates every NoSchedule/NoExecute taint in `taints` (a PreferNoSchedule

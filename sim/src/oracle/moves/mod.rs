@@ -52,7 +52,7 @@ pub use clock::ConsolidationClock;
 pub use inputs::MoveInputs;
 
 use super::budget::{allowed_for_reason, wall_time};
-use super::resources::priced_offerings;
+use super::offering_table::OfferingTable;
 use super::view::{PodView, View};
 use host::{Host, PoolRules, hosts};
 use multi::multi_node_move;
@@ -179,6 +179,8 @@ pub struct Settings<'a> {
     pub clock: &'a ConsolidationClock,
     /// The controller's `SpotToSpotConsolidation` feature gate.
     pub spot_to_spot: bool,
+    /// The world's offerings, listed once per pool requirements.
+    pub offerings: &'a OfferingTable,
 }
 
 /// The consolidation moves Karpenter's rules allow now (see the module docs); for the
@@ -203,7 +205,7 @@ pub fn assess(view: &View, pods: &[PodView], cloud: &FakeCloud, settings: &Setti
             offerings: offerings.get_or_init(|| {
                 view.pools
                     .iter()
-                    .map(|(name, pool)| (name.as_str(), priced_offerings(cloud, &pool.object, view.now)))
+                    .map(|(name, pool)| (name.as_str(), settings.offerings.priced(cloud, &pool.object, view.now)))
                     .collect::<BTreeMap<&str, _>>()
             }),
             pools: &view.pools,

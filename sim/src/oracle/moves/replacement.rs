@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use dovetail_fakecloud::CapacityType;
 
 use super::host::{Host, Movable};
-use crate::oracle::resources::{Offering, Resources, pod_allows, pool_node_labels, tolerates_pool};
+use crate::oracle::resources::{NodeSelection, Offering, Resources, pool_node_labels, pool_taints, tolerates_taints};
 use crate::oracle::view::PoolView;
 
 /// Spot-to-spot replacement of one node needs at least this many cheaper spot types
@@ -84,16 +84,9 @@ impl Replacements<'_> {
         for p in &group.pods {
             need.add(&p.requests);
         }
-        let pool_labels = pool_node_labels(&pool.object);
         // The offerings every pod of the node accepts (selectors, affinity, taints).
-        let compatible: Vec<&(Offering, bool)> = offerings
-            .iter()
-            .filter(|(o, _)| {
-                let mut labels = o.labels.clone();
-                labels.extend(pool_labels.iter().map(|(k, v)| (k.clone(), v.clone())));
-                group.pods.iter().all(|p| pod_allows(&p.object, &labels) && tolerates_pool(&p.object, &pool.object))
-            })
-            .collect();
+        let accepts = Acceptance::of(&group.pods, &pool.object);
+        let compatible: Vec<&(Offering, bool)> = offerings.iter().filter(|(o, _)| accepts.offering(o)).collect();
         let allows_spot = compatible.iter().any(|(o, _)| o.capacity_type == CapacityType::Spot);
         let spot_path = group.all_spot && allows_spot;
         if spot_path && !spot_to_spot {
@@ -144,14 +137,42 @@ impl Replacements<'_> {
         for p in pods {
             need.add(&p.requests);
         }
-        let pool_labels = pool_node_labels(&pool.object);
+        let accepts = Acceptance::of(pods, &pool.object);
         offerings.iter().any(|(o, _)| {
-            let mut labels = o.labels.clone();
-            labels.extend(pool_labels.iter().map(|(k, v)| (k.clone(), v.clone())));
-            o.instance_type == instance_type
-                && o.price < below
-                && need.fits_in(&o.allocatable)
-                && pods.iter().all(|p| pod_allows(&p.object, &labels) && tolerates_pool(&p.object, &pool.object))
+            o.instance_type == instance_type && o.price < below && need.fits_in(&o.allocatable) && accepts.offering(o)
         })
+    }
+}
+
+/// Whether a set of pods accepts a pool's offerings: every pod tolerates the pool's taints
+/// and its node constraints allow the offering's labels with the pool's labels over them
+/// (a node carries both; the pool's win). The taints and each distinct set of constraints
+/// are read once, not per offering: pods of one workload share their constraints.
+struct Acceptance {
+    /// Every pod tolerates the pool's taints.
+    tolerated: bool,
+    /// The labels the pool puts on its nodes.
+    pool_labels: BTreeMap<String, String>,
+    /// The pods' distinct node constraints.
+    selections: Vec<NodeSelection>,
+}
+
+impl Acceptance {
+    fn of(pods: &[&Movable], pool: &serde_json::Value) -> Self {
+        let taints = pool_taints(pool);
+        let tolerated = pods.iter().all(|p| tolerates_taints(&p.object, taints));
+        let mut selections: Vec<NodeSelection> = Vec::new();
+        for p in pods {
+            let selection = NodeSelection::of(&p.object);
+            if !selections.contains(&selection) {
+                selections.push(selection);
+            }
+        }
+        Self { tolerated, pool_labels: pool_node_labels(pool), selections }
+    }
+
+    fn offering(&self, o: &Offering) -> bool {
+        let label = |k: &str| self.pool_labels.get(k).or_else(|| o.labels.get(k)).map(String::as_str);
+        self.tolerated && self.selections.iter().all(|s| s.allows(label))
     }
 }

@@ -216,7 +216,17 @@ pub(super) fn offering(t: &str, zone: &str, ct: CapacityType, price: f64, cpu: f
     ]
     .into();
     let allocatable = Resources { cpu, memory: 1e12, pods: 100.0 };
-    (Offering { instance_type: t.into(), zone: zone.into(), capacity_type: ct, price, allocatable, labels }, true)
+    (
+        Offering {
+            instance_type: t.into(),
+            zone: zone.into(),
+            capacity_type: ct,
+            price,
+            allocatable,
+            labels: labels.into(),
+        },
+        true,
+    )
 }
 
 fn replacements(offerings: Vec<(Offering, bool)>, host: &Host, spot_to_spot: bool) -> Cheaper {
