@@ -103,6 +103,32 @@ fn zone_spread_deployment_lands_evenly_and_runs() {
     sim.run().unwrap();
 }
 
+/// The `watchExpiry` fault ends every watch with 410 Gone, the actors' own included: they
+/// relist and carry on (a workload created and a node added after the expiry are both seen),
+/// where they once went deaf for the rest of the run (generated story 127992462: no Node
+/// ever joined after the fault, so stuckNodeClaim and convergence fired).
+#[test]
+fn the_cluster_actors_relist_after_their_watches_expire() {
+    let (mut sim, server, _) = cluster_world(13);
+    sim.client("test", async move {
+        add_nodes(&[("a1", "us-east-1a", 4)]).await?;
+        let deploys: Api<Deployment> = Api::default_namespaced(client());
+        deploys.create(&PostParams::default(), &deployment("web", 2, "250m", false)).await?;
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        assert_eq!(running_by_zone("web").await?.values().sum::<usize>(), 2);
+        server.store.lock().unwrap().expire_watches();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        add_nodes(&[("b1", "us-east-1b", 8)]).await?;
+        // Three 3-CPU pods: one fits beside web on a1, two on b1.
+        deploys.create(&PostParams::default(), &deployment("late", 3, "3", false)).await?;
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        let by_zone = running_by_zone("late").await?;
+        assert_eq!(by_zone.values().copied().collect::<Vec<_>>(), vec![1, 2], "{by_zone:?}");
+        Ok(())
+    });
+    sim.run().unwrap();
+}
+
 #[test]
 fn a_pod_that_fits_nowhere_is_marked_unschedulable_with_the_reason() {
     let (mut sim, _server, _) = cluster_world(12);

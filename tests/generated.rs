@@ -218,10 +218,12 @@ fn run_job(job: Job) -> (Option<String>, Vec<(String, &'static str)>) {
 }
 
 #[test]
-#[ignore = "open (issues 18, 19): at base seed 127992413 (commit e1a4038, 2026-12-05) 25 of 50 stories \
-            failed: 18 only with the known overProvisioning findings, 7 with unknown ones \
-            (disruptionBudgets 'allows 0' in 6, convergence 2, stuckNodeClaim 1), not yet triaged. \
-            A varying seed would turn CI red at random until they are. \
+#[ignore = "too slow for the default run (issue 19), not failing: at base seed 127992413 the 50 stories and \
+            the 7 recorded files pass with only the known overProvisioning findings (the 7 unknown ones of \
+            e1a4038 were triaged and closed: an oracle cron bug and dead cluster actors after watchExpiry), \
+            but the run took 339 s wall (348 s with the build) on the shared 2 cores (load ~9) on 2026-12-05, \
+            against ~25 s left in the 15-minute default suite; the stories cannot be shortened much, since \
+            the liveness rule makes each last its faults plus its longest liveness window (9-13 simulated min). \
             Run: cargo test -p dovetail-tests --test generated -- --ignored"]
 fn recorded_and_generated_stories_hold_every_invariant() {
     let (base, source) = base_seed();

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::runtime::Reconciler;
-use super::scheduler::{ClusterEvent, Outcome, PodKey, Scheduler, SchedulerConfig, SchedulingQueue};
+use super::scheduler::{Cache, ClusterEvent, Outcome, PodKey, Scheduler, SchedulerConfig, SchedulingQueue};
 use crate::apiserver::binding::bind;
 use crate::apiserver::store::{EventType, Part, Store, WatchMsg, WatchStart, WriteOptions};
 use crate::world::SimRng;
@@ -120,15 +120,27 @@ impl KubeScheduler {
         }
     }
 
-    fn drain(&mut self, now: Duration) {
-        let Some((mut nodes, mut pods)) = self.watches.take() else { return };
+    /// Takes in what the watches delivered (starting them on first use). When the server
+    /// ended them with 410 Gone (the `watchExpiry` fault), relists as kube-scheduler's
+    /// informers do: the cache is rebuilt from the current nodes and pods and every unbound
+    /// pod is queued again, instead of going deaf to every later pod and node.
+    fn drain(&mut self, store: &mut Store, now: Duration) {
+        let Some((mut nodes, mut pods)) = self.watches.take() else { return self.start(store) };
+        let mut expired = false;
         while let Ok(m) = nodes.try_recv() {
+            expired |= matches!(m, WatchMsg::Expired(_));
             self.on_node(m, now);
         }
         while let Ok(m) = pods.try_recv() {
+            expired |= matches!(m, WatchMsg::Expired(_));
             self.on_pod(m, now);
         }
-        self.watches = Some((nodes, pods));
+        if expired {
+            *self.scheduler.cache_mut() = Cache::new();
+            self.start(store);
+        } else {
+            self.watches = Some((nodes, pods));
+        }
     }
 }
 
@@ -142,10 +154,7 @@ impl Reconciler for KubeScheduler {
     }
 
     fn reconcile(&mut self, store: &mut Store, now: Duration) -> Option<Duration> {
-        if self.watches.is_none() {
-            self.start(store);
-        }
-        self.drain(now);
+        self.drain(store, now);
         let pods_t = store.registry().get("", "pods").expect("built in");
         while let Some(key) = self.queue.pop(now) {
             let Ok(obj) = store.get(&pods_t, &key.namespace, &key.name) else {
@@ -178,7 +187,7 @@ impl Reconciler for KubeScheduler {
                 }
             }
             // Our own writes come back as watch events: account them before the next pod.
-            self.drain(now);
+            self.drain(store, now);
         }
         self.queue.next_deadline()
     }

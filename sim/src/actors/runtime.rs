@@ -14,7 +14,8 @@ use crate::apiserver::ApiServer;
 use crate::apiserver::resources::ResourceKey;
 use serde_json::Value;
 
-use crate::apiserver::store::{EventType, Store, WatchMsg, WatchStart};
+use crate::apiserver::store::{EventType, Store, WatchMsg, WatchStart, WatchStream};
+use tokio::sync::mpsc::UnboundedSender;
 
 /// How long an actor waits after an outside change before it reconciles, so the changes of
 /// one tick are handled in one pass (a millisecond: turmoil's default tick).
@@ -54,16 +55,8 @@ pub async fn run(server: ApiServer, mut actors: Vec<Box<dyn Reconciler>>) {
         for key in keys {
             let Some(rt) = store.registry().by_key(&key) else { continue };
             let since = store.resource_version();
-            let Ok(mut w) = store.watch(&rt, None, Arc::new(|_| true), WatchStart::After(since)) else { continue };
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                while let Some(msg) = w.rx.recv().await {
-                    let WatchMsg::Event(event, obj, _) = msg else { return };
-                    if tx.send((key.clone(), event, obj)).is_err() {
-                        return;
-                    }
-                }
-            });
+            let Ok(w) = store.watch(&rt, None, Arc::new(|_| true), WatchStart::After(since)) else { continue };
+            tokio::spawn(forward(server.clone(), key, w, tx.clone()));
         }
     }
     drop(tx);
@@ -113,6 +106,42 @@ pub async fn run(server: ApiServer, mut actors: Vec<Box<dyn Reconciler>>) {
             },
             _ = sleep_or_forever(sleep) => {}
         }
+    }
+}
+
+/// Forwards the changes of one watched type to the loop. When the server ends the watch
+/// with 410 Gone (the `watchExpiry` fault compacts history and expires every watch), it
+/// watches again from the current state, as an informer relists: every current object
+/// arrives as ADDED, so each actor watching the type reconciles. Without this the
+/// forwarders ended at the first expiry, and with them the whole actor loop (node agents,
+/// kubelets, scheduler, workload controllers) for the rest of the run.
+async fn forward(server: ApiServer, key: ResourceKey, mut w: WatchStream, tx: UnboundedSender<Change>) {
+    loop {
+        for msg in std::mem::take(&mut w.initial) {
+            if let WatchMsg::Event(event, obj, _) = msg
+                && tx.send((key.clone(), event, obj)).is_err()
+            {
+                return;
+            }
+        }
+        loop {
+            match w.rx.recv().await {
+                Some(WatchMsg::Event(event, obj, _)) => {
+                    if tx.send((key.clone(), event, obj)).is_err() {
+                        return;
+                    }
+                }
+                Some(WatchMsg::Expired(_)) => break,
+                None => return,
+            }
+        }
+        let relist = {
+            let mut store = server.store.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(rt) = store.registry().by_key(&key) else { return };
+            store.watch(&rt, None, Arc::new(|_| true), WatchStart::Current)
+        };
+        let Ok(relisted) = relist else { return };
+        w = relisted;
     }
 }
 

@@ -75,7 +75,16 @@ pub fn active(budget: &Value, wall: DateTime) -> Option<bool> {
 }
 
 /// A standard five-field cron expression (minute hour day-of-month month day-of-week),
-/// with `*`, lists, ranges, steps and the `@hourly`-style macros.
+/// with `*` and `?`, lists, ranges, steps, month and weekday names and the `@hourly`-style
+/// macros.
+///
+/// Read as Karpenter reads a budget's schedule: `kubernetes-sigs/karpenter`
+/// `pkg/apis/v1/nodepool.go:417` parses it with `robfig/cron/v3`'s `ParseStandard`, whose
+/// field bounds (`spec.go:21-49`) accept the names `jan`…`dec` and `sun`…`sat` in any case
+/// (`parser.go:321-329`, `parseIntOrName`) and weekdays 0–6 only (so `7` is invalid), and
+/// whose day-of-month/day-of-week rule (`spec.go:179-189`, `dayMatches`) combines the two
+/// with AND when either was written `*` or `?` without a step above 1 (the `starBit`,
+/// `parser.go:262-266` and `297-299`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cron {
     fields: [Vec<bool>; 5],
@@ -98,15 +107,14 @@ impl Cron {
         if parts.len() != 5 {
             return None;
         }
-        let bounds = [(0, 59), (0, 23), (1, 31), (1, 12), (0, 7)];
+        let bounds: [(usize, usize, &[&str]); 5] =
+            [(0, 59, &[]), (0, 23, &[]), (1, 31, &[]), (1, 12, &MONTHS), (0, 6, &WEEKDAYS)];
         let mut fields: [Vec<bool>; 5] = Default::default();
-        for (i, (part, (lo, hi))) in parts.iter().zip(bounds).enumerate() {
-            fields[i] = field(part, lo, hi)?;
+        let mut star = [false; 5];
+        for (i, (part, (lo, hi, names))) in parts.iter().zip(bounds).enumerate() {
+            (fields[i], star[i]) = field(part, lo, hi, names)?;
         }
-        if fields[4][7] {
-            fields[4][0] = true;
-        }
-        Some(Cron { fields, dom_star: parts[2] == "*", dow_star: parts[4] == "*" })
+        Some(Cron { fields, dom_star: star[2], dow_star: star[4] })
     }
 
     /// Whether the expression matches the minute `t`.
@@ -122,19 +130,31 @@ impl Cron {
     }
 }
 
-fn field(part: &str, lo: usize, hi: usize) -> Option<Vec<bool>> {
+/// Month names (January is 1) and weekday names (Sunday is 0), as robfig/cron's bounds.
+const MONTHS: [&str; 13] = ["", "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+const WEEKDAYS: [&str; 7] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
+
+/// One field's set of values in `lo..=hi`, and whether it counts as a star (`*` or `?`
+/// without a step above 1). `names[v]` spells value `v`.
+fn field(part: &str, lo: usize, hi: usize, names: &[&str]) -> Option<(Vec<bool>, bool)> {
+    let value = |s: &str| -> Option<usize> {
+        let lower = s.to_ascii_lowercase();
+        names.iter().position(|n| !n.is_empty() && *n == lower).or_else(|| s.parse().ok())
+    };
     let mut set = vec![false; hi + 1];
-    for item in part.split(',') {
+    let mut star = false;
+    for item in part.split(',').filter(|i| !i.is_empty()) {
         let (range, step) = match item.split_once('/') {
             Some((r, s)) => (r, s.parse::<usize>().ok().filter(|s| *s > 0)?),
             None => (item, 1),
         };
-        let (a, b) = if range == "*" {
+        let (a, b) = if range == "*" || range == "?" {
+            star |= step == 1;
             (lo, hi)
         } else if let Some((a, b)) = range.split_once('-') {
-            (a.parse().ok()?, b.parse().ok()?)
+            (value(a)?, value(b)?)
         } else {
-            let a: usize = range.parse().ok()?;
+            let a = value(range)?;
             (a, if item.contains('/') { hi } else { a })
         };
         if a < lo || b > hi || a > b {
@@ -144,7 +164,7 @@ fn field(part: &str, lo: usize, hi: usize) -> Option<Vec<bool>> {
             set[v] = true;
         }
     }
-    Some(set)
+    Some((set, star))
 }
 
 /// Simulated time as UTC wall time.
@@ -211,5 +231,33 @@ mod tests {
         assert!(Cron::parse("61 * * * *").is_none());
         // Both day fields restricted: either matches (Jan 1 is a Thursday, not a Monday).
         assert!(Cron::parse("0 0 1 * 1").expect("valid").matches(at("2026-01-01T00:00")));
+    }
+
+    /// robfig/cron's names (any case) and `?`; weekday 7 is out of its 0–6 bounds.
+    #[test]
+    fn names_and_question_marks_parse_as_robfig_cron_parses_them() {
+        let weekdays = Cron::parse("0 9 * * mon-fri").expect("weekday names are valid");
+        assert!(weekdays.matches(at("2026-01-01T09:00")), "Thursday");
+        assert!(!weekdays.matches(at("2026-01-03T09:00")), "Saturday");
+        assert_eq!(Cron::parse("0 9 ? * MON-FRI"), Some(weekdays));
+        let months = Cron::parse("0 0 1 jan,Jul *").expect("month names are valid");
+        assert!(months.matches(at("2026-07-01T00:00")));
+        assert!(!months.matches(at("2026-02-01T00:00")));
+        assert!(Cron::parse("0 0 * * 7").is_none(), "robfig's weekdays are 0-6");
+        assert!(Cron::parse("0 0 * * monday").is_none());
+        // `*/2` is not a star, so either day field may match (Jan 3 is a Saturday, weekday 6);
+        // `*/1` is one, so both must (Jan 6 is not the 1st).
+        assert!(Cron::parse("0 0 1 * */2").expect("valid").matches(at("2026-01-03T00:00")));
+        assert!(!Cron::parse("0 0 1 * */1").expect("valid").matches(at("2026-01-06T00:00")));
+    }
+
+    /// A budget scheduled with weekday names limits inside its window and not outside it
+    /// (the generated stories' `0 9 * * mon-fri` once read as invalid, which fails closed).
+    #[test]
+    fn a_budget_scheduled_by_weekday_names_limits_only_inside_its_window() {
+        let budgets = [json!({"nodes": "10%"}), json!({"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "1h"})];
+        assert_eq!(allowed_for_reason(&budgets, 4, "Empty", at("2026-01-01T09:30")), Some(0), "Thursday 09:30");
+        assert_eq!(allowed_for_reason(&budgets, 4, "Empty", at("2026-01-01T00:07")), Some(1), "before 09:00");
+        assert_eq!(allowed_for_reason(&budgets, 4, "Empty", at("2026-01-03T09:30")), Some(1), "Saturday");
     }
 }
