@@ -181,6 +181,8 @@ pub struct Ctx<'a> {
     pub open_moves: &'a [(crate::oracle::moves::Move, Duration)],
     /// How long a move may stay open (validation + `untakenMoves.slack`).
     pub moves_allowance: Duration,
+    /// The watch-delivery delay the API server's faults impose now (zero without the fault).
+    pub watch_delay: Duration,
 }
 
 /// One invariant: sees each tick, may add violations; may judge once more at the end.
@@ -207,6 +209,8 @@ pub struct Checker {
     spot_to_spot: bool,
     demand: cost::DemandClock,
     moves: untaken_moves::UntakenMoves,
+    /// The server's faults, to read the watch delay in force.
+    api_faults: Arc<std::sync::Mutex<crate::apiserver::ApiFaults>>,
 }
 
 impl Checker {
@@ -271,6 +275,7 @@ impl Checker {
             spot_to_spot: false,
             demand: cost::DemandClock::default(),
             moves: untaken_moves::UntakenMoves::new(config.untaken_moves.clone()),
+            api_faults: server.faults.clone(),
         }
     }
 
@@ -311,6 +316,7 @@ impl Checker {
             previous: self.last_tick,
             open_moves: &[],
             moves_allowance: self.moves.allowance(),
+            watch_delay: self.api_faults.lock().unwrap_or_else(|e| e.into_inner()).watch_delay,
         };
         for inv in &mut self.invariants {
             inv.tick(&ctx, &mut self.violations);
@@ -353,6 +359,7 @@ impl Checker {
             previous: self.last_tick,
             open_moves: &open_moves,
             moves_allowance: self.moves.allowance(),
+            watch_delay: self.api_faults.lock().unwrap_or_else(|e| e.into_inner()).watch_delay,
         };
         for inv in &mut self.invariants {
             inv.finish(&ctx, &mut self.violations);
