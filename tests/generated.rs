@@ -53,15 +53,17 @@ const KNOWN_FINDINGS: &[KnownFinding] = &[
         invariant: "overProvisioning",
         shows: "while NodeClaim",
         example: "story-4244.yaml",
-        why: "issue 18 (as steady-web seed 1 in tests/scenarios.rs): the provisioner abandons an \
-              in-flight NodeClaim (no pod nominated to it any more) and launches a new one for its pods",
+        why: "issue 18, still open after s4/overprov (steady-web seed 1's duplicate is closed: its earlier \
+              claim hosts pods): here no pod is nominated or bound to the earlier in-flight NodeClaim \
+              within 30 s of the new one",
     },
     KnownFinding {
         invariant: "overProvisioning",
         shows: "where a first-fit-decreasing packing",
         example: "story-4247.yaml",
-        why: "issue 18 (as do-not-disrupt-batch seed 1 in tests/scenarios.rs): a wave of pending pods \
-              gets more NodeClaims than an independent packing needs (+1 slack per pool)",
+        why: "issue 18 (as do-not-disrupt-batch seed 1 in tests/scenarios.rs, still open after s4/overprov): \
+          a wave of pending pods gets more NodeClaims than an independent packing needs (+1 slack per \
+          pool) even with the pods kube-scheduler bound elsewhere placed where they were bound",
     },
 ];
 

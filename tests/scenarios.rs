@@ -141,30 +141,18 @@ struct KnownFinding {
 /// not fail the suite, and a listed finding that no longer reproduces does, so an entry is
 /// removed when the controller is fixed. The oracle is not widened: the violation stays in
 /// the run's report and in its snapshot, where review sees it.
-const KNOWN_FINDINGS: &[KnownFinding] = &[
-    KnownFinding {
-        scenario: "steady-web",
-        seed: 1,
-        invariant: "overProvisioning",
-        why: "issue 18: at 20m1s a pass with 3 pending pods (one new) moves p7hjx off in-flight \
-              NodeClaim zhbqj, whose Node registered 2 s before (its room is now that Node's \
-              allocatable, core statenode.go `Allocatable`), to a new claim; the trace shows two \
-              pods bound as zhbqj's Node turns Ready at 20m6s, yet no *new* (pod, zhbqj) \
-              nomination pair, which the oracle's `still wanted` excuse needs. Traced by \
-              s3/overprov; the pass follows upstream (scheduling/scheduler.go `add`)",
-    },
-    KnownFinding {
-        scenario: "do-not-disrupt-batch",
-        seed: 1,
-        invariant: "overProvisioning",
-        why: "issue 18: the pass at 1m1s nominates the 8 Job pods and 23 web pods to in-flight \
-              rhspp and 7 web pods to a new claim (c6a.2xlarge); kube-scheduler, which does not \
-              read Karpenter's nominations (they are Events only, core scheduling/events.go \
-              `NominatePodEvent`), binds 30 web + 1 Job pod to rhspp, so the second claim must \
-              host 7 Job pods (14Gi), holds 6, and the 7th gets a third claim. Upstream does the \
-              same; traced by s3/overprov, left for the oracle owner",
-    },
-];
+const KNOWN_FINDINGS: &[KnownFinding] = &[KnownFinding {
+    scenario: "do-not-disrupt-batch",
+    seed: 1,
+    invariant: "overProvisioning",
+    why: "issue 18, still open after s4/overprov: rhspp (11s) took 30 web + 1 Job pod at 67.9s, 7 of \
+          the web pods nominated to tfg7k (61s), so the oracle now places them on rhspp (kube-scheduler \
+          does not read nominations, core scheduling/events.go NominatePodEvent); the pass at 71s opens \
+          nz8b4 for the 7th Job, and at 118.7s kube-scheduler binds all 7 Jobs to tfg7k, leaving nz8b4 \
+          empty (removed as Empty). At 1m12s the oracle still packs the 7 Jobs into rhspp's remaining \
+          room by its offering's allocatable, which kube-scheduler's real node did not offer: compare \
+          the oracle's allocatable with the Node's before excusing anything more",
+}];
 
 /// Whether `problem` (a line of [`regressions::problems`]) is a known finding of this run.
 fn known(scenario: &str, seed: u64, problem: &str) -> bool {

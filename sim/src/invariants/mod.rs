@@ -181,6 +181,8 @@ pub struct Ctx<'a> {
     pub drift_overdue: &'a [drift_convergence::Overdue],
     /// What only the end of the run knows (`None` at ticks).
     pub end: Option<&'a EndOfRun>,
+    /// The watch-delivery delay the API server's faults impose now (zero without the fault).
+    pub watch_delay: Duration,
 }
 
 /// What [`Invariant::finish`] sees beyond a tick's [`Ctx`].
@@ -217,6 +219,8 @@ pub struct Checker {
     moves: untaken_moves::UntakenMoves,
     /// The drifted claims' clocks, advanced once per tick for every invariant that reads them.
     drift: drift_convergence::DriftClock,
+    /// The server's faults, to read the watch delay in force.
+    api_faults: Arc<std::sync::Mutex<crate::apiserver::ApiFaults>>,
 }
 
 impl Checker {
@@ -282,6 +286,7 @@ impl Checker {
             demand: cost::DemandClock::default(),
             moves: untaken_moves::UntakenMoves::new(config.untaken_moves.clone()),
             drift: drift_convergence::DriftClock::default(),
+            api_faults: server.faults.clone(),
         }
     }
 
@@ -323,6 +328,7 @@ impl Checker {
             previous: self.last_tick,
             drift_overdue: &drift_overdue,
             end: None,
+            watch_delay: self.api_faults.lock().unwrap_or_else(|e| e.into_inner()).watch_delay,
         };
         for inv in &mut self.invariants {
             inv.tick(&ctx, &mut self.violations);
@@ -377,6 +383,7 @@ impl Checker {
             previous: self.last_tick,
             drift_overdue: &drift_overdue,
             end: Some(&end),
+            watch_delay: self.api_faults.lock().unwrap_or_else(|e| e.into_inner()).watch_delay,
         };
         for inv in &mut self.invariants {
             inv.finish(&ctx, &mut self.violations);

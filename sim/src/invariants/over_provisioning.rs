@@ -10,7 +10,20 @@
 //!   Karpenter taints its candidates before it launches their replacements (core
 //!   `pkg/controllers/disruption/queue.go` `StartCommand`, l. 321–335, calls
 //!   `markDisrupted`, l. 265, then `createReplacementNodeClaims`, l. 303), and the taint
-//!   stays until the candidates are gone.
+//!   stays until the candidates are gone. A wave whose pods all went where they were
+//!   nominated, without lag, gets the strict one-pass packing, so a controller or client
+//!   that launches beyond it is caught. The packing judges what Karpenter could know, and
+//!   two things it cannot:
+//!   - *Pods it has not seen yet.* Under a lagging watch the controller learns of the pods
+//!     in turn, and each provisioning pass packs the pods it has seen, reusing the room of
+//!     the claims in flight (core `scheduling/scheduler.go` `add`, l. 582–612; in-flight
+//!     room is the claim's allocatable, `state/statenode.go` `Allocatable`, l. 377), so the
+//!     packing runs pass by pass over the split [`crate::oracle::batches`] gives for the
+//!     delay in force ([`first_fit_in_batches`]). Without lag the whole wave is one pass.
+//!   - *Where kube-scheduler binds.* Karpenter's nominations are Events kube-scheduler never
+//!     reads (core `scheduling/events.go` `NominatePodEvent`, l. 35–52), so it may bind a
+//!     pod to another of the wave's claims than the one Karpenter meant, taking room meant
+//!     for others. Such a pod is placed where it was bound ([`misdirected`]).
 //! - **Unused capacity.** A NodeClaim that has initialized and had no pod bound to its node
 //!   nor nominated to it (Karpenter's `Nominated` Events, [`crate::oracle::nomination`]) for
 //!   `unusedFor` plus its NodePool's `consolidateAfter` (Karpenter removes an empty node
@@ -21,14 +34,19 @@
 //! - **No duplicate.** A pod nominated to a new NodeClaim while a NodeClaim it was
 //!   nominated to earlier is still in flight (live, not yet initialized) was provisioned
 //!   twice, unless the earlier claim is still wanted: some pod is nominated to it at or
-//!   after the new claim's creation (judged `DUPLICATE_GRACE` later). Why the excuse:
+//!   after the new claim's creation, or a pod is bound to its Node (judged
+//!   `DUPLICATE_GRACE` later). Why the excuse:
 //!   Karpenter re-simulates every pending pod on each provisioning pass
 //!   (core `pkg/controllers/provisioning/provisioner.go` `Schedule` → `GetPendingPods`),
 //!   and an in-flight node's free capacity subtracts only pods *bound* to it (core
 //!   `pkg/controllers/state/cluster.go` `populateResourceRequests` lists pods by
 //!   `spec.nodeName`), so a nominated pod may move to a new claim when newer pods fill
-//!   its first one; that is no extra node. An earlier claim nobody is nominated to any
-//!   more was launched for nothing, and that is the duplicate judged here.
+//!   its first one; that is no extra node. Once the claim's Node registers, its room is the
+//!   Node's allocatable (core `state/statenode.go` `Allocatable`, l. 377–391), which may be
+//!   less than the claim promised, so a pass may move a nominated pod off it while other
+//!   pods are bound to it: a claim that hosts pods was not launched for nothing either. An
+//!   earlier claim nobody is nominated or bound to any more was launched for nothing, and
+//!   that is the duplicate judged here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -37,9 +55,10 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{Ctx, Invariant, Violation, format_duration};
-use crate::oracle::first_fit::{Demand, PoolSupply, by_weight, first_fit_decreasing};
+use crate::oracle::batches::split;
+use crate::oracle::first_fit::{Demand, Placed, PoolSupply, by_weight, first_fit_decreasing, first_fit_in_batches};
 use crate::oracle::resources::{Offering, Resources, allowed_offerings, daemonset_overhead};
-use crate::oracle::view::{PodView, View};
+use crate::oracle::view::{InstanceView, PodView, View};
 use dovetail_world::SimDuration;
 
 /// The invariant's name.
@@ -54,8 +73,18 @@ struct Wave {
     /// Per pool, the offerings when the wave started.
     supply: Vec<(String, Arc<Value>, Vec<Offering>)>,
     overhead: Resources,
-    /// The packing's bound for this many pods, once computed.
-    bound: Option<(usize, usize)>,
+    /// Pod uids in the order they became pending (ties by key): the order a lagging watch
+    /// delivers them in.
+    order: Vec<String>,
+    /// The longest watch-delivery delay in force while the wave lasted.
+    watch_delay: Duration,
+    /// uid → the wave's NodeClaim kube-scheduler bound the pod to, when that is not the claim
+    /// Karpenter last nominated it to ([`misdirected`]).
+    misdirected: BTreeMap<String, String>,
+    /// Pods seen bound already (uids).
+    bound: BTreeSet<String>,
+    /// The packing's bound and what it was computed for: (pods, misdirected, delay).
+    bound_for: Option<((usize, usize, Duration), usize)>,
     reported: bool,
 }
 
@@ -68,6 +97,8 @@ struct ClaimLife {
     initialized_at: Option<Duration>,
     gone_at: Option<Duration>,
     used: bool,
+    /// When a pod was first bound to its Node.
+    hosted_at: Option<Duration>,
 }
 
 impl ClaimLife {
@@ -156,6 +187,7 @@ impl OverProvisioning {
         for life in self.claims.values_mut() {
             if life.node_name.as_deref().is_some_and(|n| busy.contains(n)) {
                 life.used = true;
+                life.hosted_at.get_or_insert(now);
             }
         }
     }
@@ -199,6 +231,9 @@ impl OverProvisioning {
             if self.last_nominated.get(&other).is_some_and(|last| *last >= created) {
                 continue;
             }
+            if self.claims.get(&other).is_some_and(|o| o.hosted_at.is_some()) {
+                continue;
+            }
             out.push(Violation {
                 invariant: NAME.into(),
                 at: now,
@@ -215,7 +250,8 @@ impl OverProvisioning {
 
     /// Opens, grows, judges and closes the current wave.
     fn waves(&mut self, ctx: &Ctx<'_>, new_claims: &[String], out: &mut Vec<Violation>) {
-        let pending: Vec<&PodView> = ctx.pods.iter().filter(|p| is_pending(p)).collect();
+        let mut pending: Vec<&PodView> = ctx.pods.iter().filter(|p| is_pending(p)).collect();
+        pending.sort_by(|a, b| a.created.cmp(&b.created).then_with(|| a.key.cmp(&b.key)));
         if self.wave.is_none() && !pending.is_empty() {
             let supply = ctx
                 .view
@@ -231,29 +267,40 @@ impl OverProvisioning {
                 claims: BTreeSet::new(),
                 supply,
                 overhead: overhead(ctx.pods),
-                bound: None,
+                order: Vec::new(),
+                watch_delay: Duration::ZERO,
+                misdirected: BTreeMap::new(),
+                bound: BTreeSet::new(),
+                bound_for: None,
                 reported: false,
             });
         }
         let Some(wave) = &mut self.wave else { return };
+        wave.watch_delay = wave.watch_delay.max(ctx.watch_delay);
         for p in &pending {
-            wave.pods.entry(p.uid.clone()).or_insert_with(|| (p.key.clone(), p.object.clone(), p.requests));
+            if !wave.pods.contains_key(&p.uid) {
+                wave.order.push(p.uid.clone());
+                wave.pods.insert(p.uid.clone(), (p.key.clone(), p.object.clone(), p.requests));
+            }
         }
         let replacing = ctx.view.nodes.values().any(|n| n.disrupted);
         if !replacing {
             wave.claims.extend(new_claims.iter().cloned());
         }
+        misdirected(wave, ctx, &self.claims, &self.nominated);
         let live: Vec<&String> = wave
             .claims
             .iter()
             .filter(|c| ctx.view.claims.get(*c).is_some_and(|c| c.deleting_since.is_none()))
             .collect();
         if !wave.reported && !live.is_empty() {
-            let bound = match wave.bound {
-                Some((pods, bound)) if pods == wave.pods.len() => bound,
+            let slack = ctx.config.over_provisioning.slack_per_pool as usize;
+            let key = (wave.pods.len(), wave.misdirected.len(), wave.watch_delay);
+            let bound = match wave.bound_for {
+                Some((k, bound)) if k == key => bound,
                 _ => {
-                    let bound = wave_bound(wave, ctx.config.over_provisioning.slack_per_pool as usize);
-                    wave.bound = Some((wave.pods.len(), bound));
+                    let bound = wave_bound(wave, &ctx.view.instances, slack);
+                    wave.bound_for = Some((key, bound));
                     bound
                 }
             };
@@ -261,18 +308,29 @@ impl OverProvisioning {
                 wave.reported = true;
                 let mut objects: Vec<String> = live.iter().rev().take(5).map(|c| format!("NodeClaim {c}")).collect();
                 objects.sort();
+                let seen = if wave.watch_delay.is_zero() {
+                    String::new()
+                } else {
+                    format!(
+                        ", one pass per {} pod(s) delivered under a {} watch lag",
+                        crate::oracle::batches::pods_per_pass(wave.watch_delay).unwrap_or(0),
+                        format_duration(wave.watch_delay)
+                    )
+                };
                 out.push(Violation {
                     invariant: NAME.into(),
                     at: ctx.view.now,
                     objects,
                     message: format!(
                         "{} live NodeClaims created for a wave of {} pending pods (since {}) where a \
-                         first-fit-decreasing packing over the allowed offerings needs {} plus {} per NodePool",
+                         first-fit-decreasing packing over the allowed offerings needs {} plus {} per NodePool \
+                         ({} pod(s) placed where kube-scheduler bound them{seen})",
                         live.len(),
                         wave.pods.len(),
                         format_duration(wave.start),
-                        bound - ctx.config.over_provisioning.slack_per_pool as usize * wave.supply.len(),
-                        ctx.config.over_provisioning.slack_per_pool
+                        bound - slack * wave.supply.len(),
+                        slack,
+                        wave.misdirected.len(),
                     ),
                     trace_position: ctx.view.trace_position,
                 });
@@ -318,17 +376,82 @@ impl OverProvisioning {
     }
 }
 
-/// What a wave may have: the packing's nodes plus the slack per NodePool.
-fn wave_bound(wave: &Wave, slack_per_pool: usize) -> usize {
+/// Records the wave's pods kube-scheduler bound to one of the wave's NodeClaims other
+/// than the one Karpenter last nominated them to. kube-scheduler does not read Karpenter's
+/// nominations: they are Events only (core
+/// `pkg/controllers/provisioning/scheduling/events.go` `NominatePodEvent`, l. 35–52), so it
+/// binds a pending pod to whichever node fits it once that node is ready, and the pods
+/// Karpenter meant for that node must go elsewhere. The packing places such a pod where it
+/// was bound: the room it was nominated to is released, the room it took is gone.
+fn misdirected(
+    wave: &mut Wave,
+    ctx: &Ctx<'_>,
+    claims: &BTreeMap<String, ClaimLife>,
+    nominated: &BTreeMap<String, Vec<(Duration, String)>>,
+) {
+    let by_node: BTreeMap<&str, &str> =
+        claims.iter().filter_map(|(name, life)| Some((life.node_name.as_deref()?, name.as_str()))).collect();
+    for p in ctx.pods {
+        let Some(node) = p.node_name.as_deref() else { continue };
+        if !wave.pods.contains_key(&p.uid) || !wave.bound.insert(p.uid.clone()) {
+            continue;
+        }
+        let Some(claim) = by_node.get(node) else { continue };
+        let last = nominated.get(&p.key).and_then(|n| n.last()).map(|(_, c)| c.as_str());
+        if last.is_some_and(|c| c != *claim) && wave.claims.contains(*claim) {
+            wave.misdirected.insert(p.uid.clone(), claim.to_string());
+        }
+    }
+}
+
+/// What a wave may have: the packing's nodes plus the slack per NodePool. Without watch lag
+/// and with every pod where Karpenter meant it, one first-fit-decreasing packing of the whole
+/// wave; under a lagging watch, the passes that can have seen the pods in turn
+/// ([`crate::oracle::batches`]), each reusing the room earlier passes opened; pods
+/// kube-scheduler bound elsewhere than their nomination sit where they were bound.
+fn wave_bound(wave: &Wave, instances: &[InstanceView], slack_per_pool: usize) -> usize {
     let mut pools: Vec<PoolSupply<'_>> = wave
         .supply
         .iter()
         .map(|(name, pool, offerings)| PoolSupply { name: name.clone(), pool, offerings: offerings.clone() })
         .collect();
     by_weight(&mut pools);
-    let demands: Vec<Demand<'_>> =
-        wave.pods.values().map(|(key, pod, requests)| Demand { key, pod, requests: *requests }).collect();
-    first_fit_decreasing(&demands, &pools, &wave.overhead).total() + slack_per_pool * wave.supply.len()
+    let demand = |uid: &String| wave.pods.get(uid).map(|(key, pod, requests)| Demand { key, pod, requests: *requests });
+    let mut placed: Vec<Placed<'_>> = Vec::new();
+    let mut on_placed: BTreeSet<&String> = BTreeSet::new();
+    let claims: BTreeSet<&String> = wave.misdirected.values().collect();
+    for claim in claims {
+        let Some(offering) = claim_offering(wave, instances, claim) else { continue };
+        let uids: Vec<&String> = wave.misdirected.iter().filter(|(_, c)| *c == claim).map(|(u, _)| u).collect();
+        on_placed.extend(uids.iter().copied());
+        placed.push(Placed {
+            pool: offering.0,
+            offering: offering.1,
+            pods: uids.into_iter().filter_map(demand).collect(),
+        });
+    }
+    let rest: Vec<Demand<'_>> = wave.order.iter().filter(|u| !on_placed.contains(u)).filter_map(demand).collect();
+    let packing = if wave.watch_delay.is_zero() && placed.is_empty() {
+        first_fit_decreasing(&rest, &pools, &wave.overhead)
+    } else {
+        first_fit_in_batches(&split(&rest, wave.watch_delay), &pools, &wave.overhead, &placed)
+    };
+    packing.total() + slack_per_pool * wave.supply.len()
+}
+
+/// The NodePool and offering a wave's NodeClaim was launched as, from its instance.
+fn claim_offering(wave: &Wave, instances: &[InstanceView], claim: &str) -> Option<(String, Offering)> {
+    let instance = instances.iter().find(|i| i.nodeclaim.as_deref() == Some(claim))?;
+    wave.supply.iter().find_map(|(name, _, offerings)| {
+        offerings
+            .iter()
+            .find(|o| {
+                o.instance_type == instance.instance_type
+                    && o.zone == instance.zone
+                    && o.capacity_type == instance.capacity_type
+            })
+            .map(|o| (name.clone(), o.clone()))
+    })
 }
 
 impl Invariant for OverProvisioning {
@@ -379,3 +502,7 @@ mod tests {
         assert!(!gone.in_flight_at(Duration::from_secs(30)), "a deleted claim is not in flight");
     }
 }
+
+#[cfg(test)]
+#[path = "over_provisioning_tests.rs"]
+mod wave_tests;

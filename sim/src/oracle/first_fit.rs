@@ -65,11 +65,16 @@ impl Packing {
     }
 }
 
+/// One node of the packing.
 struct Bin {
     pool: usize,
     labels: BTreeMap<String, String>,
     free: Resources,
     exclusive: BTreeSet<String>,
+    /// What its pods take (without the DaemonSet overhead).
+    used: Resources,
+    /// Indexes into the packer's pods placed here, to re-check a smaller offering.
+    pods: Vec<usize>,
 }
 
 /// Pool order: `spec.weight` descending, then name (Karpenter's `OrderByWeight`).
@@ -124,10 +129,9 @@ fn usable<'s>(
     })
 }
 
-/// Packs `pods` first-fit-decreasing onto new nodes of `pools` (in the order given), each
-/// node starting with `overhead` (DaemonSet pods) taken.
-pub fn first_fit_decreasing(pods: &[Demand<'_>], pools: &[PoolSupply<'_>], overhead: &Resources) -> Packing {
-    let mut order: Vec<&Demand<'_>> = pods.iter().collect();
+/// Pods largest first (CPU, then memory, then key): Karpenter's queue order.
+fn decreasing<'d, 'a>(pods: &'d [Demand<'a>]) -> Vec<&'d Demand<'a>> {
+    let mut order: Vec<&Demand<'a>> = pods.iter().collect();
     order.sort_by(|a, b| {
         b.requests
             .cpu
@@ -135,11 +139,115 @@ pub fn first_fit_decreasing(pods: &[Demand<'_>], pools: &[PoolSupply<'_>], overh
             .then(b.requests.memory.total_cmp(&a.requests.memory))
             .then(a.key.cmp(b.key))
     });
-    let mut bins: Vec<Bin> = Vec::new();
-    let mut packing = Packing::default();
-    // Pods dealt so far per zone-spread group, to deal the next one to the next zone.
-    let mut dealt: BTreeMap<String, usize> = BTreeMap::new();
-    for demand in order {
+    order
+}
+
+/// Packs `pods` first-fit-decreasing onto new nodes of `pools` (in the order given), each
+/// node starting with `overhead` (DaemonSet pods) taken.
+pub fn first_fit_decreasing(pods: &[Demand<'_>], pools: &[PoolSupply<'_>], overhead: &Resources) -> Packing {
+    let mut packer = Packer::new(pools, overhead);
+    for demand in decreasing(pods) {
+        packer.place(demand);
+    }
+    packer.packing
+}
+
+/// A node a pod already runs on, placed before the packing starts: its offering and the
+/// pods it hosts. The packing counts it and fills its free room first.
+#[derive(Clone, Debug)]
+pub struct Placed<'a> {
+    /// Its NodePool.
+    pub pool: String,
+    /// The offering it runs as.
+    pub offering: Offering,
+    /// The pods on it.
+    pub pods: Vec<Demand<'a>>,
+}
+
+/// Packs `batches` in turn, as a provisioner that sees one batch per pass packs them
+/// (Karpenter's `scheduling/scheduler.go` `add`, l. 582–612: a pod tries the nodes that
+/// exist or are in flight before a new NodeClaim): each batch first-fit-decreasing onto
+/// the `placed` nodes and the nodes earlier batches opened, then onto new ones; after
+/// each batch, each node it opened shrinks to the smallest offering of its pool that still
+/// holds its pods, because a launch may be any of the instance types that fit them (core
+/// `scheduling/nodeclaim.go` `Add` keeps every type that fits; the AWS provider launches
+/// on-demand by `lowest-price`, `pkg/providers/instance/types.go` l. 244), and the next
+/// batch only finds that room. The count is the most nodes a provisioner that reuses
+/// in-flight room can reach for these batches.
+pub fn first_fit_in_batches(
+    batches: &[Vec<Demand<'_>>],
+    pools: &[PoolSupply<'_>],
+    overhead: &Resources,
+    placed: &[Placed<'_>],
+) -> Packing {
+    let mut packer = Packer::new(pools, overhead);
+    for p in placed {
+        packer.place_node(p);
+    }
+    for batch in batches {
+        let first_new = packer.bins.len();
+        for demand in decreasing(batch) {
+            packer.place(demand);
+        }
+        packer.shrink_from(first_new);
+    }
+    packer.packing
+}
+
+/// The packing in progress.
+struct Packer<'p, 'a> {
+    pools: &'p [PoolSupply<'a>],
+    overhead: Resources,
+    bins: Vec<Bin>,
+    /// The pods placed so far (for [`Packer::shrink_from`]).
+    pods: Vec<Value>,
+    /// Pods dealt so far per zone-spread group, to deal the next one to the next zone.
+    dealt: BTreeMap<String, usize>,
+    packing: Packing,
+}
+
+impl<'p, 'a> Packer<'p, 'a> {
+    fn new(pools: &'p [PoolSupply<'a>], overhead: &Resources) -> Self {
+        Self {
+            pools,
+            overhead: *overhead,
+            bins: Vec::new(),
+            pods: Vec::new(),
+            dealt: BTreeMap::new(),
+            packing: Packing::default(),
+        }
+    }
+
+    /// Opens the node `placed` describes, with its pods on it.
+    fn place_node(&mut self, placed: &Placed<'_>) {
+        let Some(pool) = self.pools.iter().position(|p| p.name == placed.pool) else { return };
+        let mut labels = placed.offering.labels.clone();
+        labels.extend(pool_node_labels(self.pools[pool].pool));
+        let mut used = Resources::default();
+        let mut exclusive = BTreeSet::new();
+        for d in &placed.pods {
+            let mut need = d.requests;
+            need.pods = need.pods.max(1.0);
+            used.add(&need);
+            exclusive.extend(groups(d.pod).1);
+        }
+        let mut taken = used;
+        taken.add(&self.overhead);
+        self.bins.push(Bin {
+            pool,
+            labels,
+            free: placed.offering.allocatable.minus(&taken),
+            exclusive,
+            used,
+            pods: Vec::new(),
+        });
+        *self.packing.nodes.entry(placed.pool.clone()).or_insert(0) += 1;
+    }
+
+    /// Places one pod: the first node that takes it, else a new node of the largest
+    /// offering it may use.
+    fn place(&mut self, demand: &Demand<'_>) {
+        let pools = self.pools;
         let (zone_groups, host_groups) = groups(demand.pod);
         let tolerated: Vec<usize> = (0..pools.len()).filter(|i| tolerates_pool(demand.pod, pools[*i].pool)).collect();
         let zone = zone_groups.first().and_then(|group| {
@@ -147,7 +255,7 @@ pub fn first_fit_decreasing(pods: &[Demand<'_>], pools: &[PoolSupply<'_>], overh
                 .iter()
                 .flat_map(|i| usable(&pools[*i], demand.pod, None).map(|(o, _)| o.zone.as_str()).collect::<Vec<_>>())
                 .collect();
-            let n = dealt.entry(group.clone()).or_insert(0);
+            let n = self.dealt.entry(group.clone()).or_insert(0);
             let zone = zones.iter().nth(*n % zones.len().max(1)).map(|z| z.to_string());
             *n += 1;
             zone
@@ -161,13 +269,17 @@ pub fn first_fit_decreasing(pods: &[Demand<'_>], pools: &[PoolSupply<'_>], overh
                 && need.fits_in(&bin.free)
                 && host_groups.iter().all(|g| !bin.exclusive.contains(g))
         };
-        if let Some(bin) = bins.iter_mut().find(|b| fits(b)) {
+        let index = self.pods.len();
+        if let Some(bin) = self.bins.iter_mut().find(|b| fits(b)) {
             bin.free = bin.free.minus(&need);
+            bin.used.add(&need);
             bin.exclusive.extend(host_groups);
-            continue;
+            bin.pods.push(index);
+            self.pods.push(demand.pod.clone());
+            return;
         }
         let mut with_overhead = need;
-        with_overhead.add(overhead);
+        with_overhead.add(&self.overhead);
         let opened = tolerated.iter().find_map(|i| {
             usable(&pools[*i], demand.pod, zone.as_deref())
                 .filter(|(o, _)| with_overhead.fits_in(&o.allocatable))
@@ -185,18 +297,54 @@ pub fn first_fit_decreasing(pods: &[Demand<'_>], pools: &[PoolSupply<'_>], overh
                     labels,
                     free: o.allocatable.minus(&with_overhead),
                     exclusive: BTreeSet::new(),
+                    used: need,
+                    pods: vec![index],
                 })
         });
         match opened {
             Some(mut bin) => {
                 bin.exclusive.extend(host_groups);
-                *packing.nodes.entry(pools[bin.pool].name.clone()).or_insert(0) += 1;
-                bins.push(bin);
+                *self.packing.nodes.entry(pools[bin.pool].name.clone()).or_insert(0) += 1;
+                self.bins.push(bin);
+                self.pods.push(demand.pod.clone());
             }
-            None => packing.unplaceable += 1,
+            None => self.packing.unplaceable += 1,
         }
     }
-    packing
+
+    /// Shrinks each node from `first` on to the smallest offering of its pool, in its zone,
+    /// that every pod on it allows and that holds them with the DaemonSet overhead.
+    fn shrink_from(&mut self, first: usize) {
+        for bin in &mut self.bins[first..] {
+            let supply = &self.pools[bin.pool];
+            let zone = bin.labels.get(ZONE_KEY).cloned();
+            let mut need = bin.used;
+            need.add(&self.overhead);
+            let extra = pool_node_labels(supply.pool);
+            let smallest = supply
+                .offerings
+                .iter()
+                .filter(|o| zone.as_deref().is_none_or(|z| o.zone == z) && need.fits_in(&o.allocatable))
+                .map(|o| {
+                    let mut labels = o.labels.clone();
+                    labels.extend(extra.clone());
+                    (o, labels)
+                })
+                .filter(|(_, labels)| bin.pods.iter().all(|i| pod_allows(&self.pods[*i], labels)))
+                .min_by(|(a, _), (b, _)| {
+                    a.allocatable
+                        .cpu
+                        .total_cmp(&b.allocatable.cpu)
+                        .then(a.allocatable.memory.total_cmp(&b.allocatable.memory))
+                        .then(a.price.total_cmp(&b.price))
+                        .then(a.instance_type.cmp(&b.instance_type))
+                });
+            if let Some((o, labels)) = smallest {
+                bin.free = o.allocatable.minus(&need);
+                bin.labels = labels;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -296,5 +444,42 @@ mod tests {
         let p = pod(json!({}));
         let packing = first_fit_decreasing(&demands(&keys, &p, 200.0), &supply(&tainted), &Resources::default());
         assert_eq!(packing.unplaceable, 1, "a pod that does not tolerate the pool's taint");
+    }
+
+    #[test]
+    fn passes_of_one_pod_fill_the_smallest_node_each_opens_before_opening_another() {
+        let pool = json!({"metadata": {"name": "default"}, "spec": {}});
+        let keys: Vec<String> = (0..50).map(|i| format!("default/p{i:02}")).collect();
+        let p = pod(json!({}));
+        let all = demands(&keys, &p, 200.0);
+        let one_pass = first_fit_in_batches(std::slice::from_ref(&all), &supply(&pool), &Resources::default(), &[]);
+        assert_eq!(one_pass.total(), 1, "one pass sees the burst: one large node");
+        // One pod per pass: each new node is the smallest that fits (m.large, 9 pods of
+        // 200m), and later passes fill it before opening the next: ceil(50 / 9) = 6.
+        let passes: Vec<Vec<Demand<'_>>> = all.iter().map(|d| vec![d.clone()]).collect();
+        let packing = first_fit_in_batches(&passes, &supply(&pool), &Resources::default(), &[]);
+        assert_eq!(packing.total(), 6);
+    }
+
+    #[test]
+    fn a_placed_node_is_counted_and_its_free_room_used_first() {
+        let pool = json!({"metadata": {"name": "default"}, "spec": {}});
+        let keys: Vec<String> = (0..12).map(|i| format!("default/p{i:02}")).collect();
+        let p = pod(json!({}));
+        let all = demands(&keys, &p, 200.0);
+        // Four pods already run on an m.large (1900m): five more fit there, three need one
+        // new node.
+        let placed = Placed {
+            pool: "default".into(),
+            offering: offering("m.large", "a", 1900.0, 7.0, 0.1),
+            pods: all[..4].to_vec(),
+        };
+        let packing = first_fit_in_batches(&[all[4..].to_vec()], &supply(&pool), &Resources::default(), &[placed]);
+        assert_eq!(packing.total(), 2);
+        let unknown =
+            Placed { pool: "other".into(), offering: offering("m.large", "a", 1900.0, 7.0, 0.1), pods: Vec::new() };
+        let packing =
+            first_fit_in_batches(std::slice::from_ref(&all), &supply(&pool), &Resources::default(), &[unknown]);
+        assert_eq!(packing.total(), 1, "a node of a pool the packing does not know is not counted");
     }
 }

@@ -11,8 +11,10 @@
 //! | the consolidation moves Karpenter's rules allow, and what keeps every other node | [`moves`] |
 //! | PodDisruptionBudget and do-not-disrupt protection of a pod | [`protection`] |
 //! | first-fit-decreasing packing of pending pods onto new nodes | [`first_fit`] |
+//! | which pending pods one provisioning pass can have seen under watch lag | [`batches`] |
 //! | the pods Karpenter nominated to NodeClaims, from its Events | [`nomination`] |
 
+pub mod batches;
 pub mod budget;
 pub mod cost_bound;
 pub mod first_fit;

@@ -1,0 +1,104 @@
+//! The wave bound's two allowances, each beside its twin where it does not apply.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use dovetail_fakecloud::CapacityType;
+use serde_json::json;
+
+use super::{Wave, wave_bound};
+use crate::oracle::resources::{Offering, Resources};
+use crate::oracle::view::InstanceView;
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+fn offering(name: &str, cpu: f64) -> Offering {
+    let labels: BTreeMap<String, String> = [
+        ("node.kubernetes.io/instance-type", name),
+        ("topology.kubernetes.io/zone", "a"),
+        ("karpenter.sh/capacity-type", "on-demand"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    Offering {
+        instance_type: name.into(),
+        zone: "a".into(),
+        capacity_type: CapacityType::OnDemand,
+        price: cpu / 10_000.0,
+        allocatable: Resources { cpu, memory: 60.0 * GIB, pods: 110.0 },
+        labels,
+    }
+}
+
+/// A wave of `n` pods of 200m over one pool offering a 1900m and a 15800m type.
+fn wave(n: usize) -> Wave {
+    let pool = Arc::new(json!({"metadata": {"name": "default"}, "spec": {}}));
+    let mut pods = BTreeMap::new();
+    let mut order = Vec::new();
+    for i in 0..n {
+        let uid = format!("uid-{i:02}");
+        let pod = Arc::new(json!({"metadata": {"namespace": "default", "name": format!("p{i:02}")}, "spec": {}}));
+        let requests = Resources { cpu: 200.0, memory: 0.25 * GIB, pods: 1.0 };
+        pods.insert(uid.clone(), (format!("default/p{i:02}"), pod, requests));
+        order.push(uid);
+    }
+    Wave {
+        start: Duration::ZERO,
+        pods,
+        claims: BTreeSet::new(),
+        supply: vec![("default".into(), pool, vec![offering("m.large", 1900.0), offering("m.4xlarge", 15_800.0)])],
+        overhead: Resources::default(),
+        order,
+        watch_delay: Duration::ZERO,
+        misdirected: BTreeMap::new(),
+        bound: BTreeSet::new(),
+        bound_for: None,
+        reported: false,
+    }
+}
+
+fn instance(claim: &str, instance_type: &str) -> InstanceView {
+    InstanceView {
+        id: format!("i-{claim}"),
+        instance_type: instance_type.into(),
+        zone: "a".into(),
+        capacity_type: CapacityType::OnDemand,
+        live: true,
+        launched: Duration::ZERO,
+        nodeclaim: Some(claim.into()),
+        nodepool: Some("default".into()),
+        provider_id: format!("aws:///a/i-{claim}"),
+        involuntary: false,
+        fleet: None,
+        state_reason: None,
+        warned: false,
+    }
+}
+
+#[test]
+fn a_wave_under_watch_lag_is_packed_pass_by_pass_and_without_lag_at_once() {
+    let mut burst = wave(50);
+    assert_eq!(wave_bound(&burst, &[], 1), 2, "no lag: one pass, one large node, plus one");
+    // A 2 s lag: one pod per pass, each new node the smallest that fits (9 pods), filled by
+    // the passes after it: 6 nodes, plus one.
+    burst.watch_delay = Duration::from_secs(2);
+    assert_eq!(wave_bound(&burst, &[], 1), 7);
+}
+
+#[test]
+fn pods_bound_elsewhere_than_their_nomination_sit_where_they_were_bound() {
+    let mut w = wave(20);
+    assert_eq!(wave_bound(&w, &[], 1), 2, "every pod where nominated: one node, plus one");
+    // kube-scheduler bound nine pods to a small claim of the wave that Karpenter had meant
+    // for others: that node is full, the other eleven need one more.
+    let instances = [instance("small", "m.large")];
+    for i in 0..9 {
+        w.misdirected.insert(format!("uid-{i:02}"), "small".into());
+    }
+    assert_eq!(wave_bound(&w, &instances, 1), 3);
+    // A claim whose instance is not one of the pool's offerings places nothing.
+    w.misdirected = (0..9).map(|i| (format!("uid-{i:02}"), "unknown".to_string())).collect();
+    assert_eq!(wave_bound(&w, &instances, 1), 2);
+}
