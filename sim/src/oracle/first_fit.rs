@@ -221,7 +221,7 @@ impl<'p, 'a> Packer<'p, 'a> {
     /// Opens the node `placed` describes, with its pods on it.
     fn place_node(&mut self, placed: &Placed<'_>) {
         let Some(pool) = self.pools.iter().position(|p| p.name == placed.pool) else { return };
-        let mut labels = placed.offering.labels.clone();
+        let mut labels = (*placed.offering.labels).clone();
         labels.extend(pool_node_labels(self.pools[pool].pool));
         let mut used = Resources::default();
         let mut exclusive = BTreeSet::new();
@@ -326,7 +326,7 @@ impl<'p, 'a> Packer<'p, 'a> {
                 .iter()
                 .filter(|o| zone.as_deref().is_none_or(|z| o.zone == z) && need.fits_in(&o.allocatable))
                 .map(|o| {
-                    let mut labels = o.labels.clone();
+                    let mut labels = (*o.labels).clone();
                     labels.extend(extra.clone());
                     (o, labels)
                 })
