@@ -41,7 +41,7 @@ fi
 # --timeout: a mutant whose suite runs longer (a hang in wall clock) counts as caught
 # ("timeout"); the unmutated suite took 379 s of wall clock (118 s CPU) in a debug build on
 # a 2-core machine at load average 20.
-CARGO_BUILD_JOBS=1 exec nice -n 10 cargo mutants \
+CARGO_BUILD_JOBS=2 exec nice -n 10 cargo mutants \
     --in-place \
     --file 'controller/src/disruption/**' \
     --file 'controller/src/termination/**' \
