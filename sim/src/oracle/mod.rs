@@ -20,4 +20,5 @@ pub mod moves;
 pub mod nomination;
 pub mod protection;
 pub mod resources;
+pub mod template_drift;
 pub mod view;
