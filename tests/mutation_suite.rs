@@ -36,10 +36,10 @@ use dovetail_sim::scenario::Loaded;
 ///   pods. Added for the survivors the first five let through (docs/mutation-score.md).
 ///
 /// None has an open finding in `tests/scenarios.rs`'s `KNOWN_FINDINGS`, so any violation
-/// here is the mutant's. Unmutated CPU seconds at seed 1 (debug build): 81, 3, 5, 34, 32, 15.
-/// Workers take them in this order ([`DEFAULT_JOBS`] of them), so with two the longest
-/// runs alongside the other four, and the test fails as soon as any run fails: a mutant
-/// costs about the longest story if it survives, less if caught.
+/// here is the mutant's. Unmutated wall seconds at seed 1 (debug build, load 4): 81, 3,
+/// 5, 34, 32, 6. Workers take them in this order ([`DEFAULT_JOBS`] of them), so with two
+/// the longest runs alongside the other five, and the test fails as soon as any run
+/// fails: a mutant costs about the longest story if it survives, less if caught.
 const DEFAULT_SCENARIOS: &[&str] = &[
     "consolidation-scale-down",
     "spot-storm",
