@@ -1,8 +1,12 @@
 //! `driftConvergence`: drifted nodes are replaced as fast as the pool's Drifted budget lets
 //! them be.
 //!
-//! A NodeClaim with `Drifted=True` (the condition the controller sets when a claim no longer
-//! matches its NodePool or EC2NodeClass; core `pkg/controllers/nodeclaim/disruption/drift.go`)
+//! A NodeClaim is drifted when it has `Drifted=True` (the condition the controller sets when
+//! a claim no longer matches its NodePool or EC2NodeClass; core
+//! `pkg/controllers/nodeclaim/disruption/drift.go`), or when its Node visibly no longer
+//! matches its NodePool's template ([`crate::oracle::template_drift`]: a template label the
+//! Node contradicts, a requirement its labels break), whatever the controller says: a
+//! controller that never notices NodePool drift is caught too. A drifted claim
 //! must be gone within `ceil(drifted / allowed) × replaceWithin` of when it was first seen
 //! drifted, where `drifted` counts the pool's drifted claims and `allowed` is its budget for
 //! the `Drifted` reason now ([`crate::oracle::budget::allowed_for_reason`]): Karpenter
@@ -26,7 +30,8 @@ use super::pod_losses::breaches;
 use super::{Ctx, Invariant, Violation};
 use crate::oracle::budget::{allowed_for_reason, wall_time};
 use crate::oracle::protection::do_not_disrupt_active;
-use crate::oracle::view::{ClaimView, PodView, View};
+use crate::oracle::template_drift::mismatch;
+use crate::oracle::view::{ClaimView, PodView, PoolView, View};
 use crate::scenario::invariants::InvariantConfig;
 
 /// The invariant: reports each claim in [`Ctx::drift_overdue`] once.
@@ -76,7 +81,8 @@ impl DriftClock {
         let wall = wall_time(view.now);
         let mut out = Vec::new();
         for (name, pool) in &view.pools {
-            let drifted: Vec<&ClaimView> = view.claims.values().filter(|c| &c.nodepool == name && c.drifted).collect();
+            let drifted: Vec<&ClaimView> =
+                view.claims.values().filter(|c| &c.nodepool == name && is_drifted(view, pool, c)).collect();
             if drifted.is_empty() {
                 continue;
             }
@@ -113,9 +119,23 @@ impl DriftClock {
                 });
             }
         }
-        self.since.retain(|c, _| view.claims.get(c).is_some_and(|c| c.drifted));
+        self.since.retain(|c, _| {
+            view.claims.get(c).is_some_and(|c| view.pools.get(&c.nodepool).is_some_and(|p| is_drifted(view, p, c)))
+        });
         out
     }
+}
+
+/// Whether `claim` is drifted: the controller marked it, or its Node contradicts `pool`'s
+/// template.
+fn is_drifted(view: &View, pool: &PoolView, claim: &ClaimView) -> bool {
+    claim.drifted || template_mismatch(view, pool, claim).is_some()
+}
+
+/// Why `claim`'s Node no longer matches `pool`'s template, if it does not.
+pub fn template_mismatch(view: &View, pool: &PoolView, claim: &ClaimView) -> Option<String> {
+    let node = view.nodes.get(claim.node_name.as_deref()?)?;
+    mismatch(&pool.object, &node.labels)
 }
 
 /// What keeps Karpenter from replacing this drifted node now, if anything.
@@ -151,12 +171,19 @@ impl Invariant for DriftConvergence {
             }
             let mut objects = vec![format!("NodeClaim {}", o.claim), format!("NodePool {}", o.nodepool)];
             objects.extend(o.node.as_ref().map(|n| format!("Node {n}")));
+            let why = view
+                .claims
+                .get(&o.claim)
+                .zip(view.pools.get(&o.nodepool))
+                .and_then(|(c, p)| template_mismatch(view, p, c))
+                .map(|m| format!(" ({m})"))
+                .unwrap_or_default();
             out.push(Violation {
                 invariant: self.name().into(),
                 at: view.now,
                 objects,
                 message: format!(
-                    "NodeClaim {} has been drifted and unblocked for {}s: with {} drifted nodes and a Drifted budget of {}, it should be replaced within {}s",
+                    "NodeClaim {} has been drifted{why} and unblocked for {}s: with {} drifted nodes and a Drifted budget of {}, it should be replaced within {}s",
                     o.claim,
                     (view.now - o.since).as_secs(),
                     o.drifted,

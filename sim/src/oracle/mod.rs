@@ -24,4 +24,5 @@ pub mod offering_labels;
 pub mod offering_table;
 pub mod protection;
 pub mod resources;
+pub mod template_drift;
 pub mod view;

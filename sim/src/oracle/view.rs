@@ -97,6 +97,8 @@ pub struct NodeView {
     pub taints: Vec<Value>,
     /// The Ready condition is True.
     pub ready: bool,
+    /// metadata.labels (string values).
+    pub labels: BTreeMap<String, String>,
 }
 
 /// A fake-cloud instance as invariants see it.
@@ -239,6 +241,12 @@ impl View {
                     do_not_disrupt: meta["annotations"]["karpenter.sh/do-not-disrupt"] == "true",
                     taints: n.pointer("/spec/taints").and_then(Value::as_array).cloned().unwrap_or_default(),
                     ready: condition_true(n, "Ready"),
+                    labels: meta["labels"]
+                        .as_object()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                        .collect(),
                 },
             );
         }
