@@ -365,6 +365,6 @@ fn a_cloud_refusing_terminations_keeps_a_drifted_node() {
     let mut config = InvariantConfig::default();
     config.drift_convergence.replace_within = dovetail_sim::scenario::SimDuration(Duration::from_secs(240));
     let report = run_with(sim, &server, &cloud, config, driver);
-    assert_violation(&report, "driftConvergence", "NodeClaim ", "drifted and unblocked");
+    assert_violation(&report, "driftConvergence", "NodeClaim ", "and unblocked for");
     assert_violation(&report, "convergence", "NodeClaim ", "drifted NodeClaim(s) not replaced");
 }
