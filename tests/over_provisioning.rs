@@ -150,15 +150,16 @@ fn names(report: &InvariantsReport, object: &str, message: &str) -> bool {
         .any(|v| v.invariant == NAME && v.message.contains(message) && v.objects.iter().any(|o| o.contains(object)))
 }
 
-/// A second autoscaler launches six nodes for four small pods while they wait: the wave
-/// needs one node (plus one for the pool), so the NodeClaims created during it are too many.
-#[test]
-fn node_claims_beyond_the_packing_of_a_wave_are_over_provisioning() {
-    let (mut sim, server, cloud) = karpenter_world_full(31, Duration::from_secs(300), ClientFaults::default());
+/// A world where four small pods (created at 31 s) wait while a second autoscaler, 45 s
+/// in, creates `rogue_claims` NodeClaims in their pool; every watch is delivered
+/// `watch_delay` late. Returns the checker's report.
+fn rogue_burst(seed: u64, rogue_claims: usize, watch_delay: Duration) -> InvariantsReport {
+    let (mut sim, server, cloud) = karpenter_world_full(seed, Duration::from_secs(300), ClientFaults::default());
+    server.faults.lock().unwrap_or_else(|e| e.into_inner()).watch_delay = watch_delay;
     sim.client("rogue-autoscaler", async move {
         tokio::time::sleep(Duration::from_secs(45)).await;
         let client = client();
-        for n in 0..6 {
+        for n in 0..rogue_claims {
             create_claim(&client, &format!("rogue-{n}"), "general-purpose").await?;
         }
         Ok(())
@@ -173,7 +174,14 @@ fn node_claims_beyond_the_packing_of_a_wave_are_over_provisioning() {
         tokio::time::sleep(Duration::from_secs(240)).await;
         Ok(())
     };
-    let report = run(sim, &server, &cloud, InvariantConfig::default(), driver);
+    run(sim, &server, &cloud, InvariantConfig::default(), driver)
+}
+
+/// A second autoscaler launches six nodes for four small pods while they wait: the wave
+/// needs one node (plus one for the pool), so the NodeClaims created during it are too many.
+#[test]
+fn node_claims_beyond_the_packing_of_a_wave_are_over_provisioning() {
+    let report = rogue_burst(31, 6, Duration::ZERO);
     assert!(names(&report, "NodeClaim rogue-", "first-fit-decreasing"), "{:#?}", ours(&report));
     let v = report.violations.iter().find(|v| v.invariant == NAME).expect("a violation");
     assert!(v.at > Duration::from_secs(31) && v.trace_position > 0, "{v}");
@@ -185,27 +193,7 @@ fn node_claims_beyond_the_packing_of_a_wave_are_over_provisioning() {
 /// invariant says so, naming the lag it allowed for.
 #[test]
 fn node_claims_beyond_the_pass_by_pass_packing_under_watch_lag_are_over_provisioning() {
-    let (mut sim, server, cloud) = karpenter_world_full(34, Duration::from_secs(300), ClientFaults::default());
-    server.faults.lock().unwrap_or_else(|e| e.into_inner()).watch_delay = Duration::from_secs(2);
-    sim.client("rogue-autoscaler", async move {
-        tokio::time::sleep(Duration::from_secs(45)).await;
-        let client = client();
-        for n in 0..10 {
-            create_claim(&client, &format!("rogue-{n}"), "general-purpose").await?;
-        }
-        Ok(())
-    });
-    let driver = async move {
-        let client = client();
-        install(&client, &karpenter_crds()).await?;
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        install(&client, &[node_class(), pool("general-purpose", json!({"consolidateAfter": "Never"}))]).await?;
-        tokio::time::sleep(Duration::from_secs(30)).await;
-        install(&client, &[deployment("web", 4, "250m")]).await?;
-        tokio::time::sleep(Duration::from_secs(240)).await;
-        Ok(())
-    };
-    let report = run(sim, &server, &cloud, InvariantConfig::default(), driver);
+    let report = rogue_burst(34, 10, Duration::from_secs(2));
     assert!(names(&report, "NodeClaim rogue-", "2s watch lag"), "{:#?}", ours(&report));
 }
 
