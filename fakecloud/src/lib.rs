@@ -24,7 +24,7 @@
 //! use dovetail_fakecloud::{Catalog, CloudConfig, EPOCH_2026, FakeCloud, Faults, SpotStorm};
 //!
 //! let seed = 42;
-//! fastrand::seed(seed); // the SDK's idempotency tokens use it (retry jitter: SdkOptions::retry_jitter_seed)
+//! fastrand::seed(seed); // the SDK's idempotency tokens use it (retry jitter: SdkOptions::thread_rng_seed)
 //! let mut cloud = FakeCloud::new(
 //!     CloudConfig::new(seed, UNIX_EPOCH + EPOCH_2026), // same epoch as the turmoil sim
 //!     Catalog::load("us-west-2").expect("catalog"),
@@ -83,12 +83,12 @@ mod instance;
 mod ledger;
 mod network;
 mod node_auth;
-mod retry_jitter;
 pub mod sdk;
 mod seed;
 mod spot;
 mod sqs;
 mod tags;
+mod thread_rng_reseed;
 mod throttle;
 mod timefmt;
 pub mod wire;

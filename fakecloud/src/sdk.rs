@@ -16,7 +16,7 @@ use aws_smithy_async::time::TimeSource;
 use dovetail_sdkhttp::HyperSdkClient;
 use dovetail_simnet::{TurmoilConnector, http_client};
 
-use crate::retry_jitter::SeededRetryJitter;
+use crate::thread_rng_reseed::ThreadRngReseed;
 
 /// The SDK's wall clock, replaced by simulated time: `UNIX_EPOCH + turmoil::since_epoch()`.
 /// Used for SigV4 dates, clock-skew correction and retry token-bucket refill.
@@ -49,11 +49,12 @@ pub struct SdkOptions {
     pub max_attempts: u32,
     /// Retry back-off scale: attempt n waits `initial_backoff * 2^n * jitter`, where the
     /// SDK draws `jitter` from the thread-local fastrand, which this client reseeds from
-    /// `retry_jitter_seed` before each draw (see [`SeededRetryJitter`]).
+    /// `thread_rng_seed` at the start of every operation and before each retry decision
+    /// (see [`ThreadRngReseed`]).
     pub initial_backoff: Duration,
-    /// Where this client's retry jitter sequence starts. Give each client of a world its
+    /// Where this client's sequence of thread-local reseeds starts. Give each client of a world its
     /// own, derived from the world's seed.
-    pub retry_jitter_seed: u64,
+    pub thread_rng_seed: u64,
     /// Per-attempt read timeout.
     pub read_timeout: Duration,
     /// Per-attempt timeout.
@@ -71,7 +72,7 @@ impl SdkOptions {
             region: region.into(),
             max_attempts: 3,
             initial_backoff: Duration::from_secs(1),
-            retry_jitter_seed: 0,
+            thread_rng_seed: 0,
             read_timeout: Duration::from_secs(5),
             attempt_timeout: Duration::from_secs(10),
             operation_timeout: Duration::from_secs(60),
@@ -90,8 +91,8 @@ impl SdkOptions {
 
     /// The same options with the retry jitter sequence starting at `seed`.
     #[must_use]
-    pub fn with_retry_jitter_seed(self, seed: u64) -> Self {
-        Self { retry_jitter_seed: seed, ..self }
+    pub fn with_thread_rng_seed(self, seed: u64) -> Self {
+        Self { thread_rng_seed: seed, ..self }
     }
 
     fn retry(&self) -> RetryConfig {
@@ -112,7 +113,7 @@ fn credentials() -> Credentials {
 }
 
 /// An `aws_sdk_ec2::Config` for the simulator: turmoil HTTP, simulated time, tokio sleep,
-/// back-off jitter seeded per client ([`SeededRetryJitter`]), an own retry partition (the SDK's default token bucket is process-global),
+/// back-off jitter seeded per client ([`ThreadRngReseed`]), an own retry partition (the SDK's default token bucket is process-global),
 /// explicit timeouts and fixed credentials.
 pub fn ec2_config(opts: &SdkOptions) -> aws_sdk_ec2::Config {
     aws_sdk_ec2::Config::builder()
@@ -125,7 +126,7 @@ pub fn ec2_config(opts: &SdkOptions) -> aws_sdk_ec2::Config {
         .time_source(SimTimeSource)
         .retry_config(opts.retry())
         .retry_partition(RetryPartition::custom("dovetail-sim-ec2").build())
-        .interceptor(SeededRetryJitter::new(opts.retry_jitter_seed))
+        .interceptor(ThreadRngReseed::new(opts.thread_rng_seed))
         .timeout_config(opts.timeouts())
         .build()
 }
@@ -142,7 +143,7 @@ pub fn sqs_config(opts: &SdkOptions) -> aws_sdk_sqs::Config {
         .time_source(SimTimeSource)
         .retry_config(opts.retry())
         .retry_partition(aws_sdk_sqs::config::retry::RetryPartition::custom("dovetail-sim-sqs").build())
-        .interceptor(SeededRetryJitter::new(opts.retry_jitter_seed))
+        .interceptor(ThreadRngReseed::new(opts.thread_rng_seed))
         .timeout_config(opts.timeouts())
         .build()
 }
@@ -169,7 +170,7 @@ pub fn ssm_config(opts: &SdkOptions) -> aws_sdk_ssm::Config {
         .time_source(SimTimeSource)
         .retry_config(opts.retry())
         .retry_partition(aws_sdk_ssm::config::retry::RetryPartition::custom("dovetail-sim-ssm").build())
-        .interceptor(SeededRetryJitter::new(opts.retry_jitter_seed))
+        .interceptor(ThreadRngReseed::new(opts.thread_rng_seed))
         .timeout_config(opts.timeouts())
         .build()
 }

@@ -47,7 +47,7 @@ pub fn default_settings(region: &str) -> Settings {
 
 /// The retry-jitter seeds of replica `index`'s EC2, SQS and SSM clients: each client draws
 /// its jitter from its own seeded sequence, so the log filter cannot shift it
-/// (`dovetail_fakecloud::sdk::SdkOptions::retry_jitter_seed`).
+/// (`dovetail_fakecloud::sdk::SdkOptions::thread_rng_seed`).
 fn sdk_retry_seeds(seed: u64, index: u8) -> [u64; 3] {
     use rand::RngCore;
     let mut rng = Stream::SdkRetry(index).rng(seed);
@@ -67,9 +67,9 @@ pub(crate) fn add_controller_host(sim: &mut turmoil::Sim<'_>, seed: u64, setting
             let region = settings.region.clone();
             let clients = Clients {
                 kube: crate::kube_client::sim_kube_client_with_faults("apiserver", API_PORT, faults),
-                ec2: ec2_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_retry_jitter_seed(jitter[0])),
-                sqs: sqs_client(&SdkOptions::sqs(AWS_ENDPOINT, &region).with_retry_jitter_seed(jitter[1])),
-                ssm: ssm_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_retry_jitter_seed(jitter[2])),
+                ec2: ec2_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_thread_rng_seed(jitter[0])),
+                sqs: sqs_client(&SdkOptions::sqs(AWS_ENDPOINT, &region).with_thread_rng_seed(jitter[1])),
+                ssm: ssm_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_thread_rng_seed(jitter[2])),
             };
             let env = Environment {
                 clock: Arc::new(SimClock),
@@ -150,9 +150,9 @@ pub(crate) fn add_controller_replicas(
                 };
                 let clients = Clients {
                     kube,
-                    ec2: ec2_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_retry_jitter_seed(jitter[0])),
-                    sqs: sqs_client(&SdkOptions::sqs(AWS_ENDPOINT, &region).with_retry_jitter_seed(jitter[1])),
-                    ssm: ssm_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_retry_jitter_seed(jitter[2])),
+                    ec2: ec2_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_thread_rng_seed(jitter[0])),
+                    sqs: sqs_client(&SdkOptions::sqs(AWS_ENDPOINT, &region).with_thread_rng_seed(jitter[1])),
+                    ssm: ssm_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_thread_rng_seed(jitter[2])),
                 };
                 let env = Environment {
                     clock: Arc::new(SimClock),

@@ -107,19 +107,12 @@ fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// Open finding (issue 19): these runs reproduce across fresh `dovetail run` processes,
-/// but differ from the report the in-process library suite accepted. crash-mid-drain seed 1
-/// (found after 725f8e6 fixed the same bug for the two brownout scenarios): the CLI's
-/// default filter (`error`) gives one trace, `RUST_LOG=debug` and the library (no
-/// subscriber) another, and enabling only `aws_sdk_ec2=debug` is enough to switch. So the
-/// AWS SDK's `sdk_invocation_id` draws from the thread-local `fastrand` (taken only when
-/// that debug span is enabled or no subscriber exists) still reach something that shapes
-/// this run, after the controller restarts; the retry jitter and watch backoff no longer
-/// read it, and seeding the clients' idempotency-token fork did not change the trace. The
-/// first difference: at 793.43 s the order of a status write and an update of the freshly
-/// created NodeClaim swaps. Until found, this pair is checked fresh process against fresh
-/// process; an entry that matches its snapshot again fails the test as stale.
-const DIVERGES_FROM_IN_PROCESS: &[(&str, u64)] = &[("crash-mid-drain", 1)];
+/// Runs that reproduce across fresh `dovetail run` processes but differ from the report the
+/// in-process library suite accepted (the CLI installs a tracing subscriber, the suite does
+/// not). Empty since crash-mid-drain seed 1 was fixed (the SDK clients reseed the
+/// thread-local `fastrand` at the start of every operation: `fakecloud/src/thread_rng_reseed.rs`);
+/// an entry that matches its snapshot again fails the test as stale.
+const DIVERGES_FROM_IN_PROCESS: &[(&str, u64)] = &[];
 
 /// Checks one (scenario, seed): against its accepted report, or run twice without one.
 fn check(scenario: &str, seed: u64, dir: &Path) -> Result<Written, String> {
