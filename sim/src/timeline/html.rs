@@ -6,9 +6,9 @@
 
 use std::fmt::Write as _;
 
+use super::Timeline;
 use super::escape::escape;
 use super::svg::{self, clock, reason_colour};
-use super::{Timeline, ViolationMark};
 
 /// The page.
 pub fn render(t: &Timeline) -> String {
@@ -34,7 +34,7 @@ pub fn render(t: &Timeline) -> String {
         "<section id=\"chart\"><div id=\"readout\" aria-live=\"polite\">hover the chart for the time</div>\n{}\n</section>\n",
         svg::chart(t)
     );
-    page.push_str(&violations(&t.violations));
+    page.push_str(&violations(t));
     page.push_str(&disruptions(t));
     page.push_str(&faults(t));
     let _ = write!(page, "<script>{SCRIPT}</script>\n</body>\n</html>\n");
@@ -63,7 +63,8 @@ fn legend(t: &Timeline) -> String {
 
 /// Each violation with its message, objects and trace excerpt; the chart's markers link
 /// to `#violation-<i>`.
-fn violations(vs: &[ViolationMark]) -> String {
+fn violations(t: &Timeline) -> String {
+    let vs = &t.violations;
     let mut out = format!("<section id=\"violations\"><h2>Invariant violations ({})</h2>\n", vs.len());
     if vs.is_empty() {
         out.push_str("<p class=\"muted\">none</p>\n");
@@ -76,6 +77,17 @@ fn violations(vs: &[ViolationMark]) -> String {
             clock(v.at),
             v.trace_position,
             escape(&v.message)
+        );
+        let m = t.moment(v.at);
+        let _ = writeln!(
+            out,
+            "<p class=\"moment\">at that moment: {} pending pod{}, {} instance{} billed, ${:.4}/h against a bound of ${:.4}/h</p>",
+            m.pending,
+            if m.pending == 1 { "" } else { "s" },
+            m.instances,
+            if m.instances == 1 { "" } else { "s" },
+            m.cost_rate,
+            m.lower_bound
         );
         if !v.objects.is_empty() {
             let objects: Vec<String> = v.objects.iter().map(|o| format!("<li>{}</li>", escape(o))).collect();
@@ -289,6 +301,10 @@ mod tests {
         assert_eq!(page.matches("class=\"violation-marker\"").count(), 1);
         assert!(page.contains("href=\"#violation-0\"") && page.contains("id=\"violation-0\""));
         assert!(page.contains("── seen here: trace #2 ──"));
+        assert!(
+            page.contains("at that moment: 0 pending pods, 1 instance billed, $0.1000/h against a bound of $0.0500/h"),
+            "the violation at 500s sees the one instance, no pending pod, the rate and the bound"
+        );
         let seen = page.find("seen here").expect("the marker line");
         let (line1, line2) = (page.find("#1 ").expect("line 1"), page.find("#2 ").expect("line 2"));
         assert!(line1 < seen && seen < line2, "the marker sits between what came before and after");

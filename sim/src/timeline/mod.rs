@@ -233,6 +233,17 @@ impl Timeline {
         }
     }
 
+    /// The world at `at` as the timeline saw it: pending pods, instances billed, cost rate
+    /// and bound (what a violation's entry shows beside its message).
+    pub fn moment(&self, at: Duration) -> Moment {
+        Moment {
+            pending: value_at(&self.pending, at).unwrap_or(0),
+            instances: self.nodes.iter().filter(|n| n.start <= at && n.end.is_none_or(|end| at < end)).count(),
+            cost_rate: value_at(&self.cost_rate, at).unwrap_or(0.0),
+            lower_bound: value_at(&self.lower_bound, at).unwrap_or(0.0),
+        }
+    }
+
     /// The NodePools in the order their bars are drawn, with how many bars each has.
     pub fn pools(&self) -> BTreeMap<&str, usize> {
         let mut pools = BTreeMap::new();
@@ -241,6 +252,24 @@ impl Timeline {
         }
         pools
     }
+}
+
+/// The world at one moment (see [`Timeline::moment`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Moment {
+    /// Pods waiting for a node.
+    pub pending: u64,
+    /// Instances billed.
+    pub instances: usize,
+    /// USD per hour.
+    pub cost_rate: f64,
+    /// The LP bound, USD per hour.
+    pub lower_bound: f64,
+}
+
+/// The value a step `series` holds at `at` (`None` before its first sample).
+fn value_at<T: Copy>(series: &[Sample<T>], at: Duration) -> Option<T> {
+    series.iter().take_while(|s| s.at <= at).last().map(|s| s.value)
 }
 
 /// The trace lines from [`TRACE_LINES_BEFORE`] before `position` to [`TRACE_LINES_AFTER`]
@@ -252,4 +281,38 @@ fn excerpt(entries: &[TraceEntry], position: u64) -> Vec<TraceLine> {
     (from..to)
         .filter_map(|p| entries.get(usize::try_from(p).ok()?).map(|e| TraceLine { position: p, text: e.line() }))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_moment_reads_each_series_as_a_step_function() {
+        let s = Duration::from_secs;
+        let bar = |start: u64, end: Option<u64>| NodeBar {
+            instance_id: "i-1".into(),
+            nodepool: "p".into(),
+            instance_type: "m5.large".into(),
+            capacity_type: "spot".into(),
+            zone: "a".into(),
+            claim: None,
+            node: None,
+            start: s(start),
+            end: end.map(s),
+            interrupted_at: None,
+        };
+        let t = Timeline {
+            end: s(100),
+            nodes: vec![bar(10, Some(50)), bar(20, None)],
+            pending: vec![Sample { at: s(0), value: 4 }, Sample { at: s(30), value: 0 }],
+            cost_rate: vec![Sample { at: s(10), value: 0.2 }],
+            ..Timeline::default()
+        };
+        assert_eq!(t.moment(s(5)), Moment { pending: 4, instances: 0, cost_rate: 0.0, lower_bound: 0.0 });
+        assert_eq!(t.moment(s(30)).pending, 0, "a sample holds from its own time on");
+        assert_eq!(t.moment(s(25)).instances, 2);
+        assert_eq!(t.moment(s(50)).instances, 1, "billing ended at 50s");
+        assert_eq!(t.moment(s(99)).cost_rate, 0.2);
+    }
 }

@@ -59,24 +59,39 @@ impl Scale {
 pub fn chart(t: &Timeline) -> String {
     let scale = Scale { end: t.end.as_secs_f64() };
     let mut body = String::new();
-    let mut y = 34.0;
-    let lanes_top = y;
+    let top = 34.0;
+    let mut y = fault_lanes(&mut body, &scale, t, top);
+    y = violation_lane(&mut body, &scale, t, y + GAP / 2.0);
+    y = disruption_lanes(&mut body, &scale, t, y + GAP / 2.0);
+    y = node_rows(&mut body, &scale, t, y + GAP / 2.0);
+    y = pending_panel(&mut body, &scale, t, y + GAP);
+    let bottom = cost_panel(&mut body, &scale, t, y + GAP + 6.0);
+    let back = backdrop(&scale, t, top, bottom);
+    let axis = time_axis(&scale, t.end, top, bottom);
+    let height = bottom + 30.0;
+    format!(
+        "<svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {WIDTH:.0} {height:.0}\" data-plot-left=\"{LEFT:.1}\" data-plot-right=\"{:.1}\" role=\"img\" aria-label=\"timeline of the run\">{back}{axis}{body}\
+         <line id=\"cursor\" x1=\"0\" x2=\"0\" y1=\"{top:.1}\" y2=\"{bottom:.1}\" visibility=\"hidden\"/></svg>",
+        WIDTH - RIGHT
+    )
+}
 
-    // Faults: one row per kind.
+/// Faults: one row per kind, a mark per occurrence.
+fn fault_lanes(out: &mut String, scale: &Scale, t: &Timeline, mut y: f64) -> f64 {
     let mut kinds: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, f) in t.faults.iter().enumerate() {
         kinds.entry(f.kind.as_str()).or_default().push(i);
     }
-    section_title(&mut body, y, "faults");
+    section_title(out, y, "faults");
     y += ROW;
     for (kind, faults) in &kinds {
-        label(&mut body, y, kind, "lane-label");
+        label(out, y, kind, "lane-label");
         for &i in faults {
             let f = &t.faults[i];
             let (x0, x1) = (scale.x(f.start), scale.x(f.end));
             let tip = format!("{} {} from {} to {}: {}", f.entry, f.kind, clock(f.start), clock(f.end), f.detail);
             let _ = write!(
-                body,
+                out,
                 r#"<rect class="fault-mark" x="{x0:.1}" y="{:.1}" width="{:.1}" height="{:.1}"><title>{}</title></rect>"#,
                 y + 2.0,
                 (x1 - x0).max(2.0),
@@ -87,35 +102,39 @@ pub fn chart(t: &Timeline) -> String {
         y += ROW;
     }
     if kinds.is_empty() {
-        label(&mut body, y, "none", "lane-label muted");
+        label(out, y, "none", "lane-label muted");
         y += ROW;
     }
+    y
+}
 
-    // Invariant violations: one row, each marker a link to its entry below.
-    y += GAP / 2.0;
-    label(&mut body, y, &format!("invariant violations ({})", t.violations.len()), "lane-label");
+/// Invariant violations: one row, each marker a link to its entry below the chart.
+fn violation_lane(out: &mut String, scale: &Scale, t: &Timeline, mut y: f64) -> f64 {
+    label(out, y, &format!("invariant violations ({})", t.violations.len()), "lane-label");
     for (i, v) in t.violations.iter().enumerate() {
         let x = scale.x(v.at);
         let tip = format!("{} at {} (trace #{}): {}", v.invariant, clock(v.at), v.trace_position, v.message);
         let _ = write!(
-            body,
+            out,
             "<a href=\"#violation-{i}\" class=\"violation-marker\"><path d=\"M{x:.1} {:.1} l5 6 l-5 6 l-5 -6 z\"/><title>{}</title></a>",
             y + 2.0,
             escape(&tip)
         );
     }
     y += ROW;
+    y
+}
 
-    // Disruptions: one row per reason.
-    y += GAP / 2.0;
+/// Disruptions: one row per reason, a dot per NodeClaim.
+fn disruption_lanes(out: &mut String, scale: &Scale, t: &Timeline, mut y: f64) -> f64 {
     let mut reasons: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, d) in t.disruptions.iter().enumerate() {
         reasons.entry(d.reason.as_str()).or_default().push(i);
     }
-    section_title(&mut body, y, "disruptions by reason");
+    section_title(out, y, "disruptions by reason");
     y += ROW;
     for (reason, marks) in &reasons {
-        label(&mut body, y, &format!("{reason} ({})", marks.len()), "lane-label");
+        label(out, y, &format!("{reason} ({})", marks.len()), "lane-label");
         for &i in marks {
             let d = &t.disruptions[i];
             let tip = format!(
@@ -126,7 +145,7 @@ pub fn chart(t: &Timeline) -> String {
                 d.instance_id.as_ref().map(|i| format!(" ({i})")).unwrap_or_default()
             );
             let _ = write!(
-                body,
+                out,
                 r#"<circle class="disruption-marker" cx="{:.1}" cy="{:.1}" r="4.5" fill="{}"><title>{}</title></circle>"#,
                 scale.x(d.at),
                 y + ROW / 2.0,
@@ -137,12 +156,14 @@ pub fn chart(t: &Timeline) -> String {
         y += ROW;
     }
     if reasons.is_empty() {
-        label(&mut body, y, "none", "lane-label muted");
+        label(out, y, "none", "lane-label muted");
         y += ROW;
     }
+    y
+}
 
-    // Nodes: one bar per instance, grouped by NodePool.
-    y += GAP / 2.0;
+/// Instances: one labelled bar each, grouped under their NodePool.
+fn node_rows(out: &mut String, scale: &Scale, t: &Timeline, mut y: f64) -> f64 {
     let pools = t.pools();
     let mut pool = None;
     for n in &t.nodes {
@@ -150,7 +171,7 @@ pub fn chart(t: &Timeline) -> String {
             pool = Some(n.nodepool.as_str());
             let count = pools.get(n.nodepool.as_str()).copied().unwrap_or_default();
             let _ = write!(
-                body,
+                out,
                 r#"<text class="pool-header" x="8" y="{:.1}">NodePool {} ({count} instance{})</text>"#,
                 y + HEADER - 7.0,
                 escape(&n.nodepool),
@@ -174,7 +195,7 @@ pub fn chart(t: &Timeline) -> String {
             n.interrupted_at.map(|at| format!(", interrupted at {}", clock(at))).unwrap_or_default()
         );
         let _ = write!(
-            body,
+            out,
             "<g class=\"node-row\" data-instance=\"{}\"><text class=\"node-label\" x=\"16\" y=\"{:.1}\">{} <tspan class=\"muted\">{}</tspan></text>\
              <rect class=\"node-bar {}\" x=\"{x0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" rx=\"2\"><title>{}</title></rect>",
             escape(&n.instance_id),
@@ -189,65 +210,63 @@ pub fn chart(t: &Timeline) -> String {
         );
         if let Some(at) = n.interrupted_at {
             let _ = write!(
-                body,
+                out,
                 r#"<path class="interruption-marker" d="M{:.1} {:.1} l4 -5 h-8 z"><title>interrupted at {}</title></path>"#,
                 scale.x(at),
                 y + ROW - 2.0,
                 clock(at)
             );
         }
-        body.push_str("</g>");
+        out.push_str("</g>");
         y += ROW;
     }
     if t.nodes.is_empty() {
-        label(&mut body, y, "no instances", "lane-label muted");
+        label(out, y, "no instances", "lane-label muted");
         y += ROW;
     }
+    y
+}
 
-    // Pending pods.
-    y += GAP;
+/// Pending pods as a step line.
+fn pending_panel(out: &mut String, scale: &Scale, t: &Timeline, y: f64) -> f64 {
     let max_pending = t.pending.iter().map(|s| s.value).max().unwrap_or(0).max(1) as f64;
-    panel(
-        &mut body,
-        &scale,
-        y,
-        PENDING_HEIGHT,
-        "pending pods",
-        &[(0.0, "0".into()), (max_pending, fmt_count(max_pending))],
-    );
-    let path = step_path(&scale, &t.pending, t.end, |v| y + PENDING_HEIGHT - *v as f64 / max_pending * PENDING_HEIGHT);
-    let _ = write!(body, r#"<path id="pending-series" class="series pending" d="{path}"/>"#);
-    y += PENDING_HEIGHT + GAP + 6.0;
+    panel(out, scale, y, PENDING_HEIGHT, "pending pods", &[(0.0, "0".into()), (max_pending, fmt_count(max_pending))]);
+    let path = step_path(scale, &t.pending, t.end, |v| y + PENDING_HEIGHT - *v as f64 / max_pending * PENDING_HEIGHT);
+    let _ = write!(out, r#"<path id="pending-series" class="series pending" d="{path}"/>"#);
+    y + PENDING_HEIGHT
+}
 
-    // Cost rate against the bound.
+/// The cost rate (solid) against the LP bound (dashed), in USD per hour.
+fn cost_panel(out: &mut String, scale: &Scale, t: &Timeline, y: f64) -> f64 {
     let max_cost = t.cost_rate.iter().chain(&t.lower_bound).map(|s| s.value).fold(0.0, f64::max);
     let max_cost = if max_cost > 0.0 { max_cost * 1.1 } else { 1.0 };
     let ticks: Vec<(f64, String)> =
         (0..=4).map(|i| max_cost * f64::from(i) / 4.0).map(|v| (v, format!("${v:.3}/h"))).collect();
-    panel(&mut body, &scale, y, COST_HEIGHT, "cost rate vs LP bound", &ticks);
+    panel(out, scale, y, COST_HEIGHT, "cost rate vs LP bound", &ticks);
     let cost_y = |v: &f64| y + COST_HEIGHT - v / max_cost * COST_HEIGHT;
-    let rate = step_path(&scale, &t.cost_rate, t.end, cost_y);
-    let bound = step_path(&scale, &t.lower_bound, t.end, cost_y);
+    let rate = step_path(scale, &t.cost_rate, t.end, cost_y);
+    let bound = step_path(scale, &t.lower_bound, t.end, cost_y);
     let _ = write!(
-        body,
-        r#"<path id="cost-rate-series" class="series cost"  d="{rate}"><title>cost rate, USD per hour</title></path>"#
+        out,
+        r#"<path id="cost-rate-series" class="series cost" d="{rate}"><title>cost rate, USD per hour</title></path>"#
     );
     let _ = write!(
-        body,
+        out,
         r#"<path id="lower-bound-series" class="series bound" d="{bound}"><title>LP lower bound, USD per hour</title></path>"#
     );
-    y += COST_HEIGHT;
-    let bottom = y;
+    y + COST_HEIGHT
+}
 
-    // Behind everything: fault bands, phase lines; in front: the axes.
-    let mut back = String::new();
+/// Behind the lanes: a band per fault over the whole height, and the phase lines.
+fn backdrop(scale: &Scale, t: &Timeline, top: f64, bottom: f64) -> String {
+    let mut out = String::new();
     for f in &t.faults {
         let (x0, x1) = (scale.x(f.start), scale.x(f.end));
         let _ = write!(
-            back,
-            r#"<rect class="fault-band" x="{x0:.1}" y="{lanes_top:.1}" width="{:.1}" height="{:.1}"/>"#,
+            out,
+            r#"<rect class="fault-band" x="{x0:.1}" y="{top:.1}" width="{:.1}" height="{:.1}"/>"#,
             (x1 - x0).max(2.0),
-            bottom - lanes_top
+            bottom - top
         );
     }
     // The heal label sits left of its line, the liveness label right of its own, so the
@@ -256,22 +275,16 @@ pub fn chart(t: &Timeline) -> String {
         if let Some(at) = at {
             let x = scale.x(at);
             let _ = write!(
-                back,
+                out,
                 r#"<line class="phase-line" x1="{x:.1}" x2="{x:.1}" y1="{:.1}" y2="{bottom:.1}"/><text class="phase-label" x="{:.1}" y="{:.1}" text-anchor="{anchor}">{name} {}</text>"#,
-                lanes_top - 6.0,
+                top - 6.0,
                 x + dx,
-                lanes_top - 8.0,
+                top - 8.0,
                 clock(at)
             );
         }
     }
-    let axis = time_axis(&scale, t.end, lanes_top, bottom);
-    let height = bottom + 30.0;
-    format!(
-        "<svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {WIDTH:.0} {height:.0}\" data-plot-left=\"{LEFT:.1}\" data-plot-right=\"{:.1}\" role=\"img\" aria-label=\"timeline of the run\">{back}{axis}{body}\
-         <line id=\"cursor\" x1=\"0\" x2=\"0\" y1=\"{lanes_top:.1}\" y2=\"{bottom:.1}\" visibility=\"hidden\"/></svg>",
-        WIDTH - RIGHT
-    )
+    out
 }
 
 /// A bold section title in the label column.
