@@ -85,15 +85,21 @@ impl Cost {
 
 /// The LP lower bound, USD per hour, on hosting the active non-DaemonSet `pods` with the
 /// offerings `view`'s NodePools allow and the cloud has available now (0 when nothing is
-/// demanded or no offering covers the demand). The end-of-run measurement and the HTML
-/// timeline's bound curve (`crate::timeline`) both use it.
+/// demanded or no offering covers the demand).
 pub fn lower_bound_now(view: &View, pods: &[PodView], cloud: &FakeCloud, overhead: &Resources) -> f64 {
     let offerings: BTreeMap<String, Vec<Offering>> = view
         .pools
         .iter()
         .map(|(name, pool)| (name.clone(), allowed_offerings(cloud, &pool.object, view.now)))
         .collect();
-    let supply = cheapest_supply(&offerings, overhead);
+    lower_bound_over(&offerings, pods, overhead)
+}
+
+/// [`lower_bound_now`] over each pool's available `offerings`, already listed and priced
+/// (the HTML timeline's bound curve, `crate::timeline`, lists them from an
+/// [`crate::oracle::offering_table::OfferingTable`]).
+pub fn lower_bound_over(offerings: &BTreeMap<String, Vec<Offering>>, pods: &[PodView], overhead: &Resources) -> f64 {
+    let supply = cheapest_supply(offerings, overhead);
     let mut demand = Resources::default();
     for p in pods.iter().filter(|p| p.active() && !p.daemonset) {
         demand.add(&p.requests);

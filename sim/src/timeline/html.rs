@@ -49,9 +49,10 @@ fn legend(t: &Timeline) -> String {
     let mut out = String::from(
         "<p id=\"legend\"><span class=\"key spot\"></span> spot instance \
          <span class=\"key on-demand\"></span> on-demand instance \
+         <span class=\"glyph\">▮</span> disruption (coloured by reason) \
          <span class=\"key fault\"></span> fault in force \
-         <span class=\"glyph violation\">◆</span> invariant violation (click for the trace) \
-         <span class=\"glyph interruption\">▼</span> interruption warning \
+         <span class=\"glyph glyph-violation\">◆</span> invariant violation (click for the trace) \
+         <span class=\"glyph glyph-interruption\">▼</span> interruption warning \
          <span class=\"key cost\"></span> cost rate <span class=\"key bound\"></span> LP lower bound",
     );
     for r in reasons {
@@ -187,7 +188,8 @@ svg text{font:11px system-ui,sans-serif;fill:#343a40}
 #legend .key{display:inline-block;width:14px;height:10px;margin:0 3px 0 10px;vertical-align:middle}
 .key.spot{background:#f08c00}.key.on-demand{background:#1c7ed6}.key.fault{background:#fa5252;opacity:.4}
 #legend .key.cost{background:#212529;height:2px}#legend .key.bound{border-top:2px dashed #2f9e44;height:0}
-#legend .glyph{margin:0 2px 0 10px}.glyph.violation{color:#e03131}.glyph.interruption{color:#c92a2a}
+#legend .glyph{margin:0 2px 0 10px}.glyph-violation{color:#e03131}.glyph-interruption{color:#c92a2a}
+.bar-disruption{stroke:#fff;stroke-width:.5}
 .violation{border-left:4px solid #e03131;padding:4px 10px;margin:8px 0;background:#fff5f5}
 .violation:target{outline:2px solid #e03131}
 .trace{background:#f8f9fa;padding:6px;overflow-x:auto}

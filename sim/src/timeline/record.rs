@@ -5,11 +5,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use dovetail_fakecloud::FakeCloud;
+use dovetail_fakecloud::{CapacityType, FakeCloud};
 
 use super::{DisruptionMark, Sample};
-use crate::invariants::cost::lower_bound_now;
-use crate::oracle::resources::Resources;
+use crate::invariants::cost::lower_bound_over;
+use crate::oracle::offering_table::OfferingTable;
+use crate::oracle::resources::{Offering, Resources};
 use crate::oracle::view::{PodView, View};
 
 /// The LP bound is recomputed at least this often (spot prices and availability move it)…
@@ -18,11 +19,13 @@ const BOUND_EVERY: Duration = Duration::from_secs(60);
 const BOUND_AT_MOST_EVERY: Duration = Duration::from_secs(10);
 
 /// Collects the timeline's series tick by tick.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Recorder {
     recording: Recording,
     bound_at: Option<Duration>,
     bound_demand: Option<Resources>,
+    /// Each pool's offerings, listed once (the catalog is fixed) and priced per use.
+    offerings: OfferingTable,
 }
 
 /// What a [`Recorder`] collected.
@@ -57,7 +60,7 @@ impl Recorder {
         let r = &mut self.recording;
         let pending = pods.iter().filter(|p| p.active() && !p.daemonset && p.node_name.is_none()).count() as u64;
         push_change(&mut r.pending, now, pending);
-        push_change(&mut r.cost_rate, now, round6(cloud.cost_report().rate_usd_per_hour));
+        push_change(&mut r.cost_rate, now, round6(rate_per_hour(cloud, now)));
         let mut demand = Resources::default();
         for p in pods.iter().filter(|p| p.active() && !p.daemonset) {
             demand.add(&p.requests);
@@ -68,7 +71,15 @@ impl Recorder {
             Some(since) => since >= BOUND_EVERY || (self.bound_demand != Some(demand) && since >= BOUND_AT_MOST_EVERY),
         };
         if due {
-            let bound = round6(lower_bound_now(view, pods, cloud, overhead));
+            let offerings: BTreeMap<String, Vec<Offering>> = view
+                .pools
+                .iter()
+                .map(|(name, pool)| {
+                    let priced = self.offerings.priced(cloud, &pool.object, now);
+                    (name.clone(), priced.into_iter().filter(|(_, available)| *available).map(|(o, _)| o).collect())
+                })
+                .collect();
+            let bound = round6(lower_bound_over(&offerings, pods, overhead));
             push_change(&mut r.lower_bound, now, bound);
             self.bound_at = Some(now);
             self.bound_demand = Some(demand);
@@ -106,6 +117,23 @@ impl Recorder {
     pub fn finish(self) -> Recording {
         self.recording
     }
+}
+
+/// USD per hour of the instances billed at `now`, at their current prices: the rate part
+/// of the cloud's cost report (`dovetail_fakecloud::Ledger::report`) without its totals,
+/// which integrate every instance's spot price over its life and cost too much to
+/// compute every simulated second.
+fn rate_per_hour(cloud: &FakeCloud, now: Duration) -> f64 {
+    cloud
+        .ledger()
+        .records
+        .values()
+        .filter(|r| r.end.is_none() && r.start <= now)
+        .filter_map(|r| match r.capacity_type {
+            CapacityType::OnDemand => cloud.catalog().get(&r.instance_type)?.on_demand_price,
+            CapacityType::Spot => cloud.spot_price(&r.instance_type, &r.zone, now),
+        })
+        .sum()
 }
 
 /// Appends `value` at `at` unless it equals the last value.

@@ -208,6 +208,18 @@ fn node_rows(out: &mut String, scale: &Scale, t: &Timeline, mut y: f64) -> f64 {
             ROW - 4.0,
             escape(&tip)
         );
+        for d in t.disruptions.iter().filter(|d| d.instance_id.as_deref() == Some(n.instance_id.as_str())) {
+            let _ = write!(
+                out,
+                r#"<rect class="bar-disruption" x="{:.1}" y="{:.1}" width="3" height="{:.1}" fill="{}"><title>{} at {}</title></rect>"#,
+                scale.x(d.at) - 1.5,
+                y + 1.0,
+                ROW - 2.0,
+                reason_colour(&d.reason),
+                escape(&d.reason),
+                clock(d.at)
+            );
+        }
         if let Some(at) = n.interrupted_at {
             let _ = write!(
                 out,
