@@ -239,7 +239,15 @@ fn a_real_browser_loads_the_page_without_errors_and_screenshots_it() {
     let (_, stderr) = chromium(
         &file,
         &profile.join("shot"),
-        &[format!("--screenshot={}", shot.display()), "--window-size=1400,900".into(), "--hide-scrollbars".into()],
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1400,900".into(),
+            "--hide-scrollbars".into(),
+            // Without these a loaded machine can get a screenshot taken before the page
+            // finished painting (its lower part blank).
+            "--run-all-compositor-stages-before-draw".into(),
+            "--virtual-time-budget=2000".into(),
+        ],
     );
     let errors = console_errors(&stderr);
     assert!(errors.is_empty(), "console errors:\n{}", errors.join("\n"));
