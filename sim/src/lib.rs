@@ -17,4 +17,5 @@ pub mod regressions;
 pub mod run;
 pub mod scenario;
 pub mod shrink;
+pub mod timeline;
 pub mod world;

@@ -35,6 +35,10 @@ enum Command {
         /// Write the full trace here.
         #[arg(long)]
         trace: Option<PathBuf>,
+        /// Write the run's timeline here: one self-contained HTML page (nodes by NodePool,
+        /// pending pods, cost rate against the LP bound, disruptions, faults, violations).
+        #[arg(long)]
+        html: Option<PathBuf>,
     },
     /// Run every scenario × seed in parallel child processes; list every failing seed.
     Sweep {
@@ -127,9 +131,11 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run { scenario, seed, report, trace } => {
-            cli::run::run(&scenario, seed, report.as_deref(), trace.as_deref())
-        }
+        Command::Run { scenario, seed, report, trace, html } => cli::run::run(
+            &scenario,
+            seed,
+            &cli::run::Outputs { report: report.as_deref(), trace: trace.as_deref(), html: html.as_deref() },
+        ),
         Command::Sweep { scenarios, seeds, jobs, shard, out, timeout_secs } => {
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
             cli::sweep::sweep(&cli::sweep::SweepArgs {

@@ -1,11 +1,12 @@
 //! `dovetail sweep`: every scenario × every seed, in parallel child processes.
 //!
-//! Each run is `dovetail run <scenario> --seed N --report <out>/<scenario>/<N>.json` in a
-//! child process of this same binary (`std::env::current_exe()`), so every run is
+//! Each run is `dovetail run <scenario> --seed N --report <out>/<scenario>/<N>.json
+//! --html <out>/<scenario>/<N>.html` in a child process of this same binary (`std::env::current_exe()`), so every run is
 //! single-threaded and deterministic exactly as when run alone, a crash or hang in one run
 //! cannot take the sweep down, and a failing seed reproduces with the same command line.
 //! The sweep itself only schedules processes and reads their reports; wall time is used
-//! for progress and throughput, never inside a run.
+//! for progress and throughput, never inside a run. A passing run's timeline and log are
+//! removed: what stays next to the reports is one HTML timeline per failing seed.
 
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Write};
@@ -206,6 +207,10 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Failure> {
             println!("    ... {} more in {}", lines.len() - 5, report_path(&args.out, job).display());
         }
         println!("    reproduce: {}", reproduce_command(&job.scenario, job.seed));
+        let html = html_path(&args.out, job);
+        if html.is_file() {
+            println!("    timeline:  {}", html.display());
+        }
     }
     print!("{}", gap_lines(&results, &args.out));
     let minutes = wall.as_secs_f64() / 60.0;
@@ -278,6 +283,11 @@ fn report_path(out: &Path, job: &Job) -> PathBuf {
     out.join(&job.stem).join(format!("{}.json", job.seed))
 }
 
+/// The run's HTML timeline, next to its report (kept only when the run failed).
+fn html_path(out: &Path, job: &Job) -> PathBuf {
+    report_path(out, job).with_extension("html")
+}
+
 /// Runs one child `dovetail run` and reads its verdict from the report it wrote.
 fn run_child(exe: &Path, job: &Job, out: &Path, timeout: Option<Duration>) -> Verdict {
     let report = report_path(out, job);
@@ -287,7 +297,9 @@ fn run_child(exe: &Path, job: &Job, out: &Path, timeout: Option<Duration>) -> Ve
     {
         return Verdict::Crashed(format!("creating {}: {e}", dir.display()));
     }
+    let html = html_path(out, job);
     let _ = std::fs::remove_file(&report);
+    let _ = std::fs::remove_file(&html);
     let log_file = match std::fs::File::create(&log) {
         Ok(f) => f,
         Err(e) => return Verdict::Crashed(format!("creating {}: {e}", log.display())),
@@ -303,6 +315,8 @@ fn run_child(exe: &Path, job: &Job, out: &Path, timeout: Option<Duration>) -> Ve
         .arg(job.seed.to_string())
         .arg("--report")
         .arg(&report)
+        .arg("--html")
+        .arg(&html)
         .stdin(Stdio::null())
         // The child prints its report on stdout; the file copy is what we read.
         .stdout(Stdio::null())
@@ -329,7 +343,11 @@ fn run_child(exe: &Path, job: &Job, out: &Path, timeout: Option<Duration>) -> Ve
         Err(e) => return Verdict::Crashed(format!("waiting for the run: {e}")),
     };
     let parsed = std::fs::read_to_string(&report).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok());
-    verdict(status.code(), parsed.as_ref(), &log)
+    let verdict = verdict(status.code(), parsed.as_ref(), &log);
+    if matches!(verdict, Verdict::Passed) {
+        let _ = std::fs::remove_file(&html);
+    }
+    verdict
 }
 
 /// The verdict of a child that exited with `code` (none: killed by a signal) and wrote

@@ -17,8 +17,9 @@ use super::Ctx;
 use crate::oracle::cost_bound::{Supply, lower_bound};
 use crate::oracle::moves::{Assessment, Kept, Move};
 use crate::oracle::resources::{Offering, Resources, allowed_offerings};
-use crate::oracle::view::PodView;
+use crate::oracle::view::{PodView, View};
 use crate::scenario::invariants::Cost as CostConfig;
+use dovetail_fakecloud::FakeCloud;
 use dovetail_world::SimDuration;
 
 /// Cost rate against the bound at the end of the run.
@@ -61,19 +62,8 @@ impl Cost {
     ) -> CostSummary {
         let now = ctx.view.now;
         let rate = ctx.cloud.cost_report().rate_usd_per_hour;
-        let offerings: BTreeMap<String, Vec<Offering>> = ctx
-            .view
-            .pools
-            .iter()
-            .map(|(name, pool)| (name.clone(), allowed_offerings(ctx.cloud, &pool.object, now)))
-            .collect();
-        let supply = cheapest_supply(&offerings, overhead);
-        let mut demand = Resources::default();
-        for p in ctx.pods.iter().filter(|p| p.active() && !p.daemonset) {
-            demand.add(&p.requests);
-        }
         let pending = ctx.pods.iter().any(|p| p.active() && !p.daemonset && p.node_name.is_none());
-        let bound = lower_bound(&supply, &demand).unwrap_or(0.0);
+        let bound = lower_bound_now(ctx.view, ctx.pods, ctx.cloud, overhead);
         let settle = longest_consolidate_after(ctx) + self.config.settled_for.0;
         let quiescent = !pending
             && now.saturating_sub(demand_since) >= settle
@@ -91,6 +81,30 @@ impl Cost {
             kept: moves.kept.clone(),
         }
     }
+}
+
+/// The LP lower bound, USD per hour, on hosting the active non-DaemonSet `pods` with the
+/// offerings `view`'s NodePools allow and the cloud has available now (0 when nothing is
+/// demanded or no offering covers the demand).
+pub fn lower_bound_now(view: &View, pods: &[PodView], cloud: &FakeCloud, overhead: &Resources) -> f64 {
+    let offerings: BTreeMap<String, Vec<Offering>> = view
+        .pools
+        .iter()
+        .map(|(name, pool)| (name.clone(), allowed_offerings(cloud, &pool.object, view.now)))
+        .collect();
+    lower_bound_over(&offerings, pods, overhead)
+}
+
+/// [`lower_bound_now`] over each pool's available `offerings`, already listed and priced
+/// (the HTML timeline's bound curve, `crate::timeline`, lists them from an
+/// [`crate::oracle::offering_table::OfferingTable`]).
+pub fn lower_bound_over(offerings: &BTreeMap<String, Vec<Offering>>, pods: &[PodView], overhead: &Resources) -> f64 {
+    let supply = cheapest_supply(offerings, overhead);
+    let mut demand = Resources::default();
+    for p in pods.iter().filter(|p| p.active() && !p.daemonset) {
+        demand.add(&p.requests);
+    }
+    lower_bound(&supply, &demand).unwrap_or(0.0)
 }
 
 /// When the pods' total requests last changed: the gap is called settled only after they

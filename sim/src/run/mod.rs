@@ -22,6 +22,7 @@ use crate::faults::{Faults, Layers};
 use crate::invariants::{Checker, InvariantsReport, Phase};
 use crate::scenario::plan::Plan;
 use crate::scenario::{ControllerSpec, Loaded, SimDuration};
+use crate::timeline::Timeline;
 use crate::world::{ScenarioWorld, Stream, Trace, TraceEntry, World, reproduce_command};
 use dovetail_fakecloud::cloud::{SharedCloud, lock};
 use report::{CostSection, InvariantsSection, PendingSection, UnjoinedSection, ViolationReport, round};
@@ -32,6 +33,8 @@ pub struct Outcome {
     pub report: Report,
     /// The full trace.
     pub trace: Trace,
+    /// The run over simulated time, when [`RunOptions::timeline`] asked for it.
+    pub timeline: Option<Timeline>,
 }
 
 /// Called with (simulated so far, total simulated) about every simulated second.
@@ -51,6 +54,9 @@ pub struct RunOptions {
     /// Called before every step with the simulated time; may block (`dovetail serve`'s
     /// real-time pacing and `--pause-at`). Deterministic runs leave it unset.
     pub before_step: Option<Box<dyn FnMut(Duration)>>,
+    /// Record the run's [`Timeline`] (for `--html`). Recording only reads what the
+    /// observation pass read anyway: the run itself is the same with or without it.
+    pub timeline: bool,
 }
 
 /// Runs `loaded` with `seed`.
@@ -94,6 +100,9 @@ pub fn run_world(built: ScenarioWorld<'_>, options: &mut RunOptions) -> anyhow::
     let mut events = timeline(&plan, loaded);
     events.reverse();
     let mut observer = observe::Observer::new(cloud.as_ref());
+    if options.timeline {
+        observer.record_timeline();
+    }
     // The invariants are judged from outside the controller, over the API server's store
     // and the fake cloud; API-only scenarios have no cloud to judge.
     let invariant_config = loaded.scenario.invariants.clone().unwrap_or_default();
@@ -170,7 +179,11 @@ pub fn run_world(built: ScenarioWorld<'_>, options: &mut RunOptions) -> anyhow::
         observed.load(Ordering::Relaxed),
         judged,
     );
-    Ok(Outcome { report, trace })
+    let timeline = observer.take_timeline().map(|recording| {
+        let cloud = cloud.as_ref().map(lock);
+        Timeline::assemble(recording, &report, &plan, cloud.as_deref(), &trace)
+    });
+    Ok(Outcome { report, trace, timeline })
 }
 
 /// The runner's events in time order (stable: equal times keep this order).

@@ -1,7 +1,8 @@
 //! The run's one observation pass. Once per simulated second the [`Observer`] reads the
 //! API server's store and the fake cloud, once, and feeds what it read to both consumers:
 //! the invariant checker (a [`Observation`] per tick) and the report (how long pods waited
-//! for a node, why each NodeClaim was disrupted, which instances were interrupted).
+//! for a node, why each NodeClaim was disrupted, which instances were interrupted), and,
+//! when asked, to the HTML timeline's recorder ([`crate::timeline::record`]).
 
 pub mod disruption_reason;
 pub mod pending;
@@ -18,6 +19,7 @@ use crate::apiserver::store::Store;
 use crate::invariants::{Checker, InvariantsReport, Observation};
 use crate::oracle::moves::MoveInputs;
 use crate::oracle::view::{self, PodView, View};
+use crate::timeline::record::Recorder;
 use disruption_reason::disruption_reason;
 use pending::{PendingClock, PendingStats, PendingTracker};
 
@@ -32,6 +34,8 @@ pub struct Observer {
     disrupted: BTreeMap<String, String>,
     /// Instances that got a spot interruption warning or were stopped by an outage.
     interrupted: BTreeSet<String>,
+    /// The timeline's recorder, when the run records one.
+    timeline: Option<Recorder>,
 }
 
 impl Observer {
@@ -51,7 +55,18 @@ impl Observer {
             pending: PendingTracker::new(clock),
             disrupted: BTreeMap::new(),
             interrupted: BTreeSet::new(),
+            timeline: None,
         }
+    }
+
+    /// Also records the run's timeline from now on (see [`Observer::take_timeline`]).
+    pub fn record_timeline(&mut self) {
+        self.timeline = Some(Recorder::new());
+    }
+
+    /// The timeline recorded so far, if [`Observer::record_timeline`] asked for one.
+    pub fn take_timeline(&mut self) -> Option<Recorder> {
+        self.timeline.take()
     }
 
     /// Reads the world at `now` and hands the reading to `checker`, if the run has one
@@ -69,10 +84,16 @@ impl Observer {
         let Some(cloud) = cloud else { return };
         let cloud = lock(cloud);
         self.sample_instances(&cloud);
+        if checker.is_none() && self.timeline.is_none() {
+            return;
+        }
+        let view = View::read(&store, &cloud, now);
+        let inputs = MoveInputs::read(&store);
+        drop(store);
+        if let Some(timeline) = self.timeline.as_mut() {
+            timeline.sample(&view, &self.pods, &cloud, &inputs.overhead);
+        }
         if let Some(checker) = checker {
-            let view = View::read(&store, &cloud, now);
-            let inputs = MoveInputs::read(&store);
-            drop(store);
             checker.tick(&Observation { view: &view, pods: &self.pods, pods_changed, cloud: &cloud, inputs: &inputs });
         }
     }
@@ -122,6 +143,10 @@ impl Observer {
         for claim in deleting {
             let name = claim["metadata"]["name"].as_str().unwrap_or_default().to_string();
             let reason = disruption_reason(store, &claim, now);
+            if let Some(timeline) = self.timeline.as_mut() {
+                let provider_id = claim.pointer("/status/providerID").and_then(Value::as_str);
+                timeline.disrupted(now, &name, &reason, provider_id);
+            }
             self.disrupted.insert(name, reason);
         }
     }
