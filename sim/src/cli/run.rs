@@ -49,6 +49,7 @@ pub fn run(path: &Path, seed: u64, outputs: &Outputs<'_>) -> Result<(), Failure>
     let outcome = outcome.inspect_err(|_| eprintln!("reproduce with: {reproduce}"))?;
     let report = &outcome.report;
     print!("{}", report.summary());
+    println!("  reproduce    {}", report.reproduce);
     if let Some(p) = outputs.report {
         let json = serde_json::to_string_pretty(report).map_err(Failure::crash)?;
         std::fs::write(p, format!("{json}\n"))
