@@ -32,10 +32,12 @@ fi
 # The unmutated tree must pass the suite (cargo-mutants' baseline); it is skipped here
 # because the script checks it first with the same command, which also warms the build.
 if [[ " $* " != *" --list "* && -z "${NO_BASELINE:-}" ]]; then
-    CARGO_BUILD_JOBS=2 nice -n 5 cargo test --workspace --test mutation_suite
+    CARGO_BUILD_JOBS=2 nice -n 5 cargo test --workspace --test mutation_suite -- --ignored
 fi
 
-# The build and test commands are `cargo test [--no-run] --workspace --test=mutation_suite`:
+# The build and test commands are `cargo test [--no-run] --workspace --test=mutation_suite`
+# (the test itself runs with `-- --ignored`: it is #[ignore]d in the default `cargo test`,
+# which runs the same stories in tests/scenarios.rs):
 # --workspace, not `-p dovetail-tests`, so features unify as in every other build of this
 # tree (with -p the AWS SDK crates rebuild for ten minutes).
 # --timeout: a mutant whose suite runs longer (a hang in wall clock) counts as caught
@@ -58,4 +60,5 @@ CARGO_BUILD_JOBS=2 exec nice -n 5 cargo mutants \
     --baseline skip \
     --timeout 1800 --build-timeout 1800 \
     --output target/mutants \
-    "${shard_args[@]}" "${iterate_args[@]}" "$@"
+    "${shard_args[@]}" "${iterate_args[@]}" "$@" \
+    -- -- --ignored

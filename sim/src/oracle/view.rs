@@ -182,8 +182,30 @@ pub struct View {
 impl View {
     /// Reads the store's NodePools, NodeClaims and Nodes and the cloud's instances.
     pub fn read(store: &Store, cloud: &FakeCloud, now: Duration) -> Self {
+        let mut view = Self::read_store(store);
+        view.now = now;
+        view.read_cloud(cloud);
+        view
+    }
+
+    /// This view brought up to `now`: the same as [`View::read`], but the store's part
+    /// (pools, claims, nodes, PDBs, nominations) is read again only when the store's
+    /// resourceVersion moved since this view was read; every store write bumps it, so an
+    /// unchanged one means unchanged objects. The observation pass reads the world every
+    /// simulated second and most seconds write nothing, so this saves most re-reads
+    /// (issue 21: `View::read` was ~8% of a run's CPU).
+    pub fn refresh(&mut self, store: &Store, cloud: &FakeCloud, now: Duration) {
+        if store.resource_version() != self.resource_version {
+            *self = Self::read_store(store);
+        }
+        self.now = now;
+        self.trace_position = store.trace().len();
+        self.read_cloud(cloud);
+    }
+
+    /// The store's part of a view (`now` and `instances` left empty).
+    fn read_store(store: &Store) -> Self {
         let mut view = View {
-            now,
             trace_position: store.trace().len(),
             resource_version: store.resource_version(),
             nominations: super::nomination::read(store),
@@ -251,8 +273,14 @@ impl View {
             );
         }
         view.pdbs = store.iter(&key("policy", "poddisruptionbudgets"), None).cloned().collect();
+        view
+    }
+
+    /// Reads the cloud's instances (in place of any read before).
+    fn read_cloud(&mut self, cloud: &FakeCloud) {
+        self.instances.clear();
         for i in cloud.instances() {
-            view.instances.push(InstanceView {
+            self.instances.push(InstanceView {
                 id: i.id.clone(),
                 instance_type: i.instance_type.clone(),
                 zone: i.zone.clone(),
@@ -273,7 +301,6 @@ impl View {
                 warned: i.reclaim_at.is_some() || !i.scheduled_events.is_empty(),
             });
         }
-        view
     }
 
     /// The live instance behind a claim, by providerID.

@@ -28,6 +28,11 @@ pub struct Observer {
     /// Pods at the last store change, and the resourceVersion they were read at.
     pods: Vec<PodView>,
     pods_rv: Option<u64>,
+    /// The checker's last view of the store and cloud, refreshed each tick (re-read from
+    /// the store only when it changed: [`View::refresh`]).
+    view: View,
+    /// What the moves oracle read from the store, and the resourceVersion it was read at.
+    inputs: Option<(u64, MoveInputs)>,
     /// How long pods waited for a node.
     pending: PendingTracker,
     /// NodeClaims seen deleting, with the reason.
@@ -52,6 +57,8 @@ impl Observer {
         Self {
             pods: Vec::new(),
             pods_rv: None,
+            view: View::default(),
+            inputs: None,
             pending: PendingTracker::new(clock),
             disrupted: BTreeMap::new(),
             interrupted: BTreeSet::new(),
@@ -87,14 +94,14 @@ impl Observer {
         if checker.is_none() && self.timeline.is_none() {
             return;
         }
-        let view = View::read(&store, &cloud, now);
-        let inputs = MoveInputs::read(&store);
+        self.view.refresh(&store, &cloud, now);
+        let inputs = read_inputs(&mut self.inputs, &store);
         drop(store);
         if let Some(timeline) = self.timeline.as_mut() {
-            timeline.sample(&view, &self.pods, &cloud, &inputs.overhead);
+            timeline.sample(&self.view, &self.pods, &cloud, &inputs.overhead);
         }
         if let Some(checker) = checker {
-            checker.tick(&Observation { view: &view, pods: &self.pods, pods_changed, cloud: &cloud, inputs: &inputs });
+            checker.tick(&Observation { view: &self.view, pods: &self.pods, pods_changed, cloud: &cloud, inputs });
         }
     }
 
@@ -110,10 +117,10 @@ impl Observer {
         let store = server.store.lock().unwrap_or_else(|e| e.into_inner());
         let pods_changed = self.read_pods(&store, now);
         let cloud = lock(cloud);
-        let view = View::read(&store, &cloud, now);
-        let inputs = MoveInputs::read(&store);
+        self.view.refresh(&store, &cloud, now);
+        let inputs = read_inputs(&mut self.inputs, &store);
         drop(store);
-        let seen = Observation { view: &view, pods: &self.pods, pods_changed, cloud: &cloud, inputs: &inputs };
+        let seen = Observation { view: &self.view, pods: &self.pods, pods_changed, cloud: &cloud, inputs };
         checker.tick(&seen);
         checker.finish(&seen)
     }
@@ -178,4 +185,14 @@ impl Observer {
     pub fn interruptions(&self) -> u64 {
         self.interrupted.len() as u64
     }
+}
+
+/// The moves oracle's inputs from `cache`, re-read only when the store's resourceVersion
+/// moved since they were read (every store write bumps it).
+fn read_inputs<'a>(cache: &'a mut Option<(u64, MoveInputs)>, store: &Store) -> &'a MoveInputs {
+    let rv = store.resource_version();
+    if cache.as_ref().is_some_and(|(read_at, _)| *read_at != rv) {
+        *cache = None;
+    }
+    &cache.get_or_insert_with(|| (rv, MoveInputs::read(store))).1
 }
