@@ -48,24 +48,7 @@ struct KnownFinding {
 }
 
 /// Known controller findings (see [`KnownFinding`]).
-const KNOWN_FINDINGS: &[KnownFinding] = &[
-    KnownFinding {
-        invariant: "overProvisioning",
-        shows: "while NodeClaim",
-        example: "story-4244.yaml",
-        why: "issue 18, still open after s4/overprov (steady-web seed 1's duplicate is closed: its earlier \
-              claim hosts pods): here no pod is nominated or bound to the earlier in-flight NodeClaim \
-              within 30 s of the new one",
-    },
-    KnownFinding {
-        invariant: "overProvisioning",
-        shows: "where a first-fit-decreasing packing",
-        example: "story-4247.yaml",
-        why: "issue 18 (as do-not-disrupt-batch seed 1 in tests/scenarios.rs, still open after s4/overprov): \
-          a wave of pending pods gets more NodeClaims than an independent packing needs (+1 slack per \
-          pool) even with the pods kube-scheduler bound elsewhere placed where they were bound",
-    },
-];
+const KNOWN_FINDINGS: &[KnownFinding] = &[];
 
 fn generated_dir() -> PathBuf {
     Path::new("../scenarios/regressions/generated").to_path_buf()

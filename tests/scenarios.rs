@@ -141,18 +141,7 @@ struct KnownFinding {
 /// not fail the suite, and a listed finding that no longer reproduces does, so an entry is
 /// removed when the controller is fixed. The oracle is not widened: the violation stays in
 /// the run's report and in its snapshot, where review sees it.
-const KNOWN_FINDINGS: &[KnownFinding] = &[KnownFinding {
-    scenario: "do-not-disrupt-batch",
-    seed: 1,
-    invariant: "overProvisioning",
-    why: "issue 18, still open after s4/overprov: rhspp (11s) took 30 web + 1 Job pod at 67.9s, 7 of \
-          the web pods nominated to tfg7k (61s), so the oracle now places them on rhspp (kube-scheduler \
-          does not read nominations, core scheduling/events.go NominatePodEvent); the pass at 71s opens \
-          nz8b4 for the 7th Job, and at 118.7s kube-scheduler binds all 7 Jobs to tfg7k, leaving nz8b4 \
-          empty (removed as Empty). At 1m12s the oracle still packs the 7 Jobs into rhspp's remaining \
-          room by its offering's allocatable, which kube-scheduler's real node did not offer: compare \
-          the oracle's allocatable with the Node's before excusing anything more",
-}];
+const KNOWN_FINDINGS: &[KnownFinding] = &[];
 
 /// Whether `problem` (a line of [`regressions::problems`]) is a known finding of this run.
 fn known(scenario: &str, seed: u64, problem: &str) -> bool {

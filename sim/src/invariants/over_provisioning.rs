@@ -56,8 +56,8 @@
 //!   earlier claim nobody is nominated or bound to any more was launched for nothing, and
 //!   that is the duplicate judged here — unless the pod moved to a claim its preferred node
 //!   affinity ranks above the earlier one, which Karpenter does whenever it can
-//!   ([`preference`]); the claim such a move leaves behind is left out of the wave's count
-//!   and judged as unused capacity from the move on.
+//!   ([`preference`]): the wave may have one claim more per such move, and the claim a move
+//!   leaves behind is judged as unused capacity from the move on.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -308,7 +308,7 @@ impl OverProvisioning {
                 reported: false,
             });
         }
-        let abandoned: BTreeSet<String> = self.claims.keys().filter(|c| self.abandoned(c).is_some()).cloned().collect();
+        let move_targets = self.left_behind.targets().clone();
         let Some(wave) = &mut self.wave else { return };
         wave.watch_delay = wave.watch_delay.max(ctx.watch_delay);
         for p in &pending {
@@ -326,7 +326,6 @@ impl OverProvisioning {
             .claims
             .iter()
             .filter(|c| ctx.view.claims.get(*c).is_some_and(|c| c.deleting_since.is_none()))
-            .filter(|c| !abandoned.contains(*c))
             .collect();
         if !wave.reported && !live.is_empty() {
             let slack = ctx.config.over_provisioning.slack_per_pool as usize;
@@ -335,12 +334,14 @@ impl OverProvisioning {
                 Some((k, bound)) if k == key => bound,
                 _ => {
                     let registered = registered_allocatable(&self.claims, &ctx.view.nodes);
-                    let bound = wave_bound(wave, &ctx.view.instances, &registered, slack);
+                    let bound = wave_bound(wave, &claimed_instances(ctx.view), &registered, slack);
                     wave.bound_for = Some((key, bound));
                     bound
                 }
             };
-            if live.len() > bound {
+            // Each preference move launched one claim the one-pass packing does not count.
+            let moved = wave.claims.intersection(&move_targets).count();
+            if live.len() > bound + moved {
                 wave.reported = true;
                 let mut objects: Vec<String> = live.iter().rev().take(5).map(|c| format!("NodeClaim {c}")).collect();
                 objects.sort();
@@ -360,7 +361,8 @@ impl OverProvisioning {
                     message: format!(
                         "{} live NodeClaims created for a wave of {} pending pods (since {}) where a \
                          first-fit-decreasing packing over the allowed offerings needs {} plus {} per NodePool \
-                         ({} pod(s) placed where kube-scheduler bound them{seen})",
+                         ({} pod(s) placed where kube-scheduler bound them{seen}; plus {moved} for pods moved to a \
+                         claim their preferred node affinity ranks higher)",
                         live.len(),
                         wave.pods.len(),
                         format_duration(wave.start),
@@ -439,6 +441,21 @@ fn misdirected(
             wave.misdirected.insert(p.uid.clone(), claim.to_string());
         }
     }
+}
+
+/// The cloud's instances, each named by the NodeClaim whose `status.providerID` it is when
+/// its `karpenter.sh/nodeclaim` tag is not there (yet): the provider tags instances after
+/// launch, and a claim's provider ID is the record Karpenter itself reads.
+fn claimed_instances(view: &View) -> Vec<InstanceView> {
+    let by_provider: BTreeMap<&str, &str> =
+        view.claims.values().filter_map(|c| Some((c.provider_id.as_deref()?, c.name.as_str()))).collect();
+    let mut instances = view.instances.clone();
+    for i in &mut instances {
+        if i.nodeclaim.is_none() {
+            i.nodeclaim = by_provider.get(i.provider_id.as_str()).map(|c| c.to_string());
+        }
+    }
+    instances
 }
 
 /// Claim → the `status.allocatable` its registered Node reports, for the claims whose Node

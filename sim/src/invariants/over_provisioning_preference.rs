@@ -3,13 +3,13 @@
 //! (see [`crate::oracle::node_preference`] for why core does that, with its source lines).
 //!
 //! Such a re-nomination is not a duplicate launch of the kind `overProvisioning` judges, and
-//! the claim it leaves behind is not counted against the wave's packing — but it is not
-//! excused for good: once no pod is nominated or bound to it since the move, it is judged as
-//! unused capacity from the move on (Karpenter removes an empty node after the pool's
+//! the claim it launched is allowed on top of the wave's packing (one per move) — but the
+//! claim it leaves behind is not excused for good: once no pod is nominated or bound to it
+//! since the move, it is judged as unused capacity from the move on (Karpenter removes an empty node after the pool's
 //! `consolidateAfter`). A re-nomination between two claims the pod's preferences rank
 //! equally is not such a move, and stays a duplicate.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::invariants::Ctx;
@@ -22,6 +22,8 @@ use crate::oracle::resources::pool_node_labels;
 #[derive(Default)]
 pub struct LeftBehind {
     moves: BTreeMap<String, Duration>,
+    /// The claims preference moves went to.
+    targets: BTreeSet<String>,
 }
 
 impl LeftBehind {
@@ -36,7 +38,13 @@ impl LeftBehind {
         }
         let at = self.moves.entry(earlier.to_string()).or_insert(created);
         *at = (*at).min(created);
+        self.targets.insert(new.to_string());
         true
+    }
+
+    /// The claims preference moves went to.
+    pub fn targets(&self) -> &BTreeSet<String> {
+        &self.targets
     }
 
     /// When a preference move left `claim` behind, if one did.
