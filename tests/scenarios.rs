@@ -141,7 +141,20 @@ struct KnownFinding {
 /// not fail the suite, and a listed finding that no longer reproduces does, so an entry is
 /// removed when the controller is fixed. The oracle is not widened: the violation stays in
 /// the run's report and in its snapshot, where review sees it.
-const KNOWN_FINDINGS: &[KnownFinding] = &[];
+const KNOWN_FINDINGS: &[KnownFinding] = &[KnownFinding {
+    scenario: "do-not-disrupt-batch",
+    seed: 1,
+    invariant: "overProvisioning",
+    why: "issue 18, still open after s5/overprov. Not the allocatable: the registered Nodes of rhspp and \
+          tfg7k report exactly the claims' estimates (the oracle now judges a registered Node's \
+          status.allocatable, core state/statenode.go Allocatable l. 377-392). The cause is in the \
+          misdirected-pod excuse: it finds a pod's claim by the instance's karpenter.sh/nodeclaim tag, \
+          and rhspp's instance has none when judged, so its 7 misdirected pods are packed as if free. \
+          Finding the claim by its status.providerID closes this run but makes web-diurnal, \
+          drift-rollout and crash-mid-drain seed 1 fire: the packing's placed nodes do not enter the \
+          zone-spread dealing (first_fit.rs place_node), so the pods left are dealt as if no zone had \
+          any. Model placed pods in the spread groups, then look up claims by provider ID",
+}];
 
 /// Whether `problem` (a line of [`regressions::problems`]) is a known finding of this run.
 fn known(scenario: &str, seed: u64, problem: &str) -> bool {

@@ -334,7 +334,7 @@ impl OverProvisioning {
                 Some((k, bound)) if k == key => bound,
                 _ => {
                     let registered = registered_allocatable(&self.claims, &ctx.view.nodes);
-                    let bound = wave_bound(wave, &claimed_instances(ctx.view), &registered, slack);
+                    let bound = wave_bound(wave, &ctx.view.instances, &registered, slack);
                     wave.bound_for = Some((key, bound));
                     bound
                 }
@@ -441,21 +441,6 @@ fn misdirected(
             wave.misdirected.insert(p.uid.clone(), claim.to_string());
         }
     }
-}
-
-/// The cloud's instances, each named by the NodeClaim whose `status.providerID` it is when
-/// its `karpenter.sh/nodeclaim` tag is not there (yet): the provider tags instances after
-/// launch, and a claim's provider ID is the record Karpenter itself reads.
-fn claimed_instances(view: &View) -> Vec<InstanceView> {
-    let by_provider: BTreeMap<&str, &str> =
-        view.claims.values().filter_map(|c| Some((c.provider_id.as_deref()?, c.name.as_str()))).collect();
-    let mut instances = view.instances.clone();
-    for i in &mut instances {
-        if i.nodeclaim.is_none() {
-            i.nodeclaim = by_provider.get(i.provider_id.as_str()).map(|c| c.to_string());
-        }
-    }
-    instances
 }
 
 /// Claim → the `status.allocatable` its registered Node reports, for the claims whose Node

@@ -7,9 +7,9 @@ use std::time::Duration;
 use dovetail_fakecloud::CapacityType;
 use serde_json::json;
 
-use super::{Wave, claimed_instances, seen_allocatable, wave_bound};
+use super::{Wave, seen_allocatable, wave_bound};
 use crate::oracle::resources::{Offering, Resources};
-use crate::oracle::view::{ClaimView, InstanceView, View};
+use crate::oracle::view::InstanceView;
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
@@ -129,40 +129,4 @@ fn the_room_karpenter_sees_is_the_nodes_with_zeros_from_the_estimate() {
     let estimate = Resources { cpu: 1900.0, memory: 7.0 * GIB, pods: 29.0 };
     let node = Resources { cpu: 1800.0, memory: 0.0, pods: 0.0 };
     assert_eq!(seen_allocatable(&node, &estimate), Resources { cpu: 1800.0, memory: 7.0 * GIB, pods: 29.0 });
-}
-
-/// An instance not tagged with its NodeClaim yet is still that claim's when the claim's
-/// `status.providerID` names it (do-not-disrupt-batch seed 1: the misdirected pods' claim
-/// was never found by its tag, so they were packed as if unplaced); a tagged instance keeps
-/// its tag, and an instance no claim names stays unclaimed.
-#[test]
-fn an_untagged_instance_belongs_to_the_claim_whose_provider_id_names_it() {
-    let mut untagged = instance("ignored", "m.large");
-    untagged.nodeclaim = None;
-    let mut stray = instance("ignored", "m.large");
-    stray.nodeclaim = None;
-    stray.provider_id = "aws:///a/i-stray".into();
-    let claim = ClaimView {
-        name: "small".into(),
-        uid: "u".into(),
-        nodepool: "default".into(),
-        provider_id: Some(untagged.provider_id.clone()),
-        node_name: None,
-        created: Duration::ZERO,
-        deleting_since: None,
-        initialized: false,
-        instance_terminating: false,
-        do_not_disrupt: false,
-        disruption_reason: None,
-        drifted: false,
-        registered: false,
-        requirements: Vec::new(),
-    };
-    let view = View {
-        claims: BTreeMap::from([("small".to_string(), claim)]),
-        instances: vec![untagged, stray, instance("tagged", "m.large")],
-        ..View::default()
-    };
-    let names: Vec<Option<String>> = claimed_instances(&view).into_iter().map(|i| i.nodeclaim).collect();
-    assert_eq!(names, vec![Some("small".into()), None, Some("tagged".into())]);
 }
