@@ -186,14 +186,12 @@ pub fn existing_nodes(snapshot: &Snapshot, memory: &Memory) -> Vec<ExistingNode>
     nodes
 }
 
-/// Active pods on nodes, for topology counts and inverse anti-affinity: neither terminal nor
-/// terminating, as core leaves such pods out of its counts (`provisioning/scheduling/
-/// topology.go` `IgnoredForTopology`, l. 614–616, skipped in `countDomains`, l. 405).
+/// Active pods on nodes, for topology counts and inverse anti-affinity.
 pub fn bound_pods(snapshot: &Snapshot) -> Vec<BoundPod> {
     snapshot
         .pods
         .values()
-        .filter(|pod| !is_terminal(pod) && !super::pending::is_terminating(pod))
+        .filter(|pod| !is_terminal(pod))
         .filter_map(|pod| {
             let node_name = pod.spec.as_ref()?.node_name.clone()?;
             Some(BoundPod { node_name, pod: SchedulablePod::from_pod(pod).ok()? })
