@@ -83,8 +83,13 @@ fn nodeclaims(client: &kube::Client) -> kube::Api<DynamicObject> {
     kube::Api::all_with(client.clone(), &resource)
 }
 
-/// A NodeClaim of one `m5.large` in `pool`, as another autoscaler might write it.
+/// A NodeClaim of one on-demand `m5.large` in `pool`, as another autoscaler might write it.
 fn rogue_claim(name: &str, pool: &str) -> Result<DynamicObject, String> {
+    rogue_claim_of(name, pool, "on-demand")
+}
+
+/// A NodeClaim of one `m5.large` of `capacity_type` in `pool`.
+fn rogue_claim_of(name: &str, pool: &str, capacity_type: &str) -> Result<DynamicObject, String> {
     serde_json::from_value(json!({
         "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
         "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": pool}},
@@ -92,7 +97,7 @@ fn rogue_claim(name: &str, pool: &str) -> Result<DynamicObject, String> {
             "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
             "requirements": [
                 {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]},
-                {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}
+                {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [capacity_type]}
             ]
         }
     }))
@@ -294,4 +299,70 @@ async fn nominations_then_duplicates(client: &kube::Client) -> Result<(), String
     create_claim(client, "fourth", "general-purpose").await?;
     nominate(client, "moved", "fourth", 2).await?;
     nominate(client, "filler", "busy", 1).await
+}
+
+/// A pending arm64 pod (nothing launches for it here) that prefers spot capacity.
+fn spot_preferring_pod(name: &str) -> Value {
+    let mut p = pod(name);
+    p["spec"]["affinity"] = json!({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 10, "preference": {"matchExpressions": [
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}]}}
+    ]}});
+    p
+}
+
+/// Two pods that prefer spot, each nominated to an in-flight on-demand claim and then to a
+/// second claim. `moved` goes to a spot claim, as Karpenter moves a pod it had to relax
+/// onto a claim its preference rejects (core scheduling/scheduler.go `trySchedule` relaxes
+/// only after `add` fails with the preference in force): no duplicate, but the on-demand
+/// claim it left behind, nobody nominated or bound to it since, is judged as unused
+/// capacity. `twice` goes to another on-demand claim, which its preference ranks no
+/// higher: the excuse does not apply, and that is a duplicate launch.
+#[test]
+fn a_move_to_a_claim_the_pods_preference_ranks_higher_is_no_duplicate_but_leaves_unused_capacity() {
+    let (mut sim, server, cloud) = karpenter_world_full(35, Duration::from_secs(600), ClientFaults::default());
+    sim.client("rogue-provisioner", async move {
+        tokio::time::sleep(Duration::from_secs(40)).await;
+        let client = client();
+        let claims = nodeclaims(&client);
+        let create = |name: &'static str, capacity_type: &'static str| {
+            let claims = claims.clone();
+            async move {
+                let claim = rogue_claim_of(name, "mixed", capacity_type)?;
+                claims.create(&PostParams::default(), &claim).await.map_err(|e| e.to_string()).map(drop)
+            }
+        };
+        create("left-behind", "on-demand").await?;
+        nominate(&client, "moved", "left-behind", 1).await?;
+        create("first", "on-demand").await?;
+        nominate(&client, "twice", "first", 1).await?;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        create("preferred", "spot").await?;
+        nominate(&client, "moved", "preferred", 2).await?;
+        create("second", "on-demand").await?;
+        nominate(&client, "twice", "second", 2).await?;
+        Ok(())
+    });
+    let driver = async move {
+        let client = client();
+        install(&client, &karpenter_crds()).await?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let mut mixed = pool("mixed", json!({"consolidateAfter": "30s", "budgets": [{"nodes": "0"}]}));
+        mixed["spec"]["template"]["spec"]["requirements"][1]["values"] = json!(["spot", "on-demand"]);
+        install(&client, &[node_class(), mixed]).await?;
+        install(&client, &[spot_preferring_pod("moved"), spot_preferring_pod("twice")]).await?;
+        tokio::time::sleep(Duration::from_secs(580)).await;
+        Ok(())
+    };
+    let mut config = InvariantConfig::default();
+    config.over_provisioning.unused_for = dovetail_sim::scenario::SimDuration(Duration::from_secs(120));
+    let report = run(sim, &server, &cloud, config, driver);
+    assert!(names(&report, "Pod default/twice", "duplicate launch"), "{:#?}", ours(&report));
+    assert!(!names(&report, "Pod default/moved", "duplicate"), "a preference move: {:#?}", ours(&report));
+    assert!(names(&report, "NodeClaim left-behind", "no pod was bound or nominated"), "{:#?}", ours(&report));
+    assert!(
+        !names(&report, "NodeClaim first", "no pod was bound"),
+        "a duplicate's first claim was used: {:#?}",
+        ours(&report)
+    );
 }

@@ -185,13 +185,15 @@ const KNOWN_FINDINGS: &[KnownFinding] = &[KnownFinding {
     scenario: "do-not-disrupt-batch",
     seed: 1,
     invariant: "overProvisioning",
-    why: "issue 18, still open after s4/overprov: rhspp (11s) took 30 web + 1 Job pod at 67.9s, 7 of \
-          the web pods nominated to tfg7k (61s), so the oracle now places them on rhspp (kube-scheduler \
-          does not read nominations, core scheduling/events.go NominatePodEvent); the pass at 71s opens \
-          nz8b4 for the 7th Job, and at 118.7s kube-scheduler binds all 7 Jobs to tfg7k, leaving nz8b4 \
-          empty (removed as Empty). At 1m12s the oracle still packs the 7 Jobs into rhspp's remaining \
-          room by its offering's allocatable, which kube-scheduler's real node did not offer: compare \
-          the oracle's allocatable with the Node's before excusing anything more",
+    why: "issue 18, still open after s5/overprov. Not the allocatable: the registered Nodes of rhspp and \
+          tfg7k report exactly the claims' estimates (the oracle now judges a registered Node's \
+          status.allocatable, core state/statenode.go Allocatable l. 377-392). The cause is in the \
+          misdirected-pod excuse: it finds a pod's claim by the instance's karpenter.sh/nodeclaim tag, \
+          and rhspp's instance has none when judged, so its 7 misdirected pods are packed as if free. \
+          Finding the claim by its status.providerID closes this run but makes web-diurnal, \
+          drift-rollout and crash-mid-drain seed 1 fire: the packing's placed nodes do not enter the \
+          zone-spread dealing (first_fit.rs place_node), so the pods left are dealt as if no zone had \
+          any. Model placed pods in the spread groups, then look up claims by provider ID",
 }];
 
 /// Whether `problem` (a line of [`regressions::problems`]) is a known finding of this run.

@@ -15,21 +15,25 @@ use crate::provisioning::input::node_is_ready;
 use crate::state::Snapshot;
 
 /// The smallest budget for `reason` that is active at `now`, given `nodes` nodes: a percentage
-/// rounds up, an inactive budget allows any number, an unparseable schedule allows none (fails
-/// closed). `u64::MAX` when no budget applies.
+/// rounds up, an inactive budget allows any number. `u64::MAX` when no budget applies. Any
+/// budget whose schedule does not parse, whatever reasons it names, allows none for every
+/// reason (fails closed): core `pkg/apis/v1/nodepool.go` `GetAllowedDisruptionsByReason`
+/// (l. 365–378) gathers every budget's error before it filters by reason, and
+/// `MustGetAllowedDisruptions` (l. 356–362) turns any error into 0.
 pub fn pool_budget(pool: &NodePool, reason: DisruptionReason, nodes: u64, now: jiff::Timestamp) -> u64 {
     let now = Time(now);
-    pool.spec
-        .budgets()
-        .iter()
-        .filter(|b| b.applies_to(reason))
-        .map(|budget| match budget.is_active(&now) {
+    let mut allowed = u64::MAX;
+    for budget in &pool.spec.budgets() {
+        let value = match budget.is_active(&now) {
             Ok(true) => budget.nodes().allowed(nodes),
             Ok(false) => u64::MAX,
-            Err(_) => 0,
-        })
-        .min()
-        .unwrap_or(u64::MAX)
+            Err(_) => return 0,
+        };
+        if budget.applies_to(reason) {
+            allowed = allowed.min(value);
+        }
+    }
+    allowed
 }
 
 /// A pool's managed, initialized nodes (whose instance is not already terminating) and how

@@ -229,6 +229,19 @@ fn scheduled_budgets_apply_only_inside_their_window_and_to_their_reasons() {
         json!([]),
     );
     assert_eq!(pool_budget(&broken, DisruptionReason::Empty, 7, monday_10), 0, "fails closed");
+    let broken_for_drift = node_pool(
+        "d",
+        json!({"consolidateAfter": "0s", "budgets": [
+            {"nodes": "10"},
+            {"nodes": "1", "reasons": ["Drifted"], "schedule": "not a cron", "duration": "1h"}
+        ]}),
+        json!([]),
+    );
+    assert_eq!(
+        pool_budget(&broken_for_drift, DisruptionReason::Empty, 7, monday_10),
+        0,
+        "an invalid budget stops every reason, not only those it names"
+    );
 }
 
 // ---- consolidatable ----

@@ -99,12 +99,16 @@ pub fn ordered_pools(snapshot: &Snapshot) -> Vec<Arc<NodePool>> {
     pools
 }
 
-/// What a pool's nodes use now (capacity of every claim, plus `nodes`), for the limit check.
+/// What a pool's nodes use now (capacity of every claim not being deleted, plus `nodes`), for
+/// the limit check and the pool's status. A deleting claim is left out, as core's pool
+/// resources leave out a state node `MarkedForDeletion` (`state/cluster.go`
+/// `updateNodePoolResources`, l. 806 and 810; read by `provisioning/provisioner.go` l. 479 and
+/// `nodepool/counter/controller.go` l. 88): its capacity is on its way out.
 pub fn pool_usage(snapshot: &Snapshot, pool_name: &str) -> Resources {
     let mut usage = Resources::default();
     let mut nodes = 0;
     for claim in snapshot.node_claims.values() {
-        if claim.node_pool_name() != Some(pool_name) {
+        if claim.node_pool_name() != Some(pool_name) || claim.metadata.deletion_timestamp.is_some() {
             continue;
         }
         nodes += 1;

@@ -164,12 +164,16 @@ impl<'a> Pass<'a> {
         let existing: Vec<ExistingNodeState> = nodes.iter().map(|n| ExistingNodeState::new(n)).collect();
         let existing_taints = existing.iter().map(|n| n.taints.clone()).collect();
 
-        // Limits: remaining = limits − capacity of the pool's existing nodes.
+        // Limits: remaining = limits − capacity of the pool's existing nodes that are not
+        // marked for deletion: core counts only the `Active()` state nodes it schedules
+        // against (`provisioning/provisioner.go` l. 372–374 and 411; `scheduling/scheduler.go`
+        // `updateRemainingResources`, l. 835–842), as its pool resources leave out a node
+        // `MarkedForDeletion` (`state/cluster.go` `updateNodePoolResources`, l. 806 and 810).
         let remaining_limits = templates
             .iter()
             .map(|template| {
                 template.limits.clone().map(|mut remaining| {
-                    for node in input.existing_nodes.iter().filter(|n| n.node_pool() == Some(&template.node_pool)) {
+                    for node in nodes.iter().filter(|n| n.node_pool() == Some(&template.node_pool)) {
                         for (resource, left) in &mut remaining {
                             *left -= limit_usage(&node.capacity, resource);
                         }

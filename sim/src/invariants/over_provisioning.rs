@@ -23,7 +23,15 @@
 //!   - *Where kube-scheduler binds.* Karpenter's nominations are Events kube-scheduler never
 //!     reads (core `scheduling/events.go` `NominatePodEvent`, l. 35–52), so it may bind a
 //!     pod to another of the wave's claims than the one Karpenter meant, taking room meant
-//!     for others. Such a pod is placed where it was bound ([`misdirected`]).
+//!     for others. Such a pod is placed where it was bound ([`misdirected`]), on a node of
+//!     the room Karpenter sees there: once the claim's Node has registered, that is the
+//!     Node's `status.allocatable` (with the claim's estimate only where the Node reports
+//!     zero), not the estimate the claim was launched with (core
+//!     `pkg/controllers/state/statenode.go` `Allocatable`, l. 377–392: `lo.Assign` of
+//!     `Node.Status.Allocatable`, l. 381, filled from `NodeClaim.Status.Allocatable` for
+//!     zero quantities, l. 382–386; the claim's own figure only while no Node exists,
+//!     l. 389). A kubelet that reports less than the estimate leaves fewer pods room there,
+//!     and the next pass opens a claim for the rest ([`seen_allocatable`]).
 //! - **Unused capacity.** A NodeClaim that has initialized and had no pod bound to its node
 //!   nor nominated to it (Karpenter's `Nominated` Events, [`crate::oracle::nomination`]) for
 //!   `unusedFor` plus its NodePool's `consolidateAfter` (Karpenter removes an empty node
@@ -46,7 +54,10 @@
 //!   less than the claim promised, so a pass may move a nominated pod off it while other
 //!   pods are bound to it: a claim that hosts pods was not launched for nothing either. An
 //!   earlier claim nobody is nominated or bound to any more was launched for nothing, and
-//!   that is the duplicate judged here.
+//!   that is the duplicate judged here — unless the pod moved to a claim its preferred node
+//!   affinity ranks above the earlier one, which Karpenter does whenever it can
+//!   ([`preference`]): the wave may have one claim more per such move, and the claim a move
+//!   leaves behind is judged as unused capacity from the move on.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -58,8 +69,12 @@ use super::{Ctx, Invariant, Violation, format_duration};
 use crate::oracle::batches::split;
 use crate::oracle::first_fit::{Demand, Placed, PoolSupply, by_weight, first_fit_decreasing, first_fit_in_batches};
 use crate::oracle::resources::{Offering, Resources, allowed_offerings, daemonset_overhead};
-use crate::oracle::view::{InstanceView, PodView, View};
+use crate::oracle::view::{InstanceView, NodeView, PodView, View};
 use dovetail_world::SimDuration;
+use preference::LeftBehind;
+
+#[path = "over_provisioning_preference.rs"]
+mod preference;
 
 /// The invariant's name.
 pub const NAME: &str = "overProvisioning";
@@ -123,6 +138,8 @@ pub struct OverProvisioning {
     /// Re-nominations awaiting judgement: (pod, earlier claim, new claim, new claim's
     /// creation, seen at).
     suspects: Vec<(String, String, String, Duration, Duration)>,
+    /// Claims preference moves left behind.
+    left_behind: LeftBehind,
 }
 
 /// How long after a re-nomination the earlier claim may still receive a nomination that
@@ -213,6 +230,7 @@ impl OverProvisioning {
                 *other != claim && *at <= created && self.claims.get(other).is_some_and(|o| o.in_flight_at(created))
             });
             if let Some((_, other)) = duplicate {
+                self.left_behind.classify(ctx, &n.pod, other, &claim, created);
                 self.suspects.push((n.pod.clone(), other.clone(), claim.clone(), created, ctx.view.now));
             }
             earlier.push((n.at, claim));
@@ -227,8 +245,14 @@ impl OverProvisioning {
         let (ripe, waiting): (Vec<_>, Vec<_>) =
             std::mem::take(&mut self.suspects).into_iter().partition(|s| now >= s.4 + DUPLICATE_GRACE);
         self.suspects = waiting;
+        for (pod, other, claim, created, _) in &self.suspects {
+            self.left_behind.classify(ctx, pod, other, claim, *created);
+        }
         for (pod, other, claim, created, _) in ripe {
             if self.last_nominated.get(&other).is_some_and(|last| *last >= created) {
+                continue;
+            }
+            if self.left_behind.classify(ctx, &pod, &other, &claim, created) {
                 continue;
             }
             if self.claims.get(&other).is_some_and(|o| o.hosted_at.is_some()) {
@@ -246,6 +270,15 @@ impl OverProvisioning {
                 trace_position: ctx.view.trace_position,
             });
         }
+    }
+
+    /// When a preference move left `claim` behind with no pod nominated to it since, nor
+    /// bound to its Node: from then on nobody wants it.
+    fn abandoned(&self, claim: &str) -> Option<Duration> {
+        let since = self.left_behind.since(claim)?;
+        let wanted = self.last_nominated.get(claim).is_some_and(|last| *last >= since)
+            || self.claims.get(claim).is_some_and(|c| c.hosted_at.is_some());
+        (!wanted).then_some(since)
     }
 
     /// Opens, grows, judges and closes the current wave.
@@ -275,6 +308,7 @@ impl OverProvisioning {
                 reported: false,
             });
         }
+        let move_targets = self.left_behind.targets().clone();
         let Some(wave) = &mut self.wave else { return };
         wave.watch_delay = wave.watch_delay.max(ctx.watch_delay);
         for p in &pending {
@@ -299,12 +333,15 @@ impl OverProvisioning {
             let bound = match wave.bound_for {
                 Some((k, bound)) if k == key => bound,
                 _ => {
-                    let bound = wave_bound(wave, &ctx.view.instances, slack);
+                    let registered = registered_allocatable(&self.claims, &ctx.view.nodes);
+                    let bound = wave_bound(wave, &ctx.view.instances, &registered, slack);
                     wave.bound_for = Some((key, bound));
                     bound
                 }
             };
-            if live.len() > bound {
+            // Each preference move launched one claim the one-pass packing does not count.
+            let moved = wave.claims.intersection(&move_targets).count();
+            if live.len() > bound + moved {
                 wave.reported = true;
                 let mut objects: Vec<String> = live.iter().rev().take(5).map(|c| format!("NodeClaim {c}")).collect();
                 objects.sort();
@@ -324,7 +361,8 @@ impl OverProvisioning {
                     message: format!(
                         "{} live NodeClaims created for a wave of {} pending pods (since {}) where a \
                          first-fit-decreasing packing over the allowed offerings needs {} plus {} per NodePool \
-                         ({} pod(s) placed where kube-scheduler bound them{seen})",
+                         ({} pod(s) placed where kube-scheduler bound them{seen}; plus {moved} for pods moved to a \
+                         claim their preferred node affinity ranks higher)",
                         live.len(),
                         wave.pods.len(),
                         format_duration(wave.start),
@@ -348,12 +386,13 @@ impl OverProvisioning {
         let now = ctx.view.now;
         for (name, life) in &self.claims {
             let Some(initialized) = life.initialized_at else { continue };
-            if life.used || life.gone_at.is_some() || self.reported_unused.contains(name) {
+            let abandoned = self.abandoned(name);
+            if (life.used && abandoned.is_none()) || life.gone_at.is_some() || self.reported_unused.contains(name) {
                 continue;
             }
             let Some(pool) = ctx.view.pools.get(&life.nodepool) else { continue };
             let Some(after) = consolidate_after(&pool.object) else { continue };
-            let since = initialized.max(healed);
+            let since = initialized.max(healed).max(abandoned.unwrap_or_default());
             if now.saturating_sub(since) <= unused_for + after {
                 continue;
             }
@@ -404,12 +443,43 @@ fn misdirected(
     }
 }
 
+/// Claim → the `status.allocatable` its registered Node reports, for the claims whose Node
+/// exists.
+fn registered_allocatable(
+    claims: &BTreeMap<String, ClaimLife>,
+    nodes: &BTreeMap<String, NodeView>,
+) -> BTreeMap<String, Resources> {
+    claims
+        .iter()
+        .filter_map(|(name, life)| Some((name.clone(), nodes.get(life.node_name.as_deref()?)?.allocatable)))
+        .collect()
+}
+
+/// The room Karpenter's cluster state gives a claim launched with `estimate` whose Node
+/// reports `node` (core `state/statenode.go` `Allocatable`, l. 377–392): the Node's figure,
+/// each quantity the Node reports as zero taken from the claim's estimate.
+pub fn seen_allocatable(node: &Resources, estimate: &Resources) -> Resources {
+    let pick = |n: f64, e: f64| if n == 0.0 { e } else { n };
+    Resources {
+        cpu: pick(node.cpu, estimate.cpu),
+        memory: pick(node.memory, estimate.memory),
+        pods: pick(node.pods, estimate.pods),
+    }
+}
+
 /// What a wave may have: the packing's nodes plus the slack per NodePool. Without watch lag
 /// and with every pod where Karpenter meant it, one first-fit-decreasing packing of the whole
 /// wave; under a lagging watch, the passes that can have seen the pods in turn
 /// ([`crate::oracle::batches`]), each reusing the room earlier passes opened; pods
-/// kube-scheduler bound elsewhere than their nomination sit where they were bound.
-fn wave_bound(wave: &Wave, instances: &[InstanceView], slack_per_pool: usize) -> usize {
+/// kube-scheduler bound elsewhere than their nomination sit where they were bound, on the
+/// room `registered` (claim → its Node's allocatable) says that node has
+/// ([`seen_allocatable`]).
+fn wave_bound(
+    wave: &Wave,
+    instances: &[InstanceView],
+    registered: &BTreeMap<String, Resources>,
+    slack_per_pool: usize,
+) -> usize {
     let mut pools: Vec<PoolSupply<'_>> = wave
         .supply
         .iter()
@@ -421,7 +491,10 @@ fn wave_bound(wave: &Wave, instances: &[InstanceView], slack_per_pool: usize) ->
     let mut on_placed: BTreeSet<&String> = BTreeSet::new();
     let claims: BTreeSet<&String> = wave.misdirected.values().collect();
     for claim in claims {
-        let Some(offering) = claim_offering(wave, instances, claim) else { continue };
+        let Some(mut offering) = claim_offering(wave, instances, claim) else { continue };
+        if let Some(node) = registered.get(claim) {
+            offering.1.allocatable = seen_allocatable(node, &offering.1.allocatable);
+        }
         let uids: Vec<&String> = wave.misdirected.iter().filter(|(_, c)| *c == claim).map(|(u, _)| u).collect();
         on_placed.extend(uids.iter().copied());
         placed.push(Placed {

@@ -1,4 +1,4 @@
-//! The wave bound's two allowances, each beside its twin where it does not apply.
+//! The wave bound's allowances, each beside its twin where it does not apply.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -7,7 +7,7 @@ use std::time::Duration;
 use dovetail_fakecloud::CapacityType;
 use serde_json::json;
 
-use super::{Wave, wave_bound};
+use super::{Wave, seen_allocatable, wave_bound};
 use crate::oracle::resources::{Offering, Resources};
 use crate::oracle::view::InstanceView;
 
@@ -80,25 +80,53 @@ fn instance(claim: &str, instance_type: &str) -> InstanceView {
 #[test]
 fn a_wave_under_watch_lag_is_packed_pass_by_pass_and_without_lag_at_once() {
     let mut burst = wave(50);
-    assert_eq!(wave_bound(&burst, &[], 1), 2, "no lag: one pass, one large node, plus one");
+    assert_eq!(wave_bound(&burst, &[], &BTreeMap::new(), 1), 2, "no lag: one pass, one large node, plus one");
     // A 2 s lag: one pod per pass, each new node the smallest that fits (9 pods), filled by
     // the passes after it: 6 nodes, plus one.
     burst.watch_delay = Duration::from_secs(2);
-    assert_eq!(wave_bound(&burst, &[], 1), 7);
+    assert_eq!(wave_bound(&burst, &[], &BTreeMap::new(), 1), 7);
 }
 
 #[test]
 fn pods_bound_elsewhere_than_their_nomination_sit_where_they_were_bound() {
     let mut w = wave(20);
-    assert_eq!(wave_bound(&w, &[], 1), 2, "every pod where nominated: one node, plus one");
+    assert_eq!(wave_bound(&w, &[], &BTreeMap::new(), 1), 2, "every pod where nominated: one node, plus one");
     // kube-scheduler bound nine pods to a small claim of the wave that Karpenter had meant
     // for others: that node is full, the other eleven need one more.
     let instances = [instance("small", "m.large")];
     for i in 0..9 {
         w.misdirected.insert(format!("uid-{i:02}"), "small".into());
     }
-    assert_eq!(wave_bound(&w, &instances, 1), 3);
+    assert_eq!(wave_bound(&w, &instances, &BTreeMap::new(), 1), 3);
     // A claim whose instance is not one of the pool's offerings places nothing.
     w.misdirected = (0..9).map(|i| (format!("uid-{i:02}"), "unknown".to_string())).collect();
-    assert_eq!(wave_bound(&w, &instances, 1), 2);
+    assert_eq!(wave_bound(&w, &instances, &BTreeMap::new(), 1), 2);
+}
+
+/// Five pods kube-scheduler bound to the wave's m.large `small` leave it room for four more
+/// by the claim's estimate (1900m), so 18 pods need two nodes, plus one. Once its Node
+/// registers, Karpenter sees the kubelet's figure (core `state/statenode.go` `Allocatable`,
+/// l. 377–392): a Node reporting the estimate excuses nothing more, one reporting 1100m
+/// leaves room for none, and the thirteen others need two more nodes. A quantity the Node
+/// reports as zero is the estimate's.
+#[test]
+fn a_registered_node_offers_the_room_its_kubelet_reports_not_the_claims_estimate() {
+    let mut w = wave(18);
+    w.supply[0].2.truncate(1);
+    let instances = [instance("small", "m.large")];
+    for i in 0..5 {
+        w.misdirected.insert(format!("uid-{i:02}"), "small".into());
+    }
+    let node = |cpu: f64, memory: f64| BTreeMap::from([("small".to_string(), Resources { cpu, memory, pods: 110.0 })]);
+    assert_eq!(wave_bound(&w, &instances, &BTreeMap::new(), 1), 3, "no Node yet: the claim's estimate");
+    assert_eq!(wave_bound(&w, &instances, &node(1900.0, 60.0 * GIB), 1), 3, "the Node reports the estimate");
+    assert_eq!(wave_bound(&w, &instances, &node(1100.0, 60.0 * GIB), 1), 4, "the Node reports less");
+    assert_eq!(wave_bound(&w, &instances, &node(1100.0, 0.0), 1), 4, "memory not reported: the estimate's");
+}
+
+#[test]
+fn the_room_karpenter_sees_is_the_nodes_with_zeros_from_the_estimate() {
+    let estimate = Resources { cpu: 1900.0, memory: 7.0 * GIB, pods: 29.0 };
+    let node = Resources { cpu: 1800.0, memory: 0.0, pods: 0.0 };
+    assert_eq!(seen_allocatable(&node, &estimate), Resources { cpu: 1800.0, memory: 7.0 * GIB, pods: 29.0 });
 }

@@ -5,7 +5,11 @@
 //! percentage is `ceil(pct × numNodes)`. A budget with a schedule is active only within
 //! `duration` after a time the cron matches (UTC); an inactive budget does not limit. With
 //! no budgets the default is `nodes: 10%`. An unparseable budget allows nothing, as
-//! Karpenter fails closed.
+//! Karpenter fails closed — for every reason, not only the ones it names: core
+//! `pkg/apis/v1/nodepool.go` `GetAllowedDisruptionsByReason` (l. 365–378) collects the
+//! error of *every* budget before it filters by reason, and `MustGetAllowedDisruptions`
+//! (l. 356–362), which the disruption controller's budget mapping calls
+//! (`pkg/controllers/disruption/helpers.go` l. 300), returns 0 on any error.
 
 use std::time::Duration;
 
@@ -18,10 +22,14 @@ use dovetail_world::SimDuration;
 pub const REASONS: [&str; 3] = ["Underutilized", "Empty", "Drifted"];
 
 /// Most nodes of a pool that may be disrupting for `reason` at `wall` (UTC), given
-/// `num_nodes`. `None` when no active budget limits it.
+/// `num_nodes`. `None` when no active budget limits it; `Some(0)` when any of the pool's
+/// budgets is invalid, whatever reasons it names ([`invalid`]).
 pub fn allowed_for_reason(budgets: &[Value], num_nodes: usize, reason: &str, wall: DateTime) -> Option<usize> {
     let default = [serde_json::json!({"nodes": "10%"})];
     let budgets = if budgets.is_empty() { &default[..] } else { budgets };
+    if budgets.iter().any(|b| invalid(b, num_nodes, wall)) {
+        return Some(0);
+    }
     let mut allowed: Option<usize> = None;
     for b in budgets {
         let applies = b["reasons"].as_array().is_none_or(|r| r.is_empty() || r.iter().any(|x| x == reason));
@@ -36,6 +44,18 @@ pub fn allowed_for_reason(budgets: &[Value], num_nodes: usize, reason: &str, wal
         allowed = Some(allowed.map_or(limit, |a| a.min(limit)));
     }
     allowed
+}
+
+/// Whether Karpenter fails on `budget` at `wall`: its schedule or duration does not parse,
+/// or it is active and its `nodes` does not parse (core `pkg/apis/v1/nodepool.go`
+/// `Budget.GetAllowedDisruptions`, l. 383–405: an inactive budget returns before `nodes`
+/// is read).
+fn invalid(budget: &Value, num_nodes: usize, wall: DateTime) -> bool {
+    match active(budget, wall) {
+        None => true,
+        Some(true) => nodes_value(&budget["nodes"], num_nodes).is_none(),
+        Some(false) => false,
+    }
 }
 
 /// The most nodes any reason may have disrupting: a controller disrupting more than this
@@ -249,6 +269,32 @@ mod tests {
         // `*/1` is one, so both must (Jan 6 is not the 1st).
         assert!(Cron::parse("0 0 1 * */2").expect("valid").matches(at("2026-01-03T00:00")));
         assert!(!Cron::parse("0 0 1 * */1").expect("valid").matches(at("2026-01-06T00:00")));
+    }
+
+    /// One invalid budget stops every reason, not only those it names (core nodepool.go
+    /// `GetAllowedDisruptionsByReason` gathers every budget's error before filtering by
+    /// reason); an invalid `nodes` on a budget that is not active is never read.
+    #[test]
+    fn an_invalid_budget_allows_no_disruption_for_any_reason() {
+        let t = at("2026-01-01T12:00");
+        let bad_schedule = [
+            json!({"nodes": "5"}),
+            json!({"nodes": "1", "reasons": ["Drifted"], "schedule": "nonsense", "duration": "1h"}),
+        ];
+        for reason in REASONS {
+            assert_eq!(allowed_for_reason(&bad_schedule, 10, reason, t), Some(0), "{reason}");
+        }
+        assert_eq!(cap(&bad_schedule, 10, t), 0);
+        let bad_nodes = [json!({"nodes": "5"}), json!({"nodes": "x", "reasons": ["Empty"]})];
+        assert_eq!(allowed_for_reason(&bad_nodes, 10, "Underutilized", t), Some(0));
+        // The excuse's twin: the same invalid `nodes` on a budget whose window is closed
+        // (09:00 for an hour, judged at noon) is never parsed, so the valid budget governs.
+        let inactive = [
+            json!({"nodes": "5"}),
+            json!({"nodes": "x", "reasons": ["Empty"], "schedule": "0 9 * * *", "duration": "1h"}),
+        ];
+        assert_eq!(allowed_for_reason(&inactive, 10, "Underutilized", t), Some(5));
+        assert_eq!(allowed_for_reason(&inactive, 10, "Empty", t), Some(5));
     }
 
     /// A budget scheduled with weekday names limits inside its window and not outside it

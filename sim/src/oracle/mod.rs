@@ -19,6 +19,7 @@ pub mod budget;
 pub mod cost_bound;
 pub mod first_fit;
 pub mod moves;
+pub mod node_preference;
 pub mod nomination;
 pub mod offering_labels;
 pub mod offering_table;

@@ -62,6 +62,16 @@ impl Resources {
         memory += quantity_value(&spec["overhead"]["memory"]);
         Resources { cpu, memory, pods: 1.0 }
     }
+
+    /// A resource list (`{cpu, memory, pods}`, e.g. a Node's `status.allocatable`); a
+    /// missing entry is zero.
+    pub fn of_list(list: &Value) -> Self {
+        Resources {
+            cpu: quantity_milli(&list["cpu"]),
+            memory: quantity_value(&list["memory"]),
+            pods: quantity_value(&list["pods"]),
+        }
+    }
 }
 
 fn quantity_milli(v: &Value) -> f64 {

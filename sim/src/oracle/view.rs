@@ -99,6 +99,8 @@ pub struct NodeView {
     pub ready: bool,
     /// metadata.labels (string values).
     pub labels: BTreeMap<String, String>,
+    /// status.allocatable as the kubelet reported it (zero where it reported nothing yet).
+    pub allocatable: Resources,
 }
 
 /// A fake-cloud instance as invariants see it.
@@ -269,6 +271,7 @@ impl View {
                         .flatten()
                         .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
                         .collect(),
+                    allocatable: Resources::of_list(&n["status"]["allocatable"]),
                 },
             );
         }

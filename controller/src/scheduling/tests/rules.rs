@@ -203,6 +203,20 @@ fn node_limit_and_existing_usage_count_against_the_pool() {
     assert!(results.pod_errors["default/p"].contains("exceed limits"));
 }
 
+/// A node marked for deletion no longer counts against the pool's limits (core schedules
+/// against the `Active()` state nodes only, provisioner.go l. 411, and subtracts their
+/// capacity alone, scheduler.go `updateRemainingResources`).
+#[test]
+fn a_node_marked_for_deletion_does_not_count_against_the_pool() {
+    let mut snapshot = input(types(8), vec![pod("p", 7000, 256)]);
+    snapshot.node_pools = vec![pool_input(node_pool("default", serde_json::json!({"limits": {"nodes": 1}})), types(8))];
+    let mut leaving = existing_node("leaving", 500, GIB);
+    leaving.marked_for_deletion = true;
+    snapshot.existing_nodes.push(leaving);
+    let results = schedule(&snapshot);
+    assert_eq!(results.new_node_claims.len(), 1, "{:?}", results.pod_errors);
+}
+
 #[test]
 fn daemon_set_overhead_is_added_per_template_when_it_would_run_there() {
     let daemon = pod("ds", 1000, 512);
