@@ -72,22 +72,8 @@ fn base_seed() -> (u64, String) {
     if let Some(seed) = std::env::var("DOVETAIL_GENERATED_SEED").ok().and_then(|s| s.trim().parse().ok()) {
         return (seed, "from DOVETAIL_GENERATED_SEED".into());
     }
-    let commit = std::process::Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_else(|| "no-commit".into());
-    // Outside any simulation: the base seed only picks which stories run.
-    #[allow(clippy::disallowed_methods)]
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let day = now.as_secs() / 86_400;
-    // FNV-1a: stable across Rust versions, unlike `DefaultHasher`.
-    let hash = format!("{commit}/{day}")
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
-    (hash % 1_000_000_000, format!("from commit {} and UTC day {day}", &commit[..commit.len().min(12)]))
+    let (hash, source) = regressions::commit_and_day_hash(Path::new(env!("CARGO_MANIFEST_DIR")));
+    (hash % 1_000_000_000, format!("from {source}"))
 }
 
 fn story_count() -> u64 {

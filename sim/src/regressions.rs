@@ -18,6 +18,28 @@ use serde_json::Value;
 /// The reproduce line tests print beside a failing seed (the one format, from the world).
 pub use crate::world::reproduce_command;
 
+/// A number that changes with the git commit of `repo` and the UTC day, for tests that
+/// rotate which stories or scenarios a run covers (so CI sweeps more of them over time),
+/// with a phrase saying where it came from. Outside any simulation: it only picks what runs.
+pub fn commit_and_day_hash(repo: &Path) -> (u64, String) {
+    let commit = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(repo)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "no-commit".into());
+    #[allow(clippy::disallowed_methods)]
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let day = now.as_secs() / 86_400;
+    // FNV-1a: stable across Rust versions, unlike `DefaultHasher`.
+    let hash = format!("{commit}/{day}")
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    (hash, format!("commit {} and UTC day {day}", &commit[..commit.len().min(12)]))
+}
+
 /// The regression file of a scenario: `<dir>/<scenario stem>.seeds`.
 pub fn seeds_file(dir: &Path, scenario: &str) -> PathBuf {
     dir.join(format!("{scenario}.seeds"))

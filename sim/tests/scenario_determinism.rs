@@ -216,24 +216,9 @@ fn chosen_group() -> (Option<usize>, String) {
             .unwrap_or_else(|| panic!("DOVETAIL_DETERMINISM_GROUP={g:?} is not `all` or a group below {GROUPS}"));
         return (Some(n), format!("DOVETAIL_DETERMINISM_GROUP={n}"));
     }
-    let commit = Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .current_dir(root())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_else(|| "no-commit".into());
-    // Outside any simulation: the day only picks which scenarios this run checks.
-    #[allow(clippy::disallowed_methods)]
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let day = now.as_secs() / 86_400;
-    // FNV-1a: stable across Rust versions, unlike `DefaultHasher`.
-    let hash = format!("{commit}/{day}")
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let (hash, source) = dovetail_sim::regressions::commit_and_day_hash(&root());
     let n = (hash % GROUPS as u64) as usize;
-    (Some(n), format!("group {n} from commit {} and UTC day {day}", &commit[..commit.len().min(12)]))
+    (Some(n), format!("group {n} from {source}"))
 }
 
 #[test]
