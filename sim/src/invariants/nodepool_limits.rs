@@ -1,6 +1,17 @@
 //! `nodepoolLimits`: a NodePool's live instances (what the cloud runs with its
 //! `karpenter.sh/nodepool` tag) never exceed `spec.limits` by more than one node, the
 //! overshoot Karpenter's launch-then-count race allows.
+//!
+//! An instance whose capacity is on its way out does not count, because it does not count
+//! for Karpenter: the pool's usage leaves out every state node `MarkedForDeletion`
+//! (core `pkg/controllers/state/cluster.go` `updateNodePoolResources`: a marked node's
+//! resources are an empty list), and `statenode.go` `MarkedForDeletion`/`Deleted` marks a
+//! node whose NodeClaim has a deletionTimestamp or `InstanceTerminating=True`, a claim-less
+//! Node being deleted, or one the disruption controller marked (in v1 the
+//! `karpenter.sh/disrupted` taint it puts on first). So replacements for pods of deleting
+//! nodes may launch past the limit, as upstream's do (`provisioning/provisioner.go` reads
+//! these usages for its limit check). An instance Karpenter's state would still count (its
+//! claim live and unmarked, or no claim but an undeleted Node) is judged as before.
 
 use std::collections::BTreeSet;
 
@@ -9,6 +20,7 @@ use serde_json::Value;
 use super::{Ctx, Invariant, Violation};
 use crate::actors::quantity::{parse_milli, parse_value};
 use crate::oracle::resources::capacity;
+use crate::oracle::view::{InstanceView, View};
 
 /// The invariant; reports each pool once per episode over its limit.
 #[derive(Default)]
@@ -27,8 +39,12 @@ impl Invariant for NodePoolLimits {
                 self.over.remove(name);
                 continue;
             };
-            let instances: Vec<_> =
-                ctx.view.instances.iter().filter(|i| i.live && i.nodepool.as_deref() == Some(name.as_str())).collect();
+            let instances: Vec<_> = ctx
+                .view
+                .instances
+                .iter()
+                .filter(|i| i.live && i.nodepool.as_deref() == Some(name.as_str()) && counts_for_limits(ctx.view, i))
+                .collect();
             let mut breached = Vec::new();
             for (resource, limit) in limits {
                 let Some(limit_text) =
@@ -80,3 +96,27 @@ impl Invariant for NodePoolLimits {
         }
     }
 }
+
+/// Whether Karpenter's cluster state counts `instance` in its pool's usage (see the module
+/// doc): false once its NodeClaim is deleting or `InstanceTerminating`, or its Node is
+/// deleting or carries the disruption taint; an instance with neither a claim nor a Node
+/// has no state node and no usage.
+fn counts_for_limits(view: &View, instance: &InstanceView) -> bool {
+    let claim = instance
+        .nodeclaim
+        .as_deref()
+        .and_then(|name| view.claims.get(name))
+        .or_else(|| view.claims.values().find(|c| c.provider_id.as_deref() == Some(instance.provider_id.as_str())));
+    let node = view.nodes.values().find(|n| n.provider_id == instance.provider_id);
+    if claim.is_some_and(|c| c.deleting_since.is_some() || c.instance_terminating) {
+        return false;
+    }
+    if node.is_some_and(|n| n.deleting || n.disrupted) {
+        return false;
+    }
+    claim.is_some() || node.is_some()
+}
+
+#[cfg(test)]
+#[path = "nodepool_limits_tests.rs"]
+mod tests;
