@@ -130,6 +130,9 @@ pub struct OverProvisioning {
     claims: BTreeMap<String, ClaimLife>,
     /// Nominations handled: (pod, claim).
     nominations: BTreeSet<(String, String)>,
+    /// Repeats handled: (pod, claim, when), a later pass nominating the same pod to the
+    /// same claim again ([`crate::oracle::nomination`]).
+    repeats: BTreeSet<(String, String, Duration)>,
     /// Pod → the claims it was nominated to, with when.
     nominated: BTreeMap<String, Vec<(Duration, String)>>,
     reported_unused: BTreeSet<String>,
@@ -216,7 +219,17 @@ impl OverProvisioning {
         for n in &ctx.view.nominations {
             let claim = n.node_claim.clone().or_else(|| n.node.as_ref().and_then(|node| by_node.get(node).cloned()));
             let Some(claim) = claim else { continue };
-            if !self.claims.contains_key(&claim) || !self.nominations.insert((n.pod.clone(), claim.clone())) {
+            if !self.claims.contains_key(&claim) {
+                continue;
+            }
+            if !self.nominations.insert((n.pod.clone(), claim.clone())) {
+                // A repeat: the claim is still wanted then; it is not a new nomination to
+                // judge for duplicates (the first one was).
+                if self.repeats.insert((n.pod.clone(), claim.clone(), n.at)) {
+                    let last = self.last_nominated.entry(claim.clone()).or_default();
+                    *last = (*last).max(n.at);
+                    self.nominated.entry(n.pod.clone()).or_default().push((n.at, claim));
+                }
                 continue;
             }
             let created = self.claims[&claim].created;
