@@ -48,19 +48,7 @@ struct KnownFinding {
 }
 
 /// Known controller findings (see [`KnownFinding`]).
-const KNOWN_FINDINGS: &[KnownFinding] = &[KnownFinding {
-    invariant: "overProvisioning",
-    shows: "while NodeClaim",
-    example: "story-4244.yaml",
-    why: "issue 18, diagnosed by s5/overprov: a controller bug. At 95 s the pods of an interrupted \
-          zone-a node are pending, and the controller still counts them (terminating, and being \
-          placed by this very pass) in zone a's topology-spread count, so it opens pool-0-8kxkl in \
-          zone b; the next passes, the pods gone, move the pod to a new zone-a claim. Core counts \
-          neither (provisioning/scheduling/topology.go NewTopology l. 89-93 excludes the pods it \
-          schedules, IgnoredForTopology l. 614-616 the terminating ones). Fixing both closed this \
-          story but made zone-outage seed 1 launch 71 NodeClaims (p99 pending 74 s -> 683 s), so \
-          the fix was reverted until that is understood",
-}];
+const KNOWN_FINDINGS: &[KnownFinding] = &[];
 
 fn generated_dir() -> PathBuf {
     Path::new("../scenarios/regressions/generated").to_path_buf()

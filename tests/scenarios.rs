@@ -177,10 +177,7 @@ struct KnownFinding {
     why: &'static str,
 }
 
-/// Why the seeds of one shape are listed (see the entries).
-const DUPLICATE_WHILE_IN_FLIGHT: &str = "issue 18, open. Same shape as generated story-4244 (tests/generated.rs), traced (session 6): at 2m32s the pod api-zm6dk of the interrupted us-east-1b node gets claim spot-qm892 (us-east-1f); it is evicted and its replacement zcpcv is nominated to qm892 while zm6dk still terminates (counted in zone b's spread count); once zm6dk is gone the next pass moves zcpcv to a new us-east-1b claim w4bwz. Karpenter counts neither terminating pods nor the pods it is placing (core topology.go NewTopology l. 89-93, IgnoredForTopology l. 614-616). Five other seeds of this shape (apiserver-brownout 3, crash-mid-drain 3, drift-rollout 3, spot-storm-zone 10, steady-web 3) were the oracle misreading repeated nominations (Event lastTimestamp), fixed in session 6";
-
-/// Why the seeds of the other shape are listed.
+/// Why the seeds of do-not-disrupt-batch seed 1's shape are listed.
 const WAVE_OVER_PACKING: &str = "issue 18, open; found when the default suite went to 10 seeds (s5/volume). Same shape as seed 1 (see its entry): 3 live claims for a wave that packs into 1 + 1 per pool; not traced one by one";
 
 /// Open findings: a run whose every problem is a listed (scenario, seed, invariant) does
@@ -202,7 +199,6 @@ const KNOWN_FINDINGS: &[KnownFinding] = &[
           zone-spread dealing (first_fit.rs place_node), so the pods left are dealt as if no zone had \
           any. Model placed pods in the spread groups, then look up claims by provider ID",
     },
-    KnownFinding { scenario: "spot-storm", seed: 6, invariant: "overProvisioning", why: DUPLICATE_WHILE_IN_FLIGHT },
     KnownFinding { scenario: "do-not-disrupt-batch", seed: 3, invariant: "overProvisioning", why: WAVE_OVER_PACKING },
     KnownFinding { scenario: "do-not-disrupt-batch", seed: 4, invariant: "overProvisioning", why: WAVE_OVER_PACKING },
     KnownFinding { scenario: "do-not-disrupt-batch", seed: 6, invariant: "overProvisioning", why: WAVE_OVER_PACKING },

@@ -186,12 +186,14 @@ pub fn existing_nodes(snapshot: &Snapshot, memory: &Memory) -> Vec<ExistingNode>
     nodes
 }
 
-/// Active pods on nodes, for topology counts and inverse anti-affinity.
+/// Active pods on nodes, for topology counts and inverse anti-affinity: neither terminal nor
+/// terminating, as core leaves such pods out of its counts (`provisioning/scheduling/
+/// topology.go` `IgnoredForTopology`, l. 614–616, skipped in `countDomains`, l. 405).
 pub fn bound_pods(snapshot: &Snapshot) -> Vec<BoundPod> {
     snapshot
         .pods
         .values()
-        .filter(|pod| !is_terminal(pod))
+        .filter(|pod| !is_terminal(pod) && !super::pending::is_terminating(pod))
         .filter_map(|pod| {
             let node_name = pod.spec.as_ref()?.node_name.clone()?;
             Some(BoundPod { node_name, pod: SchedulablePod::from_pod(pod).ok()? })
@@ -224,4 +226,42 @@ pub fn daemon_set_pods(snapshot: &Snapshot) -> Vec<SchedulablePod> {
 /// Whether a pod belongs to no DaemonSet and is active: the pods a deleting node must shed.
 pub fn pods_to_reschedule<'a>(snapshot: &'a Snapshot, node_name: &'a str) -> impl Iterator<Item = &'a Arc<Pod>> + 'a {
     snapshot.pods_on_node(node_name).filter(|pod| super::pending::is_reschedulable(pod) && !is_daemon_set_pod(pod))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use k8s_openapi::api::core::v1::Pod;
+
+    use super::bound_pods;
+    use crate::state::{Snapshot, key_of};
+
+    fn pod_on_node(name: &str, phase: &str, deleting: bool) -> Pod {
+        let mut pod = serde_json::json!({
+            "metadata": {"namespace": "default", "name": name, "uid": format!("uid-{name}")},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]},
+            "status": {"phase": phase}
+        });
+        if deleting {
+            pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z".into();
+        }
+        serde_json::from_value(pod).expect("pod")
+    }
+
+    /// Topology counts leave out terminal and terminating pods (core `topology.go`
+    /// `IgnoredForTopology`): a zone whose pods are all terminating counts zero.
+    #[test]
+    fn terminating_and_terminal_pods_are_not_counted_for_topology() {
+        let mut snapshot = Snapshot::default();
+        for pod in [
+            pod_on_node("running", "Running", false),
+            pod_on_node("leaving", "Running", true),
+            pod_on_node("done", "Succeeded", false),
+        ] {
+            snapshot.pods.insert(key_of(&pod), Arc::new(pod));
+        }
+        let keys: Vec<String> = bound_pods(&snapshot).into_iter().map(|b| b.pod.key).collect();
+        assert_eq!(keys, vec!["default/running".to_string()]);
+    }
 }

@@ -271,7 +271,14 @@ impl<'a> Pass<'a> {
             }
             self.topology.register_domain(labels::HOSTNAME_LABEL, &node.name);
         }
+        // The pods this pass places (a deleting node's pods among them) are not counted where
+        // they run now (core `scheduling/topology.go` `NewTopology` excludes them, l. 89–93,
+        // and `countDomains` skips them, l. 409).
+        let placing: BTreeSet<&str> = self.input.pods.iter().map(|p| p.uid.as_str()).collect();
         for (bound, shape_id) in self.input.bound_pods.iter().zip(bound_ids) {
+            if placing.contains(bound.pod.uid.as_str()) {
+                continue;
+            }
             let Some(node) = nodes.get(bound.node_name.as_str()).map(|i| &self.input.existing_nodes[*i]) else {
                 continue;
             };

@@ -66,6 +66,36 @@ fn zone_spread_counts_existing_pods() {
     assert_eq!(counts.values().sum::<usize>(), 2);
 }
 
+/// Pods this pass places again (they run on a node being deleted) are not counted where they
+/// run now (core topology.go `NewTopology` excludes the pods it schedules): three pods leaving
+/// a deleting node in zone 1 spread one per zone, zone 1 included.
+#[test]
+fn zone_spread_does_not_count_the_pods_it_is_placing() {
+    let leaving: Vec<SchedulablePod> = (0..3)
+        .map(|i| {
+            let mut p = labelled(pod(&format!("p{i}"), 100, 64), &[("app", "web")]);
+            p.shape.spreads.push(spread(labels::TOPOLOGY_ZONE_LABEL, "web"));
+            p
+        })
+        .collect();
+    let mut snapshot = input(types(8), leaving.clone());
+    snapshot.existing_nodes.push(ExistingNode {
+        name: "n1".to_owned(),
+        labels: BTreeMap::from([(labels::TOPOLOGY_ZONE_LABEL.to_owned(), "test-zone-1".to_owned())]),
+        taints: Vec::new(),
+        startup_taints: Vec::new(),
+        allocatable: Resources::default(),
+        capacity: Resources::default(),
+        requested: Resources::default(),
+        host_ports: Vec::new(),
+        initialized: true,
+        marked_for_deletion: true,
+    });
+    snapshot.bound_pods.extend(leaving.into_iter().map(|pod| BoundPod { node_name: "n1".to_owned(), pod }));
+    let counts = zones_of(&schedule(&snapshot));
+    assert_eq!(counts.values().copied().collect::<Vec<_>>(), vec![1, 1, 1], "{counts:?}");
+}
+
 #[test]
 fn hostname_anti_affinity_puts_one_pod_per_node() {
     let pods = (0..5)
