@@ -189,15 +189,14 @@ const KNOWN_FINDINGS: &[KnownFinding] = &[
         scenario: "do-not-disrupt-batch",
         seed: 1,
         invariant: "overProvisioning",
-        why: "issue 18, still open after s5/overprov. Not the allocatable: the registered Nodes of rhspp and \
-          tfg7k report exactly the claims' estimates (the oracle now judges a registered Node's \
-          status.allocatable, core state/statenode.go Allocatable l. 377-392). The cause is in the \
-          misdirected-pod excuse: it finds a pod's claim by the instance's karpenter.sh/nodeclaim tag, \
-          and rhspp's instance has none when judged, so its 7 misdirected pods are packed as if free. \
-          Finding the claim by its status.providerID closes this run but makes web-diurnal, \
-          drift-rollout and crash-mid-drain seed 1 fire: the packing's placed nodes do not enter the \
-          zone-spread dealing (first_fit.rs place_node), so the pods left are dealt as if no zone had \
-          any. Model placed pods in the spread groups, then look up claims by provider ID",
+        why: "issue 18, still open. The misdirected-pod excuse finds a pod's claim by the instance's \
+          karpenter.sh/nodeclaim tag, and rhspp's instance has none when judged, so its 7 misdirected \
+          pods are packed as if free. Session 6: the packing now deals zone-spread pods to the zone \
+          with fewest, placed nodes' pods included (first_fit.rs), and finding the claim by its \
+          status.providerID then closes seeds 1, 3, 4, 6, 8, 9, 10 but makes web-diurnal seed 1 fire: \
+          there the bound counts pods kube-scheduler bound to nodes 30 s after Karpenter had planned \
+          one claim per zone (ScheduleAnyway lets kube-scheduler stack them), hindsight Karpenter \
+          cannot have. Next: judge each claim against the placements known when it was created",
     },
     KnownFinding { scenario: "do-not-disrupt-batch", seed: 3, invariant: "overProvisioning", why: WAVE_OVER_PACKING },
     KnownFinding { scenario: "do-not-disrupt-batch", seed: 4, invariant: "overProvisioning", why: WAVE_OVER_PACKING },

@@ -201,8 +201,9 @@ struct Packer<'p, 'a> {
     bins: Vec<Bin>,
     /// The pods placed so far (for [`Packer::shrink_from`]).
     pods: Vec<Value>,
-    /// Pods dealt so far per zone-spread group, to deal the next one to the next zone.
-    dealt: BTreeMap<String, usize>,
+    /// Pods per zone-spread group and zone so far (placed nodes' pods included), to deal
+    /// the next one to the zone that has fewest: what a skew constraint converges to.
+    dealt: BTreeMap<String, BTreeMap<String, usize>>,
     packing: Packing,
 }
 
@@ -226,6 +227,9 @@ impl<'p, 'a> Packer<'p, 'a> {
         let mut used = Resources::default();
         let mut exclusive = BTreeSet::new();
         for d in &placed.pods {
+            for group in groups(d.pod).0 {
+                *self.dealt.entry(group).or_default().entry(placed.offering.zone.clone()).or_insert(0) += 1;
+            }
             let mut need = d.requests;
             need.pods = need.pods.max(1.0);
             used.add(&need);
@@ -255,9 +259,11 @@ impl<'p, 'a> Packer<'p, 'a> {
                 .iter()
                 .flat_map(|i| usable(&pools[*i], demand.pod, None).map(|(o, _)| o.zone.as_str()).collect::<Vec<_>>())
                 .collect();
-            let n = self.dealt.entry(group.clone()).or_insert(0);
-            let zone = zones.iter().nth(*n % zones.len().max(1)).map(|z| z.to_string());
-            *n += 1;
+            let counts = self.dealt.entry(group.clone()).or_default();
+            let zone = zones.iter().min_by_key(|z| counts.get(**z).copied().unwrap_or(0)).map(|z| z.to_string());
+            if let Some(z) = &zone {
+                *counts.entry(z.clone()).or_insert(0) += 1;
+            }
             zone
         });
         let mut need = demand.requests;
@@ -481,5 +487,32 @@ mod tests {
         let packing =
             first_fit_in_batches(std::slice::from_ref(&all), &supply(&pool), &Resources::default(), &[unknown]);
         assert_eq!(packing.total(), 1, "a node of a pool the packing does not know is not counted");
+    }
+
+    /// A placed node's spread pods count in its zone: with two of the group already in zone
+    /// a, the next two go to b and c, and a third fills the placed node's zone last. Without
+    /// them the dealing would start again at a, as if no zone had any.
+    #[test]
+    fn a_placed_nodes_spread_pods_count_in_its_zone() {
+        let pool = json!({"metadata": {"name": "default"}, "spec": {}});
+        let keys: Vec<String> = (0..5).map(|i| format!("default/p{i}")).collect();
+        let spread = pod(json!({"topologySpreadConstraints": [
+            {"maxSkew": 1, "topologyKey": ZONE_KEY, "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": {"app": "w"}}}
+        ]}));
+        let all = demands(&keys, &spread, 200.0);
+        let placed = Placed {
+            pool: "default".into(),
+            offering: offering("m.4xlarge", "a", 15_800.0, 60.0, 0.8),
+            pods: all[..2].to_vec(),
+        };
+        let packing = first_fit_in_batches(&[all[2..4].to_vec()], &supply(&pool), &Resources::default(), &[placed]);
+        assert_eq!(packing.total(), 3, "the placed node in a, new ones in b and c");
+        let placed = Placed {
+            pool: "default".into(),
+            offering: offering("m.4xlarge", "a", 15_800.0, 60.0, 0.8),
+            pods: all[..2].to_vec(),
+        };
+        let packing = first_fit_in_batches(&[all[2..5].to_vec()], &supply(&pool), &Resources::default(), &[placed]);
+        assert_eq!(packing.total(), 3, "b, c, then the placed node's zone again, on the placed node");
     }
 }
