@@ -107,6 +107,69 @@ fn run_file(path: &Path) -> Result<Vec<Outcome>, String> {
     Ok(outcomes)
 }
 
+/// Every failing case not listed in `expectedFailures`, and every listed case that passes
+/// (stale); prints the listed failures with their reasons.
+fn problems(outcomes: &[Outcome]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for o in outcomes {
+        match (&o.result, &o.expected_failure) {
+            (Err(why), Some(reason)) => {
+                println!("expected failure {}/{}: {reason}\n    upstream: {}\n    got: {why}", o.suite, o.id, o.cite);
+            }
+            (Err(why), None) => problems.push(format!("{}: case `{}` ({}) fails: {why}", o.file, o.id, o.cite)),
+            (Ok(()), Some(_)) => problems.push(format!(
+                "{}: case `{}` passes but is listed in expectedFailures (stale: the deviation is fixed, remove the entry)",
+                o.file, o.id
+            )),
+            (Ok(()), None) => {}
+        }
+    }
+    problems
+}
+
+/// A case file written to a fresh temporary directory, for the runner's own tests.
+fn scratch_file(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("upstream-cases-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(format!("{name}.yaml"));
+    std::fs::write(&path, text).expect("write case file");
+    path
+}
+
+const PASSING_CASE: &str = "
+suite: meta
+kind: provision
+source: runner self-test
+cases:
+  - id: one-pod
+    upstream: Scheduling > should schedule a pod
+    given: {pods: [{name: p}]}
+    expect: {scheduled: [p], newClaims: 1}
+";
+
+#[test]
+fn a_listed_failure_that_passes_is_stale() {
+    let text = format!("{PASSING_CASE}expectedFailures:\n  - {{id: one-pod, reason: a fixed deviation}}\n");
+    let outcomes = run_file(&scratch_file("stale", &text)).expect("valid file");
+    assert_eq!(outcomes.len(), 1);
+    assert!(outcomes[0].result.is_ok(), "{:?}", outcomes[0].result);
+    let problems = problems(&outcomes);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].contains("`one-pod` passes but is listed in expectedFailures (stale"), "{}", problems[0]);
+}
+
+#[test]
+fn a_bad_case_names_file_case_and_field() {
+    let text = PASSING_CASE.replace("expect: {scheduled: [p], newClaims: 1}", "expect: {scheduled: [p], newClaim: 1}");
+    let error = run_file(&scratch_file("bad", &text)).err().expect("unknown field is an error");
+    assert!(error.contains("bad.yaml"), "{error}");
+    assert!(error.contains("case `one-pod`"), "{error}");
+    assert!(error.contains("field `expect.newClaim`: unknown field"), "{error}");
+    let text = PASSING_CASE.replace("{name: p}", "{name: p, node: nowhere}");
+    let error = run_file(&scratch_file("dangling", &text)).err().expect("unknown node is an error");
+    assert!(error.contains("case `one-pod`") && error.contains("no node \"nowhere\""), "{error}");
+}
+
 #[test]
 fn upstream_cases_conform() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("upstream_cases");
@@ -139,20 +202,6 @@ fn upstream_cases_conform() {
     #[allow(clippy::cast_precision_loss)]
     let rate = 100.0 * passed as f64 / total.max(1) as f64;
     println!("{:<24} {total:>5} {passed:>5} {:>5} {rate:>6.1}%", "total", total - passed);
-    for o in &outcomes {
-        match (&o.result, &o.expected_failure) {
-            (Err(why), Some(reason)) => {
-                println!("expected failure {}/{}: {reason}\n    upstream: {}\n    got: {why}", o.suite, o.id, o.cite);
-            }
-            (Err(why), None) => {
-                errors.push(format!("{}: case `{}` ({}) fails: {why}", o.file, o.id, o.cite));
-            }
-            (Ok(()), Some(_)) => errors.push(format!(
-                "{}: case `{}` passes but is listed in expectedFailures (stale: the deviation is fixed, remove the entry)",
-                o.file, o.id
-            )),
-            (Ok(()), None) => {}
-        }
-    }
+    errors.extend(problems(&outcomes));
     assert!(errors.is_empty(), "{} problem(s):\n{}", errors.len(), errors.join("\n"));
 }

@@ -102,7 +102,9 @@ impl ClaimExpect {
         for (key, values) in &self.requirements {
             let wanted: BTreeSet<&str> = values.iter().map(String::as_str).collect();
             match requirements.get(key) {
-                Some(r) if !r.is_complement() && r.values().iter().map(String::as_str).collect::<BTreeSet<_>>() == wanted => {}
+                Some(r)
+                    if !r.is_complement()
+                        && r.values().iter().map(String::as_str).collect::<BTreeSet<_>>() == wanted => {}
                 other => failures.push(format!("requirement {key} is {other:?}, expected In {wanted:?}")),
             }
         }
@@ -120,7 +122,7 @@ impl ClaimExpect {
         }
         for (key, value) in &self.every_option {
             for it in &claim.instance_type_options {
-                if !it.requirements.get(key).is_some_and(|r| r.single_value() == Some(value.as_str())) {
+                if it.requirements.get(key).is_none_or(|r| r.single_value() != Some(value.as_str())) {
                     failures.push(format!("option {} lacks {key}={value}", it.name));
                 }
             }

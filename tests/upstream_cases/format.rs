@@ -306,11 +306,16 @@ pub fn read_file(path: &Path) -> Result<CaseFile, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let value: serde_json::Value =
         serde_saphyr::from_str(&text).map_err(|e| format!("{}: not YAML: {e}", path.display()))?;
-    serde_path_to_error::deserialize(value).map_err(|e| format!("{}: field `{}`: {}", path.display(), e.path(), e.inner()))
+    serde_path_to_error::deserialize(value)
+        .map_err(|e| format!("{}: field `{}`: {}", path.display(), e.path(), e.inner()))
 }
 
 /// Deserializes one case, naming file, case id and field on error.
-pub fn parse_case<T: DeserializeOwned>(file: &Path, index: usize, value: &serde_json::Value) -> Result<(String, T), String> {
+pub fn parse_case<T: DeserializeOwned>(
+    file: &Path,
+    index: usize,
+    value: &serde_json::Value,
+) -> Result<(String, T), String> {
     let id = value.get("id").and_then(|v| v.as_str()).map_or_else(|| format!("#{index}"), str::to_owned);
     let case = serde_path_to_error::deserialize(value.clone())
         .map_err(|e| format!("{}: case `{id}`: field `{}`: {}", file.display(), e.path(), e.inner()))?;

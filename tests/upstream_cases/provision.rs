@@ -186,7 +186,8 @@ pub fn run(case: &ProvisionCase, defaults: &Defaults) -> Result<Result<(), Strin
         failures.push(format!("{} new claims, expected {n}", results.new_node_claims.len()));
     }
     if let Some(n) = e.nodes {
-        let wanted: Vec<String> = if e.scheduled.is_empty() { at.keys().cloned().collect() } else { built.expand(&e.scheduled)? };
+        let wanted: Vec<String> =
+            if e.scheduled.is_empty() { at.keys().cloned().collect() } else { built.expand(&e.scheduled)? };
         let used: BTreeSet<&String> = wanted.iter().filter_map(|p| at.get(p)).collect();
         if used.len() != n {
             failures.push(format!("pods on {} nodes {used:?}, expected {n}", used.len()));
@@ -227,7 +228,9 @@ pub fn run(case: &ProvisionCase, defaults: &Defaults) -> Result<Result<(), Strin
             None => i,
         };
         match results.new_node_claims.get(index) {
-            Some(claim) => failures.extend(expect.check(claim, &built)?.into_iter().map(|f| format!("claims[{i}]: {f}"))),
+            Some(claim) => {
+                failures.extend(expect.check(claim, &built)?.into_iter().map(|f| format!("claims[{i}]: {f}")))
+            }
             None => failures.push(format!("claims[{i}]: no such claim")),
         }
     }

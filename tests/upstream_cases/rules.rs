@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use dovetail_controller::apis::labels::{NODE_POOL_HASH_ANNOTATION, NODE_POOL_HASH_VERSION, NODE_POOL_HASH_VERSION_ANNOTATION};
+use dovetail_controller::apis::labels::{
+    NODE_POOL_HASH_ANNOTATION, NODE_POOL_HASH_VERSION, NODE_POOL_HASH_VERSION_ANNOTATION,
+};
 use dovetail_controller::apis::nodepool::DisruptionReason;
 use dovetail_controller::apis::{NodeClaim, hash::node_pool_hash};
 use dovetail_controller::disruption::budgets::pool_budget;
@@ -152,7 +154,8 @@ pub fn drift(case: &DriftCase) -> Result<Result<(), String>, String> {
     let pool = world::node_pool(&PoolSpec { name: "default".into(), spec: case.pool.clone(), instance_types: None })?;
     let mut annotations = serde_json::Map::new();
     if let Some(from) = &case.launched_from {
-        let original = world::node_pool(&PoolSpec { name: "default".into(), spec: from.clone(), instance_types: None })?;
+        let original =
+            world::node_pool(&PoolSpec { name: "default".into(), spec: from.clone(), instance_types: None })?;
         annotations.insert(NODE_POOL_HASH_ANNOTATION.into(), json!(node_pool_hash(&original)));
         annotations.insert(NODE_POOL_HASH_VERSION_ANNOTATION.into(), json!(NODE_POOL_HASH_VERSION));
     }
@@ -190,7 +193,9 @@ pub fn consolidatable_case(case: &ConsolidatableCase) -> Result<Result<(), Strin
     })?;
     let mut conditions = Vec::new();
     if let Some(s) = case.initialized_seconds_ago {
-        conditions.push(json!({"type": "Initialized", "status": "True", "reason": "Initialized", "lastTransitionTime": ago(s)}));
+        conditions.push(
+            json!({"type": "Initialized", "status": "True", "reason": "Initialized", "lastTransitionTime": ago(s)}),
+        );
     }
     let mut status = json!({"conditions": conditions});
     if let Some(s) = case.last_pod_event_seconds_ago {

@@ -98,7 +98,10 @@ impl Scene {
             }
         }
         for spec in &self.daemon_sets {
-            cluster.snapshot.daemon_sets.insert(format!("default/{}", spec.name), Arc::new(world::daemon_set(spec, epoch())?));
+            cluster
+                .snapshot
+                .daemon_sets
+                .insert(format!("default/{}", spec.name), Arc::new(world::daemon_set(spec, epoch())?));
         }
         for spec in &self.pdbs {
             cluster.snapshot.pdbs.insert(format!("default/{}", spec.name), Arc::new(world::pdb(spec)?));

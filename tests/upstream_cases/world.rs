@@ -98,7 +98,8 @@ fn assorted() -> Vec<InstanceTypeSpec> {
 
 /// Core's `CloudProvider.GetInstanceTypes` default list (`pkg/cloudprovider/fake/cloudprovider.go`).
 fn upstream_default() -> Vec<InstanceTypeSpec> {
-    let gpu = |name: &str, resource: &str| InstanceTypeSpec { resources: [(resource.to_owned(), 2)].into(), ..spec(name) };
+    let gpu =
+        |name: &str, resource: &str| InstanceTypeSpec { resources: [(resource.to_owned(), 2)].into(), ..spec(name) };
     vec![
         spec("default-instance-type"),
         InstanceTypeSpec { cpu: Some("2".into()), memory: Some("2Gi".into()), ..spec("small-instance-type") },
@@ -130,10 +131,9 @@ pub fn instance_type(s: &InstanceTypeSpec) -> Result<InstanceType, String> {
     let mut price = 0.1 * capacity.cpu_milli as f64 / 1000.0 + 0.1 * capacity.memory_bytes as f64 / 1e9;
     price += FAKE_GPUS.iter().filter(|g| capacity.get(g) > 0).count() as f64;
     let offerings = match &s.offerings {
-        Some(list) => list
-            .iter()
-            .map(|o| offering(&o.zone, &o.capacity_type, o.price.unwrap_or(price), o.available))
-            .collect(),
+        Some(list) => {
+            list.iter().map(|o| offering(&o.zone, &o.capacity_type, o.price.unwrap_or(price), o.available)).collect()
+        }
         None => DEFAULT_OFFERINGS.iter().map(|(zone, ct)| offering(zone, ct, price, true)).collect(),
     };
     let mut requirements = Requirements::new();
@@ -225,6 +225,11 @@ fn pod(spec: &PodSpec, name: &str, epoch: jiff::Timestamp) -> Result<Pod, String
     if let Some(memory) = &spec.memory {
         requests.insert("memory".into(), memory.clone());
     }
+    // The API server defaults a container's missing requests to its limits
+    // (k8s.io/kubernetes pkg/apis/core/v1/defaults.go `SetDefaults_Pod`); core's envtest pods get it too.
+    for (name, limit) in &spec.limits {
+        requests.entry(name.clone()).or_insert_with(|| limit.clone());
+    }
     let ports: Vec<Value> = spec.host_ports.iter().map(|p| json!({"containerPort": p, "hostPort": p})).collect();
     let mut resources = json!({"requests": requests});
     if !spec.limits.is_empty() {
@@ -269,7 +274,10 @@ fn pod(spec: &PodSpec, name: &str, epoch: jiff::Timestamp) -> Result<Pod, String
 }
 
 /// A DaemonSet object for the snapshot.
-pub fn daemon_set(spec: &DaemonSetSpec, epoch: jiff::Timestamp) -> Result<k8s_openapi::api::apps::v1::DaemonSet, String> {
+pub fn daemon_set(
+    spec: &DaemonSetSpec,
+    epoch: jiff::Timestamp,
+) -> Result<k8s_openapi::api::apps::v1::DaemonSet, String> {
     let pod = pod(&spec.pod, &spec.name, epoch)?;
     let labels = pod.metadata.labels.clone().unwrap_or_default();
     serde_json::from_value(json!({
@@ -311,7 +319,10 @@ pub fn add_node(cluster: &mut SyntheticCluster, spec: &NodeSpec) -> Result<(), S
         .find(|p| p.node_pool.metadata.name.as_deref() == Some(spec.pool.as_str()))
         .is_some_and(|p| p.instance_types.iter().any(|it| it.name == spec.instance_type));
     if !offered {
-        return Err(format!("node {}: pool {:?} offers no instance type {:?}", spec.name, spec.pool, spec.instance_type));
+        return Err(format!(
+            "node {}: pool {:?} offers no instance type {:?}",
+            spec.name, spec.pool, spec.instance_type
+        ));
     }
     cluster.add_node(&spec.name, &spec.pool, &spec.instance_type, &spec.zone, &spec.capacity_type);
     let epoch = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(cluster.epoch);
@@ -333,7 +344,8 @@ pub fn add_node(cluster: &mut SyntheticCluster, spec: &NodeSpec) -> Result<(), S
             let status = node.status.get_or_insert_default();
             let allocatable = status.allocatable.get_or_insert_default();
             for (name, value) in &spec.allocatable {
-                allocatable.insert(name.clone(), k8s_openapi::apimachinery::pkg::api::resource::Quantity(value.clone()));
+                allocatable
+                    .insert(name.clone(), k8s_openapi::apimachinery::pkg::api::resource::Quantity(value.clone()));
             }
         }
         if !spec.ready
