@@ -61,21 +61,30 @@ pub struct DisruptExpect {
     /// What every replacement must satisfy.
     #[serde(default)]
     pub replacement: Option<ClaimExpect>,
+    /// Whether the loop remembers the cluster as consolidated (core `IsConsolidated`).
+    #[serde(default)]
+    pub marked_consolidated: Option<bool>,
 }
 
 /// Runs the case; `Err` lists every expectation that failed.
 pub fn run(case: &DisruptCase, defaults: &Defaults) -> Result<Result<(), String>, String> {
     let mut built = case.given.build(defaults)?;
     let now = add(epoch(), std::time::Duration::from_secs(case.now_after_seconds.unwrap_or(3600)));
-    for node in case.given.nodes.iter().filter(|n| n.nominated) {
+    for node in case.given.expanded_nodes().iter().filter(|n| n.nominated) {
         built.cluster.memory.nominated.insert(node.name.clone(), now);
     }
     let options = DisruptionOptions { spot_to_spot: case.spot_to_spot, ..DisruptionOptions::default() };
     let input = built.cluster.input(now, options);
     let clock = ManualClock::new(now);
-    let command = decide(&input, &clock, &mut LoopState::default(), &mut Report::default());
+    let mut state = LoopState::default();
+    let command = decide(&input, &clock, &mut state, &mut Report::default());
     let e = &case.expect;
     let mut failures = Vec::new();
+    if let Some(wanted) = e.marked_consolidated
+        && state.consolidated.is_some() != wanted
+    {
+        failures.push(format!("marked consolidated: {}, expected {wanted}", state.consolidated.is_some()));
+    }
     let Some(command) = command else {
         if e.action {
             failures.push("no command, expected one".to_owned());

@@ -188,6 +188,12 @@ pub struct PodSpec {
     /// Bound to this node (else pending and unschedulable).
     #[serde(default)]
     pub node: Option<String>,
+    /// One pod `name-i` bound to each node `i` of this node group (or single node).
+    #[serde(default)]
+    pub on_each_node: Option<String>,
+    /// Set by the runner on pods expanded from `onEachNode`: the group they belong to.
+    #[serde(skip)]
+    pub group: Option<String>,
     /// `Pod.spec` fields merged in (affinity, tolerations, topologySpreadConstraints, ...).
     #[serde(default)]
     pub spec: serde_json::Value,
@@ -216,8 +222,11 @@ pub struct DaemonSetSpec {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct NodeSpec {
-    /// Node and NodeClaim name.
+    /// Node and NodeClaim name (the group name when `count` is set).
     pub name: String,
+    /// Identical nodes named `name-0..`.
+    #[serde(default)]
+    pub count: Option<usize>,
     /// NodePool.
     #[serde(default = "default_pool")]
     pub pool: String,

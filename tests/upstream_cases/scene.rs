@@ -74,12 +74,12 @@ impl Scene {
         for spec in &pools {
             cluster.add_pool(world::node_pool(spec)?, world::pool_types(spec, &types)?);
         }
-        for node in &self.nodes {
+        for node in &self.expanded_nodes() {
             world::add_node(&mut cluster, node)?;
         }
         let mut pending = BTreeSet::new();
         let mut groups = std::collections::BTreeMap::new();
-        for spec in &self.pods {
+        for spec in &self.expanded_pods()? {
             if let Some(node) = &spec.node
                 && !cluster.snapshot.nodes.contains_key(node)
             {
@@ -90,6 +90,9 @@ impl Scene {
                 pending.extend(names.iter().cloned());
             }
             groups.insert(spec.name.clone(), names);
+            if let Some(group) = &spec.group {
+                groups.entry(group.clone()).or_default().push(spec.name.clone());
+            }
             for pod in world::pods(spec, epoch())? {
                 let key = format!("default/{}", pod.metadata.name.clone().unwrap_or_default());
                 if cluster.snapshot.pods.insert(key.clone(), Arc::new(pod)).is_some() {
@@ -107,6 +110,50 @@ impl Scene {
             cluster.snapshot.pdbs.insert(format!("default/{}", spec.name), Arc::new(world::pdb(spec)?));
         }
         Ok(Built { cluster, pending, groups })
+    }
+}
+
+impl Scene {
+    /// The nodes with `count` groups expanded to `name-0..`.
+    pub fn expanded_nodes(&self) -> Vec<NodeSpec> {
+        self.nodes
+            .iter()
+            .flat_map(|spec| match spec.count {
+                None => vec![spec.clone()],
+                Some(n) => (0..n)
+                    .map(|i| NodeSpec { name: format!("{}-{i}", spec.name), count: None, ..spec.clone() })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// The pods with `onEachNode` expanded to one bound pod per node of the group.
+    fn expanded_pods(&self) -> Result<Vec<PodSpec>, String> {
+        let mut out = Vec::new();
+        for spec in &self.pods {
+            let Some(group) = &spec.on_each_node else {
+                out.push(spec.clone());
+                continue;
+            };
+            if spec.count.is_some() || spec.node.is_some() {
+                return Err(format!("pod {}: onEachNode excludes count and node", spec.name));
+            }
+            let nodes: Vec<String> = match self.nodes.iter().find(|n| n.name == *group) {
+                Some(NodeSpec { count: Some(n), .. }) => (0..*n).map(|i| format!("{group}-{i}")).collect(),
+                Some(_) => vec![group.clone()],
+                None => return Err(format!("pod {}: onEachNode: no node group {group:?} in `nodes`", spec.name)),
+            };
+            for (i, node) in nodes.into_iter().enumerate() {
+                out.push(PodSpec {
+                    name: format!("{}-{i}", spec.name),
+                    node: Some(node),
+                    on_each_node: None,
+                    group: Some(spec.name.clone()),
+                    ..spec.clone()
+                });
+            }
+        }
+        Ok(out)
     }
 }
 
