@@ -94,7 +94,11 @@ pub struct SkewExpect {
     /// matchLabels.
     pub selector: BTreeMap<String, String>,
     /// Counts, any order.
-    pub counts: Vec<usize>,
+    #[serde(default)]
+    pub counts: Option<Vec<usize>>,
+    /// No domain holds more than this many (core `ToNot(ContainElements(BeNumerically(">", n)))`).
+    #[serde(default)]
+    pub max_count: Option<usize>,
 }
 
 /// The scheduler input, as `Provisioner::build_input` assembles it from state.
@@ -241,11 +245,18 @@ pub fn run(case: &ProvisionCase, defaults: &Defaults) -> Result<Result<(), Strin
     }
     for skew in &e.skew {
         let mut counts = skew_counts(&built, &results, &at, skew);
-        let mut expected = skew.counts.clone();
         counts.sort_unstable();
-        expected.sort_unstable();
-        if counts != expected {
-            failures.push(format!("skew on {}: counts {counts:?}, expected {expected:?}", skew.key));
+        if let Some(expected) = &skew.counts {
+            let mut expected = expected.clone();
+            expected.sort_unstable();
+            if counts != expected {
+                failures.push(format!("skew on {}: counts {counts:?}, expected {expected:?}", skew.key));
+            }
+        }
+        if let Some(max) = skew.max_count
+            && counts.iter().any(|c| c > &max)
+        {
+            failures.push(format!("skew on {}: counts {counts:?}, expected none above {max}", skew.key));
         }
     }
     Ok(if failures.is_empty() { Ok(()) } else { Err(failures.join("; ")) })
