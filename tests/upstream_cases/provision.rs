@@ -117,6 +117,8 @@ fn scheduling_input(built: &Built, options: &Options) -> SchedulingInput {
         .collect();
     let node_pools = ordered_pools(snapshot)
         .iter()
+        // `usable_pool` without the node class: deleting, static and invalid pools never launch.
+        .filter(|pool| pool.metadata.deletion_timestamp.is_none() && !pool.spec.is_static())
         .filter(|pool| pool.runtime_validate().is_ok())
         .filter_map(|pool| {
             let input = built.cluster.pools.iter().find(|p| p.node_pool.metadata.name == pool.metadata.name)?;
