@@ -5,6 +5,7 @@
 use dovetail_controller::disruption::controller::{LoopState, decide};
 use dovetail_controller::disruption::input::DisruptionOptions;
 use dovetail_controller::disruption::report::Report;
+use dovetail_controller::provisioning::provisioner::ordered_pools;
 use dovetail_controller::runtime::clock::{ManualClock, add};
 use serde::Deserialize;
 
@@ -73,6 +74,15 @@ pub fn run(case: &DisruptCase, defaults: &Defaults) -> Result<Result<(), String>
     for node in case.given.expanded_nodes().iter().filter(|n| n.nominated) {
         built.cluster.memory.nominated.insert(node.name.clone(), now);
     }
+    // The pools `Disruption::pools` hands the decision: usable ones (not deleting, not static,
+    // valid) in Karpenter's weight order.
+    let order: Vec<Option<String>> =
+        ordered_pools(&built.cluster.snapshot).iter().map(|p| p.metadata.name.clone()).collect();
+    built.cluster.pools.retain(|p| {
+        let pool = &p.node_pool;
+        pool.metadata.deletion_timestamp.is_none() && !pool.spec.is_static() && pool.runtime_validate().is_ok()
+    });
+    built.cluster.pools.sort_by_key(|p| order.iter().position(|name| *name == p.node_pool.metadata.name));
     let options = DisruptionOptions { spot_to_spot: case.spot_to_spot, ..DisruptionOptions::default() };
     let input = built.cluster.input(now, options);
     let clock = ManualClock::new(now);
