@@ -165,6 +165,9 @@ fn a_bad_case_names_file_case_and_field() {
     assert!(error.contains("bad.yaml"), "{error}");
     assert!(error.contains("case `one-pod`"), "{error}");
     assert!(error.contains("field `expect.newClaim`: unknown field"), "{error}");
+    let text = PASSING_CASE.replace("expect: {scheduled: [p], newClaims: 1}", "expect: {}");
+    let error = run_file(&scratch_file("empty", &text)).err().expect("an empty expectation is an error");
+    assert!(error.contains("case `one-pod`: expect: asserts nothing"), "{error}");
     let text = PASSING_CASE.replace("{name: p}", "{name: p, node: nowhere}");
     let error = run_file(&scratch_file("dangling", &text)).err().expect("unknown node is an error");
     assert!(error.contains("case `one-pod`") && error.contains("no node \"nowhere\""), "{error}");

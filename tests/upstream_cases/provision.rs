@@ -85,6 +85,22 @@ pub struct ProvisionExpect {
     pub skew: Vec<SkewExpect>,
 }
 
+impl ProvisionExpect {
+    /// Whether no expectation is set (a case must decide something checkable).
+    fn is_empty(&self) -> bool {
+        self.scheduled.is_empty()
+            && self.unschedulable.is_empty()
+            && self.new_claims.is_none()
+            && self.nodes.is_none()
+            && self.on_existing.is_empty()
+            && self.claims.is_empty()
+            && self.every_claim.is_none()
+            && self.same_node.is_empty()
+            && self.different_nodes.is_empty()
+            && self.skew.is_empty()
+    }
+}
+
 /// Sorted pod counts per domain of `key` over pods matching `selector` (core `ExpectSkew`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -169,6 +185,9 @@ fn short(key: &str) -> String {
 
 /// Runs the case; `Err` lists every expectation that failed.
 pub fn run(case: &ProvisionCase, defaults: &Defaults) -> Result<Result<(), String>, String> {
+    if case.expect.is_empty() {
+        return Err("expect: asserts nothing".to_owned());
+    }
     let built = case.given.build(defaults)?;
     let input = scheduling_input(&built, &case.options);
     let results = schedule(&input);
