@@ -192,12 +192,10 @@ fn run_job(job: Job) -> (Option<String>, Vec<(String, &'static str)>) {
 /// `cargo test` (issue 19, "volume by default"), and back behind `--ignored` until issue 18's
 /// over-provisioning findings are closed (see the attribute).
 #[test]
-#[ignore = "issue 18 findings open: on the merged tree at commit adc6a25 (base seed 781768589) 13 of 50 stories + 7 \
-            recorded files fail, most of them on overProvisioning waves of the 'first-fit-decreasing packing' shape \
-            (do-not-disrupt-batch seed 1's, listed in tests/scenarios.rs KNOWN_FINDINGS) including the recorded \
-            428dd0df6df1b9bb.yaml, and two nodepoolLimits (e.g. pool-0 cpu 37000 in use > limit 20000 plus one node; \
-            stories 781768615 and 781768638, after s5/overprov's limits change that leaves deleting claims out, as core \
-            provisioner.go does: not yet triaged). s5/volume's run at base seed 791965685 before the merge passed. \
+#[ignore = "issue 18 findings open: at base seed 716913148 (session 6, after the nodepoolLimits and nomination \
+            fixes closed stories 781768615 / 781768638) 16 of 50 stories + 1 of 7 recorded files fail: 13 on \
+            overProvisioning waves of the 'first-fit-decreasing packing' shape (do-not-disrupt-batch seed 1's, listed \
+            in tests/scenarios.rs KNOWN_FINDINGS), 3 strandedPods and 2 convergence (not triaged). \
             Run: cargo test -p dovetail-tests --test generated -- --ignored"]
 fn recorded_and_generated_stories_hold_every_invariant() {
     let (base, source) = base_seed();
