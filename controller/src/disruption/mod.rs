@@ -35,6 +35,8 @@ pub mod validation;
 #[cfg(test)]
 mod in_flight_tests;
 #[cfg(test)]
+mod loop_tests;
+#[cfg(test)]
 mod price_tests;
 #[cfg(test)]
 mod tests;
