@@ -86,3 +86,14 @@ pub fn take(budgets: &mut BTreeMap<String, u64>, pool: &str) -> bool {
         _ => false,
     }
 }
+
+/// Whether a budget keeps any of `pools` (one entry per eligible consolidation candidate) from
+/// being disrupted: more candidates in a pool than its budget allows (core
+/// `multinodeconsolidation.go` l. 66-76, `singlenodeconsolidation.go` l. 80-84
+/// `constrainedByBudgets`). Consolidation that found nothing then does not mark the cluster
+/// consolidated: a budget that opens up may let the same cluster consolidate next loop
+/// (core l. 92-94 and l. 116-121).
+pub fn constrained_by_budgets<'a>(pools: impl IntoIterator<Item = &'a str>, budgets: &BTreeMap<String, u64>) -> bool {
+    let mut left = budgets.clone();
+    pools.into_iter().any(|pool| !take(&mut left, pool))
+}

@@ -65,7 +65,8 @@ pub struct Candidate {
     pub price: Option<f64>,
     /// Pods that must move elsewhere if the node goes (not DaemonSet, static or finished).
     pub pods: Vec<Arc<Pod>>,
-    /// The same pods, parsed for the scheduler.
+    /// The pods a simulation moves, parsed for the scheduler: the currently reschedulable ones
+    /// (core `disruption/helpers.go` l. 88-92).
     pub schedulable: Vec<SchedulablePod>,
     /// Σ pod eviction costs × lifetime remaining (core `DisruptionCost`).
     pub disruption_cost: f64,
@@ -285,7 +286,13 @@ fn new_candidate(
             .min_by(f64::total_cmp)
     });
     let pods: Vec<Arc<Pod>> = pods_to_reschedule(&input.snapshot, &node_name).cloned().collect();
-    let schedulable = pods.iter().filter_map(|p| SchedulablePod::from_pod(p).ok()).collect();
+    // Core helpers.go l. 88-92: only the candidate's currently reschedulable pods are
+    // simulated (no do-not-disrupt pods, no pods fully blocked by PDBs).
+    let schedulable = pods
+        .iter()
+        .filter(|p| input.eviction_limits.is_currently_reschedulable(p, input.now))
+        .filter_map(|p| SchedulablePod::from_pod(p).ok())
+        .collect();
     let disruption_cost = disruption_cost(&pods, claim, input.now);
     Candidate {
         claim: claim.clone(),

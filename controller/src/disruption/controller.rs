@@ -4,6 +4,8 @@
 //! asks [`decide`] for at most one command (Emptiness → Drift → multi-node → single-node),
 //! re-validates consolidation after [`VALIDATION_DELAY`] and hands the command to the
 //! [`Queue`]. After an action it loops again at once; otherwise it waits [`POLL_IDLE`].
+//! Consolidation that found nothing marks the cluster consolidated unless a budget held a
+//! candidate back or single-node consolidation timed out.
 
 use std::collections::BTreeSet;
 use std::hash::{Hash, Hasher};
@@ -12,9 +14,10 @@ use std::time::Duration;
 
 use kube::{Client, ResourceExt};
 
-use super::budgets::allowed_disruptions;
+use super::budgets::{allowed_disruptions, constrained_by_budgets};
 use super::candidates::{DisruptionClass, get_candidates};
 use super::command::{Command, Method};
+use super::consolidation::consolidation_blocker;
 use super::drift::drift;
 use super::emptiness::emptiness;
 use super::execution::{Queue, set_disrupted_taint, set_disruption_reason};
@@ -98,6 +101,8 @@ pub fn decide(
         return None;
     }
     let mut budgets = allowed_disruptions(input, DisruptionReason::Underutilized);
+    let eligible = candidates.iter().filter(|c| consolidation_blocker(c).is_none()).map(|c| c.pool.as_str());
+    let constrained = constrained_by_budgets(eligible, &budgets);
     if let Some(command) = multi_node(input, &candidates, &mut budgets, clock, report) {
         return Some(command);
     }
@@ -105,7 +110,11 @@ pub fn decide(
     if let Some(command) = single_node(input, &candidates, &budgets, clock, &mut state.unseen_pools, report) {
         return Some(command);
     }
-    state.consolidated = Some((fingerprint, input.now));
+    // Core singlenodeconsolidation.go l. 66-74 and 116-121: neither a budget that held a
+    // candidate back nor a timeout (pools left unseen) marks the cluster consolidated.
+    if !constrained && state.unseen_pools.is_empty() {
+        state.consolidated = Some((fingerprint, input.now));
+    }
     None
 }
 
@@ -284,8 +293,12 @@ impl Disruption {
     }
 }
 
-/// How soon the loop looks again after it started a command, or while the state is not synced.
-const ACTED_REQUEUE: Duration = Duration::from_secs(1);
+/// How soon the loop looks again after it started a command: at once (core
+/// `disruption/controller.go` l. 177 `singleton.RequeueImmediately`, operatorpkg's 1 ns), so
+/// a budget of several nodes is used up loop after loop.
+const ACTED_REQUEUE: Duration = Duration::from_nanos(1);
+/// How soon the loop looks again while cluster state is not synced (core l. 144, 1 s).
+const UNSYNCED_REQUEUE: Duration = Duration::from_secs(1);
 
 impl Reconciler for Disruption {
     type Error = std::convert::Infallible;
@@ -301,7 +314,7 @@ impl Reconciler for Disruption {
 
     async fn reconcile(&mut self, snapshot: &Snapshot, _env: &Env) -> Result<Action, Self::Error> {
         if !snapshot.is_synced() {
-            return Ok(Action::requeue(ACTED_REQUEUE));
+            return Ok(Action::requeue(UNSYNCED_REQUEUE));
         }
         let acted = self.disrupt_once().await;
         Ok(Action::requeue(if acted { ACTED_REQUEUE } else { POLL_IDLE }))

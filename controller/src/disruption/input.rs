@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::cloudprovider::InstanceType;
 use crate::provisioning::input as scheduling_input;
-use crate::provisioning::pending::{is_provisionable, is_reschedulable};
+use crate::provisioning::reschedulable::{EvictionLimits, PodSource, pods_to_place};
 use crate::runtime::Settings;
 use crate::scheduling::{BoundPod, ExistingNode, NodePoolInput, SchedulablePod, SchedulerOptions};
 use crate::state::{Memory, Snapshot};
@@ -72,6 +72,12 @@ pub struct DisruptionInput {
     /// Keys of the pending (not yet bound) pods among [`Self::must_place`]; only these may fail
     /// to schedule in a simulation.
     pub(crate) pending_keys: BTreeSet<String>,
+    /// Keys of the pods of nodes already being deleted among [`Self::must_place`]; these may
+    /// land on an uninitialized node in a simulation (core `disruption/helpers.go` l. 124
+    /// `deletingNodePodKeys`).
+    pub(crate) deleting_node_pod_keys: BTreeSet<String>,
+    /// The PDBs, for which pods Karpenter would provision capacity for now.
+    pub(crate) eviction_limits: EvictionLimits,
 }
 
 impl DisruptionInput {
@@ -85,26 +91,18 @@ impl DisruptionInput {
         options: DisruptionOptions,
     ) -> Self {
         let existing = scheduling_input::existing_nodes(&snapshot, &memory);
-        let deleting: BTreeSet<&str> =
-            existing.iter().filter(|n| n.marked_for_deletion).map(|n| n.name.as_str()).collect();
         let mut must_place = Vec::new();
         let mut pending_keys = BTreeSet::new();
-        for (key, pod) in &snapshot.pods {
-            let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty());
-            let wanted = match node {
-                Some(node) => deleting.contains(node) && is_reschedulable(pod),
-                None => {
-                    let pending = is_provisionable(pod);
-                    if pending {
-                        pending_keys.insert(key.clone());
-                    }
-                    pending
-                }
+        let mut deleting_node_pod_keys = BTreeSet::new();
+        for (key, pod, source) in pods_to_place(&snapshot, &existing, now) {
+            let Ok(p) = SchedulablePod::from_pod(pod) else { continue };
+            match source {
+                PodSource::Pending => pending_keys.insert(key.clone()),
+                PodSource::DeletingNode => deleting_node_pod_keys.insert(key.clone()),
             };
-            if wanted && let Ok(p) = SchedulablePod::from_pod(pod) {
-                must_place.push(p);
-            }
+            must_place.push(p);
         }
+        let eviction_limits = EvictionLimits::new(&snapshot);
         let bound = scheduling_input::bound_pods(&snapshot);
         let daemon_set_pods = scheduling_input::daemon_set_pods(&snapshot);
         Self {
@@ -119,6 +117,8 @@ impl DisruptionInput {
             daemon_set_pods,
             must_place,
             pending_keys,
+            deleting_node_pod_keys,
+            eviction_limits,
         }
     }
 

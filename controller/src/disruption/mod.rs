@@ -33,6 +33,10 @@ pub mod synthetic;
 pub mod validation;
 
 #[cfg(test)]
+mod in_flight_tests;
+#[cfg(test)]
+mod loop_tests;
+#[cfg(test)]
 mod price_tests;
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,11 @@
 //! scheduler as if the candidates were gone. Their reschedulable pods join the pods that need a
 //! place anyway (pending pods, pods of deleting nodes); the candidates leave the existing nodes
 //! and their pods leave the topology counts. The simulation fails when a pod that is running
-//! now would not schedule, or would only fit on a node that is not initialized yet.
+//! now would not schedule, or when a candidate's pod would only fit on a node that is not
+//! initialized yet. Pods of nodes already being deleted may land on uninitialized nodes: those
+//! are the replacements an earlier command (or the provisioner) launched for them, so concurrent
+//! drift and consolidation commands do not wait for each other's replacements (core
+//! `pkg/controllers/disruption/helpers.go` l. 133-151, `SimulateScheduling`).
 
 use std::collections::BTreeSet;
 
@@ -55,9 +59,13 @@ pub fn simulate(input: &DisruptionInput, candidates: &[&Candidate]) -> Result<Re
     if let Some((pod, error)) = results.pod_errors.iter().find(|(key, _)| !input.pending_keys.contains(*key)) {
         return Err(SimulationError::PodWouldNotSchedule { pod: pod.clone(), reason: error.to_string() });
     }
+    // Core helpers.go l. 140-149: "Only add a pod scheduling error if it isn't on an already
+    // deleting node"; pending pods' errors are dropped by `AllNonPendingPodsScheduled`
+    // (scheduling/scheduler.go l. 388).
+    let may_wait = |pod: &String| input.pending_keys.contains(pod) || input.deleting_node_pod_keys.contains(pod);
     for (node, pods) in &results.existing_node_assignments {
         if uninitialized.contains(node.as_str())
-            && let Some(pod) = pods.iter().find(|p| !input.pending_keys.contains(*p))
+            && let Some(pod) = pods.iter().find(|p| !may_wait(p))
         {
             return Err(SimulationError::UninitializedNode { pod: pod.clone(), node: node.clone() });
         }

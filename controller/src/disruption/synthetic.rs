@@ -108,6 +108,29 @@ impl SyntheticCluster {
         self.snapshot.node_claims.insert(name.into(), Arc::new(claim));
     }
 
+    /// Adds the NodeClaim `name` the disruption queue (or the provisioner) would create for
+    /// `planned`: launched with its first (cheapest) instance type option's allocatable, not
+    /// registered, so the scheduler sees an uninitialized in-flight node.
+    pub fn add_in_flight_claim(&mut self, name: &str, planned: &crate::scheduling::PlannedNodeClaim) {
+        use crate::apis::condition::StatusConditions;
+        let pool = self.snapshot.node_pools.get(&planned.node_pool).expect("pool of the planned claim").clone();
+        let mut claim = crate::provisioning::node_claim_template::to_node_claim(&pool, planned);
+        claim.metadata.name = Some(name.into());
+        claim.metadata.uid = Some(format!("uid-{name}"));
+        claim.metadata.creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(self.epoch));
+        let it = planned.instance_type_options.first().expect("an instance type option");
+        claim.status = Some(
+            serde_json::from_value(json!({
+                "providerID": format!("aws:///zone/i-{name}"),
+                "allocatable": it.allocatable().to_resource_list(),
+                "capacity": it.capacity.to_resource_list(),
+            }))
+            .expect("synthetic NodeClaim status"),
+        );
+        claim.set_true("Launched", &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(self.epoch));
+        self.snapshot.node_claims.insert(name.into(), Arc::new(claim));
+    }
+
     /// Adds a running pod `name` (namespace `default`, label `app`) on `node`, or a pending
     /// unschedulable one when `node` is `None`; returns its key.
     pub fn add_pod(&mut self, name: &str, app: &str, node: Option<&str>, cpu_milli: i64, memory_mib: i64) -> String {

@@ -9,6 +9,7 @@ pub mod input;
 pub mod node_claim_template;
 pub mod pending;
 pub mod provisioner;
+pub mod reschedulable;
 
 pub use controller::ProvisioningController;
 pub use provisioner::Provisioner;

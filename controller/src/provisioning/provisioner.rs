@@ -11,6 +11,7 @@ use kube::{Api, Client};
 use super::input;
 use super::node_claim_template::to_node_claim;
 use super::pending::is_provisionable;
+use super::reschedulable::pods_to_place;
 use crate::apis::condition::StatusConditions;
 use crate::apis::validation::ValidationErrors;
 use crate::apis::{EC2NodeClass, NodeClaim, NodePool, labels};
@@ -151,19 +152,10 @@ impl Provisioner {
     pub async fn build_input(&self, snapshot: &Snapshot) -> (SchedulingInput, BTreeMap<String, Arc<NodePool>>) {
         let memory = self.cluster.memory();
         let existing = input::existing_nodes(snapshot, &memory);
-        let deleting: BTreeSet<&str> =
-            existing.iter().filter(|n| n.marked_for_deletion).map(|n| n.name.as_str()).collect();
+        // Core provisioner.go l. 372-391: pending pods, and the currently reschedulable pods of
+        // deleting nodes (no do-not-disrupt pods, no pods fully blocked by PDBs).
         let mut pods = Vec::new();
-        for pod in snapshot.pods.values() {
-            let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
-            let wanted = match node {
-                Some(node) if deleting.contains(node) => super::pending::is_reschedulable(pod),
-                Some(_) => false,
-                None => is_provisionable(pod),
-            };
-            if !wanted {
-                continue;
-            }
+        for (_, pod, _) in pods_to_place(snapshot, &existing, self.clock.now()) {
             match SchedulablePod::from_pod(pod) {
                 Ok(p) => pods.push(p),
                 Err(error) => self.events.publish(Event::about(

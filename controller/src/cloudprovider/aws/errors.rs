@@ -39,6 +39,10 @@ pub const LAUNCH_TEMPLATE_NOT_FOUND_CODES: [&str; 3] = [
 /// unavailable.
 pub const SPOT_SERVICE_LINKED_ROLE_CODE: &str = "AuthFailure.ServiceLinkedRoleCreationNotPermitted";
 
+/// A subnet has no free addresses left (aws pkg/errors/errors.go l. 33): besides marking the
+/// offering, the subnet is sorted last for later launches (aws instance.go l. 602-607).
+pub const INSUFFICIENT_FREE_ADDRESSES_CODE: &str = "InsufficientFreeAddressesInSubnet";
+
 /// Whether a fleet error code is ICE-class.
 pub fn is_unfulfillable_capacity(code: &str) -> bool {
     UNFULFILLABLE_CAPACITY_CODES.contains(&code)

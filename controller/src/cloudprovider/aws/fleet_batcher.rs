@@ -54,7 +54,12 @@ pub fn distribute(output: &instances::FleetOutput, waiters: usize) -> Vec<FleetR
                     format!("too few instances returned: {} for {waiters} requests", output.instances.len()),
                 ));
             }
-            FleetResult { instance, unavailable: output.unavailable.clone(), errors }
+            FleetResult {
+                instance,
+                unavailable: output.unavailable.clone(),
+                errors,
+                iced_subnets: output.iced_subnets.clone(),
+            }
         })
         .collect()
 }
@@ -135,6 +140,7 @@ mod tests {
             instances: vec![("i-1".into(), "m5.large".into(), "us-east-1a".into(), "ami-1".into())],
             unavailable: Vec::new(),
             errors: vec![("InsufficientInstanceCapacity".into(), "no more".into())],
+            iced_subnets: Vec::new(),
         };
         let results = distribute(&output, 2);
         assert_eq!(results[0].instance.as_ref().map(|i| i.0.as_str()), Some("i-1"));

@@ -16,7 +16,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use crate::apis::labels;
 use crate::apis::{NodeClaim, NodeClaimSpec, NodeClaimStatus};
 use crate::cloudprovider::CloudError;
-use crate::cloudprovider::aws::errors::{classify, is_unfulfillable_capacity};
+use crate::cloudprovider::aws::errors::{INSUFFICIENT_FREE_ADDRESSES_CODE, classify, is_unfulfillable_capacity};
 
 /// Tag every instance this cluster's controller launches carries, naming the cluster.
 pub const CLUSTER_NAME_TAG: &str = "eks:eks-cluster-name";
@@ -75,6 +75,8 @@ pub struct FleetOutput {
     pub unavailable: Vec<UnavailableOffering>,
     /// Every error, as (code, message).
     pub errors: Vec<(String, String)>,
+    /// Subnets the fleet reported `InsufficientFreeAddressesInSubnet` for.
+    pub iced_subnets: Vec<String>,
 }
 
 /// What one caller of the fleet got.
@@ -86,6 +88,8 @@ pub struct FleetResult {
     pub unavailable: Vec<UnavailableOffering>,
     /// Every error, as (code, message).
     pub errors: Vec<(String, String)>,
+    /// Subnets the fleet reported `InsufficientFreeAddressesInSubnet` for.
+    pub iced_subnets: Vec<String>,
 }
 
 impl FleetResult {
@@ -209,6 +213,13 @@ pub async fn create_fleet(
 fn record_error(request: &FleetRequest, error: &CreateFleetError, result: &mut FleetOutput) {
     let code = error.error_code().unwrap_or("UnknownError").to_owned();
     let message = error.error_message().unwrap_or_default().to_owned();
+    // aws instance.go l. 602-607: a subnet out of addresses is remembered (and sorted last).
+    if code == INSUFFICIENT_FREE_ADDRESSES_CODE
+        && let Some(subnet) =
+            error.launch_template_and_overrides().and_then(|l| l.overrides()).and_then(|o| o.subnet_id())
+    {
+        result.iced_subnets.push(subnet.to_owned());
+    }
     if is_unfulfillable_capacity(&code)
         && let Some(overrides) = error.launch_template_and_overrides().and_then(|l| l.overrides())
     {
@@ -377,6 +388,7 @@ mod tests {
             instance: None,
             unavailable: Vec::new(),
             errors: vec![("InsufficientInstanceCapacity".into(), "no m5.large".into())],
+            iced_subnets: Vec::new(),
         };
         assert!(matches!(ice.failure(), CloudError::InsufficientCapacity(_)));
         let mixed = FleetResult {
@@ -386,6 +398,7 @@ mod tests {
                 ("InsufficientInstanceCapacity".into(), "no m5.large".into()),
                 ("InvalidParameterValue".into(), "bad".into()),
             ],
+            iced_subnets: Vec::new(),
         };
         assert_eq!(mixed.failure(), CloudError::other("InvalidParameterValue", "bad"));
     }

@@ -13,6 +13,9 @@ pub mod launch_template;
 pub mod pricing;
 pub mod user_data;
 
+#[cfg(test)]
+mod launch_plan_tests;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -299,6 +302,7 @@ impl AwsCloudProvider {
                 &offering.zone,
             );
         }
+        note_fleet_errors(&self.unavailable, &self.subnet_ips, &plan.capacity_type, &result);
         let Some((instance_id, instance_type, zone, image_id)) = result.instance.clone() else {
             return Err(result.failure());
         };
@@ -362,6 +366,7 @@ pub struct LaunchPlan {
 impl LaunchPlan {
     /// Applies §2.5: compatible and available, the exotic filter, capacity type reserved >
     /// spot > on-demand, spot offerings above the cheapest on-demand dropped, truncation to 60.
+    /// With minValues the exotic and spot-price filters are skipped.
     ///
     /// # Errors
     /// `InsufficientCapacity` when a filter leaves nothing.
@@ -387,7 +392,11 @@ impl LaunchPlan {
                 .as_ref()
                 .and_then(|r| r.requests.as_ref())
                 .is_some_and(|requests| requests.keys().any(|k| k.contains('/')));
-        if !wants_exotic {
+        // aws filter/filter.go l. 340-342 and 389-391 (v1.14.1): with minValues on the claim
+        // neither the exotic filter nor the spot-price filter runs, so they cannot shrink the
+        // type set below what minValues asks for.
+        let has_min_values = requirements.iter().any(|(_, r)| r.min_values.is_some());
+        if !wants_exotic && !has_min_values {
             let plain: Vec<_> = candidates.iter().copied().filter(|t| !catalog.is_exotic(&t.name)).collect();
             if !plain.is_empty() {
                 candidates = plain;
@@ -422,6 +431,7 @@ impl LaunchPlan {
             .filter_map(|t| {
                 let mut offerings = usable(t, capacity_type);
                 if capacity_type == labels::CAPACITY_TYPE_SPOT
+                    && !has_min_values
                     && let Some(limit) = cheapest_on_demand
                 {
                     offerings.retain(|o| o.price <= limit);
@@ -442,6 +452,30 @@ impl LaunchPlan {
             capacity_type: capacity_type.to_owned(),
             types: planned.into_iter().map(|(_, t, o)| (t, o)).collect(),
         })
+    }
+}
+
+/// What a fleet's errors teach beyond ICE'd offerings (aws `instance.go` v1.14.1
+/// `updateUnavailableOfferingsCache`): a subnet out of addresses gets zero free addresses, so it
+/// is chosen last (l. 602-607, subnet provider `UpdateICEdSubnet` l. 237-241); a spot launch that
+/// may not create the spot service-linked role marks the whole `spot` capacity type unavailable
+/// (l. 640-643).
+pub fn note_fleet_errors(
+    unavailable: &UnavailableOfferings,
+    subnet_ips: &Mutex<BTreeMap<String, i64>>,
+    capacity_type: &str,
+    result: &instances::FleetResult,
+) {
+    if !result.iced_subnets.is_empty() {
+        let mut ips = subnet_ips.lock().expect("subnet ips");
+        for subnet in &result.iced_subnets {
+            ips.insert(subnet.clone(), 0);
+        }
+    }
+    if capacity_type != labels::CAPACITY_TYPE_RESERVED
+        && result.errors.iter().any(|(code, _)| code == errors::SPOT_SERVICE_LINKED_ROLE_CODE)
+    {
+        unavailable.mark_capacity_type_unavailable(labels::CAPACITY_TYPE_SPOT);
     }
 }
 
