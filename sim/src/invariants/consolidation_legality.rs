@@ -126,7 +126,7 @@ impl Invariant for ConsolidationLegality {
     }
 
     fn tick(&mut self, ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
-        self.observe(ctx.view, ctx.pods, ctx.cloud, ctx.spot_to_spot, ctx.phase == Phase::Faults, out);
+        self.observe(ctx.view, ctx.pods, ctx.cloud, ctx.spot_to_spot_possible, ctx.phase == Phase::Faults, out);
     }
 }
 

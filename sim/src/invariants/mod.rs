@@ -189,8 +189,8 @@ pub struct Ctx<'a> {
     pub end: Option<&'a EndOfRun>,
     /// The watch-delivery delay the API server's faults impose now (zero without the fault).
     pub watch_delay: Duration,
-    /// The controller's `SpotToSpotConsolidation` feature gate.
-    pub spot_to_spot: bool,
+    /// Whether the controller's `SpotToSpotConsolidation` gate is on at some time of the run.
+    pub spot_to_spot_possible: bool,
 }
 
 /// What [`Invariant::finish`] sees beyond a tick's [`Ctx`].
@@ -223,6 +223,8 @@ pub struct Checker {
     last_tick: Duration,
     cost: cost::Cost,
     spot_to_spot: bool,
+    /// The gate is on at some time of the run (initial settings or an upgrade).
+    spot_to_spot_possible: bool,
     demand: cost::DemandClock,
     moves: untaken_moves::UntakenMoves,
     /// The drifted claims' clocks, advanced once per tick for every invariant that reads them.
@@ -300,6 +302,7 @@ impl Checker {
             last_tick: Duration::ZERO,
             cost: cost::Cost::new(config.cost.clone()),
             spot_to_spot: false,
+            spot_to_spot_possible: false,
             demand: cost::DemandClock::default(),
             moves: untaken_moves::UntakenMoves::new(config.untaken_moves.clone()),
             drift: drift_convergence::DriftClock::default(),
@@ -312,6 +315,12 @@ impl Checker {
     /// (see [`crate::oracle::moves`]).
     pub fn set_spot_to_spot_consolidation(&mut self, on: bool) {
         self.spot_to_spot = on;
+    }
+
+    /// Tells the checker whether the `SpotToSpotConsolidation` gate is on at any time of the
+    /// run (consolidationLegality judges a spot-to-spot replace only when it never is).
+    pub fn set_spot_to_spot_possible(&mut self, on: bool) {
+        self.spot_to_spot_possible = on;
     }
 
     /// Enters `phase` at `now`. Leaving `Faults` starts the liveness clocks.
@@ -346,7 +355,7 @@ impl Checker {
             drift_overdue: &drift_overdue,
             end: None,
             watch_delay: self.api_faults.lock().unwrap_or_else(|e| e.into_inner()).watch_delay,
-            spot_to_spot: self.spot_to_spot,
+            spot_to_spot_possible: self.spot_to_spot_possible,
         };
         for inv in &mut self.invariants {
             inv.tick(&ctx, &mut self.violations);
@@ -402,7 +411,7 @@ impl Checker {
             drift_overdue: &drift_overdue,
             end: Some(&end),
             watch_delay: self.api_faults.lock().unwrap_or_else(|e| e.into_inner()).watch_delay,
-            spot_to_spot: self.spot_to_spot,
+            spot_to_spot_possible: self.spot_to_spot_possible,
         };
         for inv in &mut self.invariants {
             inv.finish(&ctx, &mut self.violations);
