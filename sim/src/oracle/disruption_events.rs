@@ -14,7 +14,12 @@ use serde_json::Value;
 
 use crate::apiserver::resources::ResourceKey;
 use crate::apiserver::store::Store;
-use crate::oracle::view::sim_time;
+use dovetail_world::clock::{parse_rfc3339, sim_epoch};
+
+/// A Kubernetes timestamp as simulated time since the epoch.
+fn sim_time(value: &Value) -> Option<Duration> {
+    parse_rfc3339(value.as_str()?)?.duration_since(sim_epoch()).ok()
+}
 
 /// The Event reason of a replacement launch.
 pub const LAUNCHING_REASON: &str = "DisruptionLaunching";
