@@ -42,11 +42,15 @@ use dovetail_sim::scenario::Loaded;
 /// - `drift-rollout`: drift detection (AMI) and replacement, termination;
 /// - `nodepool-drift`: NodePool drift (a template label changes), with a DaemonSet, pods
 ///   that tolerate every taint and a do-not-disrupt for a duration beside the drained
-///   pods. Added for the survivors the first five let through (docs/mutation-score.md).
+///   pods. Added for the survivors the first five let through (docs/mutation-score.md);
+/// - `consolidation-on-demand`: on-demand consolidation, where `consolidationLegality`
+///   judges each replace's price (session 6: kills `worst_launch_price` -> `Some(-1.0)`);
+/// - `pdb-two-workloads`: two PDBs in one namespace on underutilized nodes (session 6:
+///   kills the PDB selector mutant of `candidates.rs` through `untakenMoves`).
 ///
 /// None has an open finding in `tests/scenarios.rs`'s `KNOWN_FINDINGS`, so any violation
 /// here is the mutant's. Unmutated wall seconds at seed 1 (debug build, load 4): 81, 3,
-/// 5, 34, 32, 6. Workers take them in this order ([`DEFAULT_JOBS`] of them), so with two
+/// 5, 34, 32, 6; the two session-6 stories 14 and 5 (load 7). Workers take them in this order ([`DEFAULT_JOBS`] of them), so with two
 /// the longest runs alongside the other five, and the test fails as soon as any run
 /// fails: a mutant costs about the longest story if it survives, less if caught.
 const DEFAULT_SCENARIOS: &[&str] = &[
@@ -56,6 +60,8 @@ const DEFAULT_SCENARIOS: &[&str] = &[
     "nodes-never-join",
     "drift-rollout",
     "nodepool-drift",
+    "consolidation-on-demand",
+    "pdb-two-workloads",
 ];
 
 /// Stories run at once (`DOVETAIL_MUTATION_JOBS`): each run is its own single-threaded

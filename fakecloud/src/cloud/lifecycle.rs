@@ -13,6 +13,7 @@ use crate::events::CloudEvent;
 use crate::faults::SpotStorm;
 use crate::instance::InstanceState;
 use crate::ledger::NODEPOOL_TAG;
+use crate::published::PublishedKind;
 
 impl FakeCloud {
     pub(super) fn handle(&mut self, event: CloudEvent) {
@@ -34,7 +35,7 @@ impl FakeCloud {
             }
             CloudEvent::Rebalance(id) => {
                 if self.instances.get(&id).is_some_and(|i| i.state.is_live() && i.reclaim_at.is_none()) {
-                    self.publish(|env| eventbridge::rebalance(env, &id));
+                    self.publish(PublishedKind::Rebalance, &id, |env| eventbridge::rebalance(env, &id));
                 }
             }
             CloudEvent::SpotWarning(id) => self.warn_spot(&id),
@@ -60,7 +61,9 @@ impl FakeCloud {
                     let epoch = self.config.epoch;
                     let s = crate::timefmt::iso8601_secs(epoch, start);
                     let e = crate::timefmt::iso8601_secs(epoch, start + Duration::from_secs(7200));
-                    self.publish(|env| eventbridge::scheduled_change(env, &instance_id, &s, &e));
+                    self.publish(PublishedKind::ScheduledChange, &instance_id, |env| {
+                        eventbridge::scheduled_change(env, &instance_id, &s, &e)
+                    });
                 }
             }
         }
@@ -83,12 +86,15 @@ impl FakeCloud {
 
     pub(crate) fn publish_state(&mut self, id: &str, state: InstanceState) {
         if self.config.publish_state_changes {
-            self.publish(|env| eventbridge::state_change(env, id, state.name()));
+            self.publish(PublishedKind::StateChange(state.name()), id, |env| {
+                eventbridge::state_change(env, id, state.name())
+            });
         }
     }
 
     /// Sends an EventBridge message to the interruption queue, if one is configured.
-    fn publish(&mut self, body: impl FnOnce(&Envelope<'_>) -> String) {
+    /// Records it in [`FakeCloud::published`] with when it became receivable.
+    fn publish(&mut self, kind: PublishedKind, instance_id: &str, body: impl FnOnce(&Envelope<'_>) -> String) {
         let Some(queue) = self.interruption_queue.clone() else {
             return;
         };
@@ -108,8 +114,22 @@ impl FakeCloud {
             &mut self.rng_sqs,
             &mut self.message_ids,
         );
-        if let Err(e) = sent {
-            tracing::warn!(%e, queue, "interruption queue missing; event dropped");
+        match sent {
+            Ok(message_id) => {
+                let receivable_at = self.sqs.queues[&queue]
+                    .messages
+                    .values()
+                    .filter(|m| m.message_id == message_id)
+                    .map(|m| m.visible_at)
+                    .min();
+                self.published.push(crate::published::Published {
+                    kind,
+                    instance_id: instance_id.to_string(),
+                    sent_at: self.now,
+                    receivable_at,
+                });
+            }
+            Err(e) => tracing::warn!(%e, queue, "interruption queue missing; event dropped"),
         }
     }
 
@@ -146,7 +166,7 @@ impl FakeCloud {
             return;
         }
         instance.reclaim_at = Some(now + notice);
-        self.publish(|env| eventbridge::spot_interruption(env, id));
+        self.publish(PublishedKind::SpotInterruption, id, |env| eventbridge::spot_interruption(env, id));
         self.events.schedule(now + notice, CloudEvent::Reclaim(id.to_string()));
     }
 
@@ -215,7 +235,7 @@ impl FakeCloud {
         let count = (storm.fraction.clamp(0.0, 1.0) * targets.len() as f64).ceil() as usize;
         for id in targets.into_iter().take(count) {
             if self.rng_spot.random::<f64>() < self.config.rebalance_probability {
-                self.publish(|env| eventbridge::rebalance(env, &id));
+                self.publish(PublishedKind::Rebalance, &id, |env| eventbridge::rebalance(env, &id));
             }
             self.warn_spot(&id);
         }

@@ -94,6 +94,8 @@ pub struct FakeCloud {
     pub(crate) fleet_count: u64,
     /// Every instant fleet's requested total target capacity, by fleet id.
     pub(crate) fleet_targets: BTreeMap<String, u32>,
+    /// Every event published to the interruption queue, in order.
+    pub(crate) published: Vec<crate::published::Published>,
 }
 
 impl FakeCloud {
@@ -163,9 +165,16 @@ impl FakeCloud {
             vcpu_in_use: BTreeMap::new(),
             fleet_count: 0,
             fleet_targets: BTreeMap::new(),
+            published: Vec::new(),
             catalog,
             config,
         }
+    }
+
+    /// Every event published to the interruption queue so far, in order, with when each
+    /// became receivable (the cloud's record, for oracles).
+    pub fn published(&self) -> &[crate::published::Published] {
+        &self.published
     }
 
     /// The configuration the cloud was built with.

@@ -25,10 +25,14 @@
 //! | `launchConformance` | [`launch_conformance`] |
 //! | `driftConvergence` | [`drift_convergence`] |
 //! | `untakenMoves` | [`untaken_moves`] |
+//! | `interruptionHandled` | [`interruption_handled`] |
+//! | `consolidationLegality` | [`consolidation_legality`] |
+//! | `expiryTiming` | [`expiry_timing`] |
 //!
 //! The cost section ([`cost`]: rate, LP bound, gap) is measured at the end, not judged.
 
 pub mod churn;
+pub mod consolidation_legality;
 pub mod convergence;
 pub mod cost;
 pub mod disruption_budgets;
@@ -36,6 +40,8 @@ pub mod disruptions;
 pub mod do_not_disrupt;
 pub mod double_launch;
 pub mod drift_convergence;
+pub mod expiry_timing;
+pub mod interruption_handled;
 pub mod launch_conformance;
 pub mod leaked_instance;
 pub mod nodepool_limits;
@@ -183,6 +189,8 @@ pub struct Ctx<'a> {
     pub end: Option<&'a EndOfRun>,
     /// The watch-delivery delay the API server's faults impose now (zero without the fault).
     pub watch_delay: Duration,
+    /// Whether the controller's `SpotToSpotConsolidation` gate is on at some time of the run.
+    pub spot_to_spot_possible: bool,
 }
 
 /// What [`Invariant::finish`] sees beyond a tick's [`Ctx`].
@@ -215,6 +223,8 @@ pub struct Checker {
     last_tick: Duration,
     cost: cost::Cost,
     spot_to_spot: bool,
+    /// The gate is on at some time of the run (initial settings or an upgrade).
+    spot_to_spot_possible: bool,
     demand: cost::DemandClock,
     moves: untaken_moves::UntakenMoves,
     /// The drifted claims' clocks, advanced once per tick for every invariant that reads them.
@@ -273,6 +283,15 @@ impl Checker {
         if c.drift_convergence.enabled {
             invariants.push(Box::new(drift_convergence::DriftConvergence::default()));
         }
+        if c.consolidation_legality.enabled {
+            invariants.push(Box::new(consolidation_legality::ConsolidationLegality::default()));
+        }
+        if c.expiry_timing.enabled {
+            invariants.push(Box::new(expiry_timing::ExpiryTiming::default()));
+        }
+        if c.interruption_handled.enabled {
+            invariants.push(Box::new(interruption_handled::InterruptionHandled::default()));
+        }
         Self {
             config: config.clone(),
             recorder,
@@ -283,6 +302,7 @@ impl Checker {
             last_tick: Duration::ZERO,
             cost: cost::Cost::new(config.cost.clone()),
             spot_to_spot: false,
+            spot_to_spot_possible: false,
             demand: cost::DemandClock::default(),
             moves: untaken_moves::UntakenMoves::new(config.untaken_moves.clone()),
             drift: drift_convergence::DriftClock::default(),
@@ -295,6 +315,12 @@ impl Checker {
     /// (see [`crate::oracle::moves`]).
     pub fn set_spot_to_spot_consolidation(&mut self, on: bool) {
         self.spot_to_spot = on;
+    }
+
+    /// Tells the checker whether the `SpotToSpotConsolidation` gate is on at any time of the
+    /// run (consolidationLegality judges a spot-to-spot replace only when it never is).
+    pub fn set_spot_to_spot_possible(&mut self, on: bool) {
+        self.spot_to_spot_possible = on;
     }
 
     /// Enters `phase` at `now`. Leaving `Faults` starts the liveness clocks.
@@ -329,6 +355,7 @@ impl Checker {
             drift_overdue: &drift_overdue,
             end: None,
             watch_delay: self.api_faults.lock().unwrap_or_else(|e| e.into_inner()).watch_delay,
+            spot_to_spot_possible: self.spot_to_spot_possible,
         };
         for inv in &mut self.invariants {
             inv.tick(&ctx, &mut self.violations);
@@ -384,6 +411,7 @@ impl Checker {
             drift_overdue: &drift_overdue,
             end: Some(&end),
             watch_delay: self.api_faults.lock().unwrap_or_else(|e| e.into_inner()).watch_delay,
+            spot_to_spot_possible: self.spot_to_spot_possible,
         };
         for inv in &mut self.invariants {
             inv.finish(&ctx, &mut self.violations);

@@ -13,10 +13,12 @@
 //! | first-fit-decreasing packing of pending pods onto new nodes | [`first_fit`] |
 //! | which pending pods one provisioning pass can have seen under watch lag | [`batches`] |
 //! | the pods Karpenter nominated to NodeClaims, from its Events | [`nomination`] |
+//! | the NodeClaims Karpenter launched as replacements or disrupted, from its Events | [`disruption_events`] |
 
 pub mod batches;
 pub mod budget;
 pub mod cost_bound;
+pub mod disruption_events;
 pub mod first_fit;
 pub mod moves;
 pub mod node_preference;

@@ -44,6 +44,18 @@ pub fn condition<'a>(obj: &'a Value, kind: &str) -> Option<&'a Value> {
     obj.pointer("/status/conditions").and_then(Value::as_array)?.iter().find(|c| c["type"] == kind)
 }
 
+/// A NodeClaim's `spec.expireAfter`: `None` for `Never` (or a value it cannot read), the CRD
+/// default (720h) when absent (core `pkg/apis/v1/nodeclaim.go`, `ExpireAfter`'s
+/// `+kubebuilder:default:="720h"`).
+pub fn expire_after(claim: &Value) -> Option<Duration> {
+    const DEFAULT: Duration = Duration::from_secs(720 * 3600);
+    match claim.pointer("/spec/expireAfter").and_then(Value::as_str) {
+        Some("Never") => None,
+        Some(s) => dovetail_world::SimDuration::parse(s).ok().map(|d| d.0),
+        None => Some(DEFAULT),
+    }
+}
+
 /// A NodeClaim as invariants see it.
 #[derive(Clone, Debug)]
 pub struct ClaimView {
@@ -179,6 +191,12 @@ pub struct View {
     pub nominations: Vec<super::nomination::Nomination>,
     /// Every PodDisruptionBudget.
     pub pdbs: Vec<Arc<Value>>,
+    /// Karpenter's disruption Events on NodeClaims (replacement launches, terminations),
+    /// oldest first.
+    pub disruption_events: Vec<super::disruption_events::DisruptionEvent>,
+    /// Each NodeClaim's `spec.expireAfter` (`None` for `Never`; the CRD default 720h when
+    /// absent), by name.
+    pub expire_after: BTreeMap<String, Option<Duration>>,
 }
 
 impl View {
@@ -211,6 +229,7 @@ impl View {
             trace_position: store.trace().len(),
             resource_version: store.resource_version(),
             nominations: super::nomination::read(store),
+            disruption_events: super::disruption_events::read(store),
             ..View::default()
         };
         for pool in store.iter(&key("karpenter.sh", "nodepools"), None) {
@@ -220,6 +239,7 @@ impl View {
         for c in store.iter(&key("karpenter.sh", "nodeclaims"), None) {
             let meta = &c["metadata"];
             let name = meta["name"].as_str().unwrap_or_default().to_string();
+            view.expire_after.insert(name.clone(), expire_after(c));
             view.claims.insert(
                 name.clone(),
                 ClaimView {

@@ -107,6 +107,14 @@ pub fn run_world(built: ScenarioWorld<'_>, options: &mut RunOptions) -> anyhow::
     // and the fake cloud; API-only scenarios have no cloud to judge.
     let invariant_config = loaded.scenario.invariants.clone().unwrap_or_default();
     let mut checker = cloud.as_ref().map(|_| Checker::new(&invariant_config, &server));
+    if let (Some(checker), Some(r)) = (checker.as_mut(), replicas.as_ref()) {
+        // consolidationLegality may call a spot-to-spot replace illegal only if the gate is
+        // off at the start and no upgrade turns it on.
+        let on = r.settings.lock().unwrap_or_else(|e| e.into_inner()).feature_gates.spot_to_spot_consolidation;
+        let upgraded = matches!(&loaded.scenario.controller, ControllerSpec::Run(c) if c.upgrades.iter()
+            .any(|u| u.feature_gates.as_ref().and_then(|g| g.spot_to_spot_consolidation) == Some(true)));
+        checker.set_spot_to_spot_possible(on || upgraded);
+    }
     if let Some(checker) = checker.as_mut()
         && !plan.faults.is_empty()
         && plan.phases.faults_until.0 > Duration::ZERO

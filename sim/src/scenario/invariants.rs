@@ -61,6 +61,17 @@ pub struct InvariantConfig {
     pub drift_convergence: DriftConvergence,
     /// No consolidation move Karpenter's rules allow stays untaken past validation + slack.
     pub untaken_moves: UntakenMoves,
+    /// A NodeClaim whose instance got an interruption event Karpenter acts on (spot warning,
+    /// scheduled change, stopping/terminating state change) is deleting within `within` of
+    /// the event becoming receivable, and before a spot reclaim.
+    pub interruption_handled: InterruptionHandled,
+    /// Every Underutilized or Empty disruption the controller starts is one Karpenter's rules
+    /// allow at that moment (candidacy, fit of a delete, price of an on-demand replace,
+    /// spot-to-spot gate).
+    pub consolidation_legality: Toggle,
+    /// No NodeClaim is disrupted for Expired before its expireAfter, and an expired one is
+    /// deleting within `deleteWithin` (after faults heal).
+    pub expiry_timing: ExpiryTiming,
 }
 
 impl Default for InvariantConfig {
@@ -83,6 +94,9 @@ impl Default for InvariantConfig {
             launch_conformance: Toggle::default(),
             drift_convergence: DriftConvergence::default(),
             untaken_moves: UntakenMoves::default(),
+            interruption_handled: InterruptionHandled::default(),
+            consolidation_legality: Toggle::default(),
+            expiry_timing: ExpiryTiming::default(),
         }
     }
 }
@@ -291,6 +305,41 @@ pub struct DriftConvergence {
 impl Default for DriftConvergence {
     fn default() -> Self {
         Self { enabled: true, replace_within: mins(15) }
+    }
+}
+
+/// Interruption-handling window.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct InterruptionHandled {
+    /// Check it (default true).
+    pub enabled: bool,
+    /// How long after an event became receivable its NodeClaim may take to be deleting
+    /// (30 s; a spot warning's deadline is also capped by the reclaim, 2 min after it).
+    /// Karpenter polls the queue without pause and deletes the claim in the same pass.
+    pub within: SimDuration,
+}
+
+impl Default for InterruptionHandled {
+    fn default() -> Self {
+        Self { enabled: true, within: SimDuration(std::time::Duration::from_secs(30)) }
+    }
+}
+
+/// Expiry-timing window.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct ExpiryTiming {
+    /// Check it (default true).
+    pub enabled: bool,
+    /// How long after its expiry (or the heal) a NodeClaim may take to be deleting (2 min:
+    /// upstream requeues for the expiry instant and deletes at once).
+    pub delete_within: SimDuration,
+}
+
+impl Default for ExpiryTiming {
+    fn default() -> Self {
+        Self { enabled: true, delete_within: mins(2) }
     }
 }
 

@@ -1,0 +1,445 @@
+//! `consolidationLegality`: every voluntary disruption the controller starts for reason
+//! `Underutilized` or `Empty` is one Karpenter could have taken at that moment.
+//!
+//! The command is seen when its candidates first carry the `DisruptionReason` condition
+//! (written right after validation, with the `karpenter.sh/disrupted` taint: core
+//! `pkg/controllers/disruption/queue.go` `StartCommand`), and judged against the state of
+//! the tick before, which is what the controller validated against. Its replacements are the
+//! NodeClaims with a `DisruptionLaunching` Event created within [`REPLACEMENT_WINDOW`] of it
+//! ([`crate::oracle::disruption_events`]). Only what the oracle knows for certain is
+//! judged:
+//!
+//! - **Candidacy** (core `consolidation.go:100-134` `ShouldDisrupt`, `emptiness.go:42-59`):
+//!   no candidate of a pool with `consolidateAfter: Never`; no `Underutilized` candidate of a
+//!   `WhenEmpty` pool; no candidate whose NodeClaim or Node carried
+//!   `karpenter.sh/do-not-disrupt` (`pkg/controllers/disruption/types.go` `NewCandidate`);
+//!   no candidate whose Node was not initialized; and `Consolidatable` needs `consolidateAfter`
+//!   since the last pod event (`pkg/controllers/nodeclaim/disruption/consolidation.go:63-80`).
+//!   Only pod *arrivals* the oracle saw after it first saw the node count as pod events (a
+//!   departure the controller may not count, e.g. a pod deleted without a grace period, is
+//!   left out, so the clock errs early), and upstream's 10 s de-duplication of pod events
+//!   (`nodeclaim/podevents/controller.go:44`) plus a second of observation is allowed.
+//! - **Fit, for a delete** (`computeConsolidation`, `consolidation.go:171-186`: a command
+//!   without a new NodeClaim needs every pod scheduled on the remaining nodes): the
+//!   candidates' reschedulable pods' requests must fit in the free capacity of every other
+//!   node added up, a bound no packing can beat. Not judged while pods were pending or a
+//!   NodeClaim was in flight (upstream also packs onto in-flight claims), nor while faults
+//!   are live (a lost `DisruptionLaunching` Event would make a replace look like a delete).
+//! - **Price, for a replace** (`consolidation.go:199-221`, `filterByPrice`): the
+//!   replacement's worst launch price is strictly below the candidates' summed price, so the
+//!   instance it launched costs less than they do. Judged only when every candidate and the
+//!   replacement are on-demand: on-demand prices are fixed, while the controller's spot
+//!   prices come from its own periodic DescribeSpotPriceHistory (upstream refreshes them
+//!   every 12 h), which the oracle cannot see.
+//! - **Spot-to-spot** (`consolidation.go:212-214`, `264-267`): with the
+//!   `SpotToSpotConsolidation` gate off, spot candidates are never replaced by a spot node.
+//!
+//! Not judged (the oracle cannot know what the controller knew): PDBs at the decision (an
+//! eviction can start within the same second), spot prices, the 15-cheaper-types rule, and
+//! whether a multi-node command was the one upstream's search would find.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use dovetail_fakecloud::{CapacityType, FakeCloud};
+
+use super::{Ctx, Invariant, Phase, Violation};
+use crate::oracle::resources::Resources;
+use crate::oracle::view::{PodView, View};
+use dovetail_world::SimDuration;
+
+/// The name in reports.
+pub const NAME: &str = "consolidationLegality";
+
+/// The disruption reasons of consolidation.
+const REASONS: [&str; 2] = ["Underutilized", "Empty"];
+
+/// Upstream de-duplicates pod events within 10 s; one more second for the observation tick.
+pub const POD_EVENT_SLACK: Duration = Duration::from_secs(11);
+
+/// A replacement is created right after its command's candidates are marked; a NodeClaim
+/// with a `DisruptionLaunching` Event created this long before or after the mark is the
+/// command's.
+pub const REPLACEMENT_WINDOW: Duration = Duration::from_secs(5);
+
+/// How long after the mark the replacement's instance may take to appear for the price to
+/// be judged.
+pub const LAUNCH_WAIT: Duration = Duration::from_secs(600);
+
+/// One node's facts at a tick, kept for the tick after.
+#[derive(Clone, Debug, Default)]
+struct NodeFacts {
+    /// Requests of its reschedulable pods (active, not DaemonSet).
+    need: Resources,
+    /// Allocatable less the requests of every active pod on it.
+    free: Resources,
+    /// The Node or its NodeClaim is annotated `karpenter.sh/do-not-disrupt`.
+    do_not_disrupt: bool,
+    /// Labelled initialized.
+    initialized: bool,
+}
+
+/// The cluster at the previous tick.
+#[derive(Clone, Debug, Default)]
+struct Before {
+    nodes: BTreeMap<String, NodeFacts>,
+    /// Some pod was pending.
+    pending: bool,
+    /// Some NodeClaim was launched but not initialized, and not deleting.
+    in_flight: bool,
+    /// Some Node had reported no allocatable yet: the free capacity is unknown.
+    unknown_capacity: bool,
+}
+
+/// A command seen, waiting for its replacement's instance.
+#[derive(Clone, Debug)]
+struct Command {
+    at: Duration,
+    nodepool: String,
+    reason: String,
+    claims: Vec<String>,
+    /// Every candidate is on-demand, with their summed price.
+    on_demand_price: Option<f64>,
+    /// Every candidate is spot.
+    all_spot: bool,
+    /// The candidates' reschedulable pods' requests and every other node's free capacity
+    /// at the tick before (`None` when not judged).
+    fit: Option<(Resources, Resources)>,
+    /// The replacement NodeClaim, once its launch Event is seen.
+    replacement: Option<String>,
+}
+
+/// The invariant.
+#[derive(Default)]
+pub struct ConsolidationLegality {
+    /// Claims already seen marked for a consolidation reason.
+    marked: BTreeSet<String>,
+    /// Per node: its pods when first seen, and the last pod arrival seen since.
+    arrivals: BTreeMap<String, (BTreeSet<String>, Option<Duration>)>,
+    before: Option<Before>,
+    commands: Vec<Command>,
+}
+
+impl Invariant for ConsolidationLegality {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn tick(&mut self, ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
+        self.observe(ctx.view, ctx.pods, ctx.cloud, ctx.spot_to_spot_possible, ctx.phase == Phase::Faults, out);
+    }
+}
+
+impl ConsolidationLegality {
+    /// Judges the commands started since the last tick and the replacements seen, then
+    /// remembers this tick for the next.
+    pub fn observe(
+        &mut self,
+        view: &View,
+        pods: &[PodView],
+        cloud: &FakeCloud,
+        spot_to_spot: bool,
+        faults_live: bool,
+        out: &mut Vec<Violation>,
+    ) {
+        let mut new: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+        for c in view.claims.values() {
+            let Some(reason) = c.disruption_reason.as_deref().filter(|r| REASONS.contains(r)) else { continue };
+            if self.marked.insert(c.name.clone()) {
+                new.entry((c.nodepool.clone(), reason.to_string())).or_default().push(c.name.clone());
+            }
+        }
+        self.marked.retain(|n| view.claims.contains_key(n));
+        for ((nodepool, reason), claims) in new {
+            self.judge_candidacy(view, &nodepool, &reason, &claims, out);
+            if !faults_live {
+                self.judge_fit_later(view, cloud, nodepool, reason, claims);
+            }
+        }
+        self.follow_commands(view, cloud, spot_to_spot, out);
+        self.observe_arrivals(view, pods);
+        self.before = Some(before(view, pods));
+    }
+
+    /// The candidacy rules, against the tick before.
+    fn judge_candidacy(&self, view: &View, nodepool: &str, reason: &str, claims: &[String], out: &mut Vec<Violation>) {
+        let pool = view.pools.get(nodepool).map(|p| p.object.as_ref());
+        let disruption = pool.map(|p| &p["spec"]["disruption"]);
+        let consolidate_after = disruption.and_then(|d| d["consolidateAfter"].as_str());
+        let when_empty = disruption.is_some_and(|d| d["consolidationPolicy"] == "WhenEmpty");
+        for name in claims {
+            let Some(claim) = view.claims.get(name) else { continue };
+            let node = claim.node_name.clone().unwrap_or_default();
+            let facts = self.before.as_ref().and_then(|b| b.nodes.get(&node));
+            let mut broken = Vec::new();
+            if consolidate_after == Some("Never") {
+                broken.push(format!("NodePool {nodepool} has consolidateAfter: Never"));
+            }
+            if when_empty && reason == "Underutilized" {
+                broken.push(format!("NodePool {nodepool} consolidates only empty nodes (WhenEmpty)"));
+            }
+            if let Some(f) = facts {
+                if f.do_not_disrupt {
+                    broken.push("the Node or NodeClaim was annotated karpenter.sh/do-not-disrupt".into());
+                }
+                if !f.initialized {
+                    broken.push("the Node was not initialized".into());
+                }
+            }
+            let after = consolidate_after.filter(|a| *a != "Never").and_then(|a| SimDuration::parse(a).ok());
+            let arrival = self.arrivals.get(&node).and_then(|(_, a)| *a);
+            if let (Some(after), Some(arrival)) = (after, arrival)
+                && view.now + POD_EVENT_SLACK < arrival + after.0
+            {
+                broken.push(format!(
+                    "a pod arrived at {}s and consolidateAfter is {}s: not Consolidatable before {}s",
+                    arrival.as_secs(),
+                    after.0.as_secs(),
+                    (arrival + after.0).as_secs() - POD_EVENT_SLACK.as_secs()
+                ));
+            }
+            for rule in broken {
+                out.push(violation(
+                    view,
+                    vec![format!("NodeClaim {name}"), format!("Node {node}"), format!("NodePool {nodepool}")],
+                    format!("the controller disrupted NodeClaim {name} for {reason}, but {rule}"),
+                ));
+            }
+        }
+    }
+
+    /// Records a command with what its fit and price are judged against: the candidates'
+    /// pods and the other nodes' free capacity at the tick before, and the candidates' price.
+    fn judge_fit_later(
+        &mut self,
+        view: &View,
+        cloud: &FakeCloud,
+        nodepool: String,
+        reason: String,
+        claims: Vec<String>,
+    ) {
+        let mut price = Some(0.0);
+        let mut all_spot = true;
+        let mut nodes = BTreeSet::new();
+        for name in &claims {
+            let claim = view.claims.get(name);
+            nodes.extend(claim.and_then(|c| c.node_name.clone()));
+            match claim.and_then(|c| view.instance_of(c)) {
+                Some(i) if i.capacity_type == CapacityType::OnDemand => {
+                    all_spot = false;
+                    let p = cloud.catalog().get(&i.instance_type).and_then(|t| t.on_demand_price);
+                    price = price.zip(p).map(|(a, b)| a + b);
+                }
+                Some(_) => price = None,
+                None => {
+                    price = None;
+                    all_spot = false;
+                }
+            }
+        }
+        let fit = self.before.as_ref().filter(|b| !b.pending && !b.in_flight && !b.unknown_capacity).and_then(|b| {
+            let mut need = Resources::default();
+            let mut free = Resources::default();
+            for node in &nodes {
+                need.add(&b.nodes.get(node)?.need);
+            }
+            for (name, f) in &b.nodes {
+                if !nodes.contains(name) {
+                    free.add(&non_negative(&f.free));
+                }
+            }
+            Some((need, free))
+        });
+        self.commands.push(Command {
+            at: view.now,
+            nodepool,
+            reason,
+            claims,
+            on_demand_price: price,
+            all_spot,
+            fit,
+            replacement: None,
+        });
+    }
+
+    /// Finds each command's replacement; judges fit once its window closed without one, and
+    /// price and spot-to-spot once the replacement's instance is known.
+    fn follow_commands(&mut self, view: &View, cloud: &FakeCloud, spot_to_spot: bool, out: &mut Vec<Violation>) {
+        self.commands.retain_mut(|cmd| {
+            if cmd.replacement.is_none() {
+                cmd.replacement = view
+                    .disruption_events
+                    .iter()
+                    .filter(|l| l.is_launch())
+                    .filter(|l| l.at + REPLACEMENT_WINDOW >= cmd.at && l.at <= cmd.at + REPLACEMENT_WINDOW)
+                    .find(|l| view.claims.get(&l.node_claim).is_some_and(|c| c.nodepool == cmd.nodepool))
+                    .map(|l| l.node_claim.clone());
+            }
+            match &cmd.replacement {
+                None if view.now <= cmd.at + REPLACEMENT_WINDOW => true,
+                None => {
+                    judge_fit(cmd, view, out);
+                    false
+                }
+                Some(r) => {
+                    let claim = view.claims.get(r);
+                    let Some(instance) = claim.and_then(|c| view.instance_of(c)) else {
+                        return claim.is_some() && view.now <= cmd.at + LAUNCH_WAIT;
+                    };
+                    judge_replacement(cmd, r, instance, cloud, spot_to_spot, view, out);
+                    false
+                }
+            }
+        });
+    }
+
+    /// Notes pod arrivals on nodes seen before (see the module docs: arrivals only).
+    fn observe_arrivals(&mut self, view: &View, pods: &[PodView]) {
+        let mut on: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+        for p in pods.iter().filter(|p| p.active() && !p.daemonset) {
+            if let Some(n) = p.node_name.as_deref() {
+                on.entry(n).or_default().insert(p.uid.clone());
+            }
+        }
+        self.arrivals.retain(|name, _| view.nodes.contains_key(name));
+        for name in view.nodes.keys() {
+            let now_on = on.remove(name.as_str()).unwrap_or_default();
+            match self.arrivals.get_mut(name) {
+                None => {
+                    self.arrivals.insert(name.clone(), (now_on, None));
+                }
+                Some((seen, last)) => {
+                    if now_on.iter().any(|uid| !seen.contains(uid)) {
+                        *last = Some(view.now);
+                    }
+                    *seen = now_on;
+                }
+            }
+        }
+    }
+}
+
+/// The facts of every node at this tick, for judging a command seen at the next.
+fn before(view: &View, pods: &[PodView]) -> Before {
+    let mut nodes: BTreeMap<String, NodeFacts> = view
+        .nodes
+        .iter()
+        .map(|(name, n)| {
+            let claim_dnd = view.claims.values().any(|c| c.node_name.as_deref() == Some(name) && c.do_not_disrupt);
+            let facts = NodeFacts {
+                need: Resources::default(),
+                free: n.allocatable,
+                do_not_disrupt: n.do_not_disrupt || claim_dnd,
+                initialized: n.initialized,
+            };
+            (name.clone(), facts)
+        })
+        .collect();
+    let mut pending = false;
+    for p in pods.iter().filter(|p| p.active()) {
+        match p.node_name.as_deref().and_then(|n| nodes.get_mut(n)) {
+            Some(f) => {
+                f.free = f.free.minus(&p.requests);
+                if !p.daemonset {
+                    f.need.add(&p.requests);
+                }
+            }
+            None => pending |= p.node_name.is_none() && !p.daemonset,
+        }
+    }
+    let in_flight = view.claims.values().any(|c| !c.initialized && c.deleting_since.is_none());
+    let unknown_capacity = view.nodes.values().any(|n| n.allocatable.pods <= 0.0 || n.allocatable.cpu <= 0.0);
+    Before { nodes, pending, in_flight, unknown_capacity }
+}
+
+/// `r` with every negative component (an over-committed node) raised to zero.
+fn non_negative(r: &Resources) -> Resources {
+    Resources { cpu: r.cpu.max(0.0), memory: r.memory.max(0.0), pods: r.pods.max(0.0) }
+}
+
+/// Whether `need` exceeds `free` in some component beyond rounding.
+fn exceeds(need: &Resources, free: &Resources) -> bool {
+    let over = |n: f64, f: f64| n > f + 1e-6 * f.abs().max(1.0);
+    over(need.cpu, free.cpu) || over(need.memory, free.memory) || over(need.pods, free.pods)
+}
+
+/// `1500m CPU, 3.0 GiB, 7 pods`.
+fn describe(r: &Resources) -> String {
+    format!("{:.0}m CPU, {:.1} GiB, {:.0} pods", r.cpu, r.memory / (1024.0 * 1024.0 * 1024.0), r.pods)
+}
+
+/// A delete command: the candidates' pods fit in the others' free capacity added up.
+fn judge_fit(cmd: &Command, view: &View, out: &mut Vec<Violation>) {
+    let Some((need, free)) = &cmd.fit else { return };
+    if !exceeds(need, free) {
+        return;
+    }
+    out.push(violation(
+        view,
+        objects(cmd),
+        format!(
+            "the controller deleted NodeClaim(s) {} for {} without a replacement, but their pods need {} while every other node together had {} free",
+            cmd.claims.join(", "),
+            cmd.reason,
+            describe(need),
+            describe(free)
+        ),
+    ));
+}
+
+/// A replace command: spot-to-spot only with the gate on; an on-demand replacement of
+/// on-demand candidates costs less than they do.
+fn judge_replacement(
+    cmd: &Command,
+    replacement: &str,
+    instance: &crate::oracle::view::InstanceView,
+    cloud: &FakeCloud,
+    spot_to_spot: bool,
+    view: &View,
+    out: &mut Vec<Violation>,
+) {
+    let mut objs = objects(cmd);
+    objs.push(format!("NodeClaim {replacement}"));
+    if instance.capacity_type == CapacityType::Spot && cmd.all_spot && !spot_to_spot {
+        out.push(violation(
+            view,
+            objs,
+            format!(
+                "the controller replaced spot NodeClaim(s) {} ({}) with spot NodeClaim {replacement} ({}) while SpotToSpotConsolidation is off",
+                cmd.claims.join(", "),
+                cmd.reason,
+                instance.instance_type
+            ),
+        ));
+        return;
+    }
+    let (Some(candidates), CapacityType::OnDemand) = (cmd.on_demand_price, instance.capacity_type) else { return };
+    let Some(price) = cloud.catalog().get(&instance.instance_type).and_then(|t| t.on_demand_price) else { return };
+    if price < candidates {
+        return;
+    }
+    out.push(violation(
+        view,
+        objs,
+        format!(
+            "the controller replaced on-demand NodeClaim(s) {} (${candidates:.4}/h) for {} with NodeClaim {replacement}, a {} at ${price:.4}/h: a replacement must cost strictly less",
+            cmd.claims.join(", "),
+            cmd.reason,
+            instance.instance_type
+        ),
+    ));
+}
+
+fn objects(cmd: &Command) -> Vec<String> {
+    let mut objs: Vec<String> = cmd.claims.iter().map(|c| format!("NodeClaim {c}")).collect();
+    objs.push(format!("NodePool {}", cmd.nodepool));
+    objs
+}
+
+fn violation(view: &View, objects: Vec<String>, message: String) -> Violation {
+    Violation { invariant: NAME.into(), at: view.now, objects, message, trace_position: view.trace_position }
+}
+
+#[cfg(test)]
+#[path = "consolidation_legality_tests.rs"]
+mod tests;

@@ -1,0 +1,230 @@
+//! `consolidationLegality` fires on each illegal command, beside a twin where the rule holds.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dovetail_fakecloud::{CapacityType, Catalog, CloudConfig, FakeCloud};
+use serde_json::json;
+
+use super::ConsolidationLegality;
+use crate::invariants::Violation;
+use crate::oracle::disruption_events::{DisruptionEvent, LAUNCHING_REASON};
+use crate::oracle::resources::Resources;
+use crate::oracle::view::{ClaimView, InstanceView, NodeView, PodView, PoolView, View};
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+fn s(secs: u64) -> Duration {
+    Duration::from_secs(secs)
+}
+
+fn cloud() -> FakeCloud {
+    let config = CloudConfig::new(1, dovetail_world::clock::sim_epoch());
+    FakeCloud::new(config, Catalog::load("us-east-1").expect("the shipped catalog"))
+}
+
+/// A small world: pools, nodes with their claims and instances, pods.
+#[derive(Clone, Default)]
+struct World {
+    view: View,
+    pods: Vec<PodView>,
+}
+
+impl World {
+    fn pool(mut self, name: &str, disruption: serde_json::Value) -> Self {
+        let object = Arc::new(json!({"metadata": {"name": name}, "spec": {"disruption": disruption}}));
+        self.view.pools.insert(name.into(), PoolView { name: name.into(), object });
+        self
+    }
+
+    /// A node `name` (claim `name`, pool `default`) of `instance_type` with 4 CPUs.
+    fn node(mut self, name: &str, instance_type: &str, capacity_type: CapacityType) -> Self {
+        let provider_id = format!("aws:///us-east-1a/i-{name}");
+        self.view.claims.insert(
+            name.into(),
+            ClaimView {
+                name: name.into(),
+                uid: format!("uid-{name}"),
+                nodepool: "default".into(),
+                provider_id: Some(provider_id.clone()),
+                node_name: Some(name.into()),
+                created: Duration::ZERO,
+                deleting_since: None,
+                initialized: true,
+                instance_terminating: false,
+                do_not_disrupt: false,
+                disruption_reason: None,
+                drifted: false,
+                registered: true,
+                requirements: Vec::new(),
+            },
+        );
+        self.view.nodes.insert(
+            name.into(),
+            NodeView {
+                provider_id: provider_id.clone(),
+                nodepool: Some("default".into()),
+                deleting: false,
+                disrupted: false,
+                initialized: true,
+                do_not_disrupt: false,
+                taints: Vec::new(),
+                ready: true,
+                labels: BTreeMap::new(),
+                allocatable: Resources { cpu: 4_000.0, memory: 16.0 * GIB, pods: 110.0 },
+            },
+        );
+        self.view.instances.push(InstanceView {
+            id: format!("i-{name}"),
+            instance_type: instance_type.into(),
+            zone: "us-east-1a".into(),
+            capacity_type,
+            live: true,
+            launched: Duration::ZERO,
+            nodeclaim: Some(name.into()),
+            nodepool: Some("default".into()),
+            provider_id,
+            involuntary: false,
+            fleet: None,
+            state_reason: None,
+            warned: false,
+        });
+        self
+    }
+
+    fn pod(mut self, name: &str, node: &str, cpu: f64) -> Self {
+        self.pods.push(PodView {
+            key: format!("default/{name}"),
+            uid: format!("uid-{name}"),
+            created: Duration::ZERO,
+            node_name: Some(node.into()),
+            terminal: false,
+            terminating: false,
+            daemonset: false,
+            requests: Resources { cpu, memory: GIB, pods: 1.0 },
+            object: Arc::new(json!({"metadata": {"name": name}, "spec": {}})),
+        });
+        self
+    }
+
+    fn mark(mut self, claim: &str, reason: &str) -> Self {
+        if let Some(c) = self.view.claims.get_mut(claim) {
+            c.disruption_reason = Some(reason.into());
+        }
+        self
+    }
+
+    fn launched(mut self, claim: &str, at: u64) -> Self {
+        self.view.disruption_events.push(DisruptionEvent {
+            at: s(at),
+            node_claim: claim.into(),
+            reason: LAUNCHING_REASON.into(),
+            message: "Launching NodeClaim: Underutilized".into(),
+        });
+        self
+    }
+}
+
+/// Ticks `worlds` (time, world) in order; returns the violations.
+fn run(worlds: &[(u64, World)], spot_to_spot: bool) -> Vec<Violation> {
+    let cloud = cloud();
+    let mut inv = ConsolidationLegality::default();
+    let mut out = Vec::new();
+    for (t, w) in worlds {
+        let mut view = w.view.clone();
+        view.now = s(*t);
+        inv.observe(&view, &w.pods, &cloud, spot_to_spot, false, &mut out);
+    }
+    out
+}
+
+fn two_nodes(after: &str) -> World {
+    World::default()
+        .pool("default", json!({"consolidateAfter": after, "consolidationPolicy": "WhenEmptyOrUnderutilized"}))
+        .node("a", "m5.xlarge", CapacityType::OnDemand)
+        .node("b", "m5.xlarge", CapacityType::OnDemand)
+        .pod("p1", "a", 500.0)
+}
+
+#[test]
+fn a_candidate_disrupted_before_consolidate_after_since_a_pod_arrived_fires() {
+    let settled = two_nodes("60s");
+    let arrived = settled.clone().pod("p2", "a", 500.0);
+    let early = vec![(0, settled.clone()), (100, arrived.clone()), (120, arrived.clone().mark("a", "Underutilized"))];
+    let out = run(&early, false);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(out[0].message.contains("consolidateAfter"), "{}", out[0].message);
+    // 60 s after the arrival, less upstream's 10 s de-duplication and a tick: legal.
+    let late = vec![(0, settled), (100, arrived.clone()), (150, arrived.mark("a", "Underutilized"))];
+    assert!(run(&late, false).iter().all(|v| !v.message.contains("consolidateAfter")));
+}
+
+#[test]
+fn a_when_empty_pool_or_a_do_not_disrupt_claim_has_no_underutilized_candidate() {
+    let when_empty = World::default()
+        .pool("default", json!({"consolidateAfter": "0s", "consolidationPolicy": "WhenEmpty"}))
+        .node("a", "m5.xlarge", CapacityType::OnDemand)
+        .node("b", "m5.xlarge", CapacityType::OnDemand);
+    let out = run(&[(0, when_empty.clone()), (10, when_empty.clone().mark("a", "Underutilized"))], false);
+    assert!(out.iter().any(|v| v.message.contains("WhenEmpty")), "{out:?}");
+    let empty = run(&[(0, when_empty.clone()), (10, when_empty.mark("a", "Empty"))], false);
+    assert!(empty.is_empty(), "Empty is allowed on a WhenEmpty pool: {empty:?}");
+    let mut protected = two_nodes("0s");
+    protected.view.claims.get_mut("a").expect("a").do_not_disrupt = true;
+    let out = run(&[(0, protected.clone()), (10, protected.mark("a", "Underutilized"))], false);
+    assert!(out.iter().any(|v| v.message.contains("do-not-disrupt")), "{out:?}");
+}
+
+#[test]
+fn a_delete_whose_pods_fit_nowhere_fires_and_one_that_fits_does_not() {
+    // 3.5 CPUs on a; b has 4 CPUs, 0.5 of them used: 3.5 free, so a's pods fit.
+    let fits = two_nodes("0s").pod("p2", "a", 3_000.0).pod("q", "b", 500.0);
+    let out = run(
+        &[(0, fits.clone()), (10, fits.clone().mark("a", "Underutilized")), (20, fits.mark("a", "Underutilized"))],
+        false,
+    );
+    assert!(out.is_empty(), "{out:?}");
+    let full = two_nodes("0s").pod("p2", "a", 3_000.0).pod("q", "b", 1_000.0);
+    let out = run(
+        &[
+            (0, full.clone()),
+            (10, full.clone().mark("a", "Underutilized")),
+            (20, full.clone().mark("a", "Underutilized")),
+        ],
+        false,
+    );
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(out[0].message.contains("without a replacement"), "{}", out[0].message);
+    // The same command with a replacement launched is a replace: no fit judgement.
+    let replaced = full.node("r", "m5.large", CapacityType::OnDemand).launched("r", 10).mark("a", "Underutilized");
+    let out = run(
+        &[(0, two_nodes("0s").pod("p2", "a", 3_000.0).pod("q", "b", 1_000.0)), (10, replaced.clone()), (20, replaced)],
+        false,
+    );
+    assert!(out.is_empty(), "{out:?}");
+}
+
+#[test]
+fn an_on_demand_replacement_must_cost_less_and_spot_to_spot_needs_the_gate() {
+    let base = two_nodes("0s");
+    let dearer =
+        base.clone().node("r", "m5.2xlarge", CapacityType::OnDemand).launched("r", 10).mark("a", "Underutilized");
+    let out = run(&[(0, base.clone()), (10, dearer)], false);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(out[0].message.contains("must cost strictly less"), "{}", out[0].message);
+    let cheaper =
+        base.clone().node("r", "m5.large", CapacityType::OnDemand).launched("r", 10).mark("a", "Underutilized");
+    assert!(run(&[(0, base), (10, cheaper)], false).is_empty());
+
+    let spot = World::default()
+        .pool("default", json!({"consolidateAfter": "0s"}))
+        .node("a", "m5.xlarge", CapacityType::Spot)
+        .node("b", "m5.xlarge", CapacityType::Spot)
+        .pod("p1", "a", 500.0);
+    let replaced = spot.clone().node("r", "m5.large", CapacityType::Spot).launched("r", 10).mark("a", "Underutilized");
+    let out = run(&[(0, spot.clone()), (10, replaced.clone())], false);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(out[0].message.contains("SpotToSpotConsolidation is off"), "{}", out[0].message);
+    assert!(run(&[(0, spot), (10, replaced)], true).is_empty());
+}

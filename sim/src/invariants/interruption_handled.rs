@@ -1,0 +1,207 @@
+//! `interruptionHandled`: when the cloud delivers an interruption event for an instance that
+//! backs a NodeClaim, that NodeClaim is deleting soon after the event became receivable and,
+//! for a spot interruption warning, before the instance is reclaimed.
+//!
+//! What Karpenter acts on (aws/karpenter-provider-aws `pkg/controllers/interruption/utils.go`
+//! `actionForMessage`, lines 207-216): a spot interruption warning, a scheduled change (AWS
+//! Health) and an instance state change to `stopping`, `stopped`, `shutting-down` or
+//! `terminated` (`messages/statechange/parser.go` line 27, `acceptedStates`) are
+//! `CordonAndDrain`, which deletes the NodeClaim (`deleteNodeClaim`, lines 153-168, a no-op
+//! for a claim already deleting); a rebalance recommendation is `NoAction`. The NodeClaim is
+//! found by the instance id of its `status.providerID` (`handleMessage`, lines 64-99); an
+//! instance no claim names is skipped. The controller polls the queue without pause
+//! (`controller.go` `Reconcile`, lines 82-126: `RequeueImmediately` after every batch).
+//!
+//! The oracle learns the events from the fake cloud's own record
+//! ([`dovetail_fakecloud::FakeCloud::published`]), never from the controller: a message the
+//! queue's loss fault dropped is not judged (nobody could act on it), and a delayed one's
+//! window opens when it became receivable. The claim is the one whose providerID named the
+//! instance at the first tick after that, and only if the link was visible at least
+//! [`LINK_MARGIN`] (plus the watch delay in force) before: a controller whose cache had not
+//! yet seen the providerID could not have matched the message either. The interruption queue
+//! is configured whenever the world runs a controller (the world builder creates it and the
+//! controller's default settings name it), so the oracle judges whenever the cloud has
+//! published anything.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use dovetail_fakecloud::{Published, PublishedKind};
+
+use super::{Ctx, Invariant, Violation, format_duration};
+use crate::oracle::view::View;
+
+/// How long before the event a claim's providerID must have been visible for the oracle to
+/// hold the controller to matching it.
+pub const LINK_MARGIN: Duration = Duration::from_secs(10);
+
+/// The name in reports.
+pub const NAME: &str = "interruptionHandled";
+
+/// The instance states whose state-change notification Karpenter acts on.
+const ACTED_ON_STATES: [&str; 4] = ["stopping", "stopped", "shutting-down", "terminated"];
+
+/// Whether Karpenter deletes the NodeClaim for an event of this kind.
+pub fn acted_on(kind: PublishedKind) -> bool {
+    match kind {
+        PublishedKind::SpotInterruption | PublishedKind::ScheduledChange => true,
+        PublishedKind::StateChange(state) => ACTED_ON_STATES.contains(&state),
+        PublishedKind::Rebalance => false,
+    }
+}
+
+/// One delivered event the controller must act on.
+#[derive(Clone, Debug)]
+struct Pending {
+    kind: PublishedKind,
+    instance_id: String,
+    receivable_at: Duration,
+    /// When the NodeClaim must be deleting.
+    deadline: Duration,
+    /// The claim it names, once resolved at the first tick after `receivable_at`.
+    claim: Option<String>,
+}
+
+/// The invariant: follows the cloud's record of published events.
+#[derive(Default)]
+pub struct InterruptionHandled {
+    /// How many of the cloud's published events were read.
+    read: usize,
+    /// Events waiting to be judged.
+    pending: Vec<Pending>,
+    /// When each claim's providerID was first seen, by claim name.
+    linked_since: BTreeMap<String, (String, Duration)>,
+    reported: BTreeSet<(String, String)>,
+}
+
+impl InterruptionHandled {
+    /// Reads the events published since the last call, then judges them against `view`.
+    /// `reclaim_at` gives a spot instance's reclaim time (the cloud's record); `within` is how
+    /// long after an event became receivable its NodeClaim may take to be deleting.
+    pub fn observe(
+        &mut self,
+        view: &View,
+        published: &[Published],
+        reclaim_at: impl Fn(&str) -> Option<Duration>,
+        within: Duration,
+        watch_delay: Duration,
+        out: &mut Vec<Violation>,
+    ) {
+        let now = view.now;
+        for c in view.claims.values() {
+            if let Some(pid) = &c.provider_id {
+                let entry = self.linked_since.entry(c.name.clone()).or_insert_with(|| (pid.clone(), now));
+                if &entry.0 != pid {
+                    *entry = (pid.clone(), now);
+                }
+            }
+        }
+        self.linked_since.retain(|name, _| view.claims.contains_key(name));
+        for p in published.iter().skip(self.read) {
+            let Some(receivable_at) = p.receivable_at else { continue };
+            if !acted_on(p.kind) {
+                continue;
+            }
+            let mut deadline = receivable_at + within;
+            if p.kind == PublishedKind::SpotInterruption
+                && let Some(reclaim) = reclaim_at(&p.instance_id).filter(|r| *r > receivable_at)
+            {
+                deadline = deadline.min(reclaim);
+            }
+            self.pending.push(Pending {
+                kind: p.kind,
+                instance_id: p.instance_id.clone(),
+                receivable_at,
+                deadline,
+                claim: None,
+            });
+        }
+        self.read = published.len();
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.retain_mut(|p| self.judge(p, view, watch_delay, out));
+        self.pending = pending;
+    }
+
+    /// Judges one event; `false` once it needs no more judging.
+    fn judge(&mut self, p: &mut Pending, view: &View, watch_delay: Duration, out: &mut Vec<Violation>) -> bool {
+        let now = view.now;
+        if now < p.receivable_at {
+            return true;
+        }
+        let suffix = format!("/{}", p.instance_id);
+        if p.claim.is_none() {
+            let backing =
+                view.claims.values().find(|c| c.provider_id.as_deref().is_some_and(|pid| pid.ends_with(&suffix)));
+            let Some(c) = backing else { return false };
+            let seen_early = self
+                .linked_since
+                .get(&c.name)
+                .is_some_and(|(_, since)| *since + LINK_MARGIN + watch_delay <= p.receivable_at);
+            if !seen_early {
+                return false;
+            }
+            p.claim = Some(c.name.clone());
+        }
+        let name = p.claim.as_deref().unwrap_or_default();
+        let Some(claim) = view.claims.get(name) else { return false };
+        if claim.deleting_since.is_some() {
+            return false;
+        }
+        if now <= p.deadline {
+            return true;
+        }
+        if self.reported.insert((name.to_string(), p.instance_id.clone())) {
+            out.push(Violation {
+                invariant: NAME.into(),
+                at: now,
+                objects: std::iter::once(format!("NodeClaim {name}"))
+                    .chain(claim.node_name.as_ref().map(|n| format!("Node {n}")))
+                    .chain(std::iter::once(format!("Instance {}", p.instance_id)))
+                    .collect(),
+                message: format!(
+                    "{} for instance {} was receivable at {}; NodeClaim {name} is not deleting {} later (deadline {}{})",
+                    describe(p.kind),
+                    p.instance_id,
+                    format_duration(p.receivable_at),
+                    format_duration(now.saturating_sub(p.receivable_at)),
+                    format_duration(p.deadline),
+                    if p.kind == PublishedKind::SpotInterruption { ", the reclaim or the window" } else { "" }
+                ),
+                trace_position: view.trace_position,
+            });
+        }
+        false
+    }
+}
+
+/// The event's name as EventBridge gives it.
+fn describe(kind: PublishedKind) -> String {
+    match kind {
+        PublishedKind::SpotInterruption => "a spot interruption warning".into(),
+        PublishedKind::ScheduledChange => "a scheduled-change health event".into(),
+        PublishedKind::StateChange(state) => format!("a state-change notification ({state})"),
+        PublishedKind::Rebalance => "a rebalance recommendation".into(),
+    }
+}
+
+impl Invariant for InterruptionHandled {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn tick(&mut self, ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
+        let cloud = ctx.cloud;
+        self.observe(
+            ctx.view,
+            cloud.published(),
+            |id| cloud.instance(id).and_then(|i| i.reclaim_at),
+            ctx.config.interruption_handled.within.0,
+            ctx.watch_delay,
+            out,
+        );
+    }
+}
+
+#[cfg(test)]
+#[path = "interruption_handled_tests.rs"]
+mod tests;

@@ -1,0 +1,129 @@
+//! `interruptionHandled` fires on an ignored warning, and each excuse (lost message, claim
+//! already deleting, claim linked too late, rebalance) beside a twin where it does not apply.
+
+use std::time::Duration;
+
+use dovetail_fakecloud::{Published, PublishedKind};
+
+use super::{InterruptionHandled, acted_on};
+use crate::invariants::Violation;
+use crate::oracle::view::{ClaimView, View};
+
+const WITHIN: Duration = Duration::from_secs(30);
+
+fn s(secs: u64) -> Duration {
+    Duration::from_secs(secs)
+}
+
+fn claim(name: &str, instance: &str) -> ClaimView {
+    ClaimView {
+        name: name.into(),
+        uid: format!("uid-{name}"),
+        nodepool: "default".into(),
+        provider_id: Some(format!("aws:///us-east-1a/{instance}")),
+        node_name: Some(format!("node-{name}")),
+        created: Duration::ZERO,
+        deleting_since: None,
+        initialized: true,
+        instance_terminating: false,
+        do_not_disrupt: false,
+        disruption_reason: None,
+        drifted: false,
+        registered: true,
+        requirements: Vec::new(),
+    }
+}
+
+fn view(now: u64, claims: &[ClaimView]) -> View {
+    View { now: s(now), claims: claims.iter().map(|c| (c.name.clone(), c.clone())).collect(), ..View::default() }
+}
+
+fn warning(instance: &str, sent: u64, receivable: Option<u64>) -> Published {
+    Published {
+        kind: PublishedKind::SpotInterruption,
+        instance_id: instance.into(),
+        sent_at: s(sent),
+        receivable_at: receivable.map(s),
+    }
+}
+
+/// Ticks every second from 0 to `until` with `claims_at(t)`, publishing `events` as their
+/// send time passes; reclaim 120 s after sending.
+fn run(events: &[Published], until: u64, claims_at: impl Fn(u64) -> Vec<ClaimView>) -> Vec<Violation> {
+    let mut inv = InterruptionHandled::default();
+    let mut out = Vec::new();
+    for t in 0..=until {
+        let published: Vec<Published> = events.iter().filter(|e| e.sent_at <= s(t)).cloned().collect();
+        let reclaim = |id: &str| events.iter().find(|e| e.instance_id == id).map(|e| e.sent_at + s(120));
+        inv.observe(&view(t, &claims_at(t)), &published, reclaim, WITHIN, Duration::ZERO, &mut out);
+    }
+    out
+}
+
+#[test]
+fn an_ignored_spot_warning_fires_after_the_window() {
+    let out = run(&[warning("i-1", 100, Some(100))], 200, |_| vec![claim("c1", "i-1")]);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0].at, s(131), "deadline 130 s: receivable + 30 s, before the reclaim at 220 s");
+    assert!(out[0].objects.contains(&"NodeClaim c1".to_string()), "{:?}", out[0].objects);
+    assert!(out[0].message.contains("spot interruption warning"), "{}", out[0].message);
+}
+
+#[test]
+fn a_claim_deleted_within_the_window_passes() {
+    let out = run(&[warning("i-1", 100, Some(100))], 200, |t| {
+        let mut c = claim("c1", "i-1");
+        if t >= 105 {
+            c.deleting_since = Some(s(105));
+        }
+        vec![c]
+    });
+    assert!(out.is_empty(), "{out:?}");
+}
+
+#[test]
+fn a_lost_message_is_not_judged_but_a_delayed_one_is_from_when_receivable() {
+    let lost = run(&[warning("i-1", 100, None)], 300, |_| vec![claim("c1", "i-1")]);
+    assert!(lost.is_empty(), "{lost:?}");
+    // Receivable 60 s late: the window is capped by the reclaim at 220 s, not 100 + 30.
+    let delayed = run(&[warning("i-1", 100, Some(200))], 300, |_| vec![claim("c1", "i-1")]);
+    assert_eq!(delayed.len(), 1, "{delayed:?}");
+    assert_eq!(delayed[0].at, s(221));
+}
+
+#[test]
+fn a_claim_gone_or_linked_too_late_is_not_judged_but_one_linked_early_is() {
+    let gone = run(&[warning("i-1", 100, Some(100))], 200, |t| if t < 110 { vec![claim("c1", "i-1")] } else { vec![] });
+    assert!(gone.is_empty(), "{gone:?}");
+    // The providerID appeared 5 s before the warning: the controller may not have seen it.
+    let late = run(&[warning("i-1", 100, Some(100))], 200, |t| {
+        let mut c = claim("c1", "i-1");
+        if t < 95 {
+            c.provider_id = None;
+        }
+        vec![c]
+    });
+    assert!(late.is_empty(), "{late:?}");
+    let early = run(&[warning("i-1", 100, Some(100))], 200, |t| {
+        let mut c = claim("c1", "i-1");
+        if t < 80 {
+            c.provider_id = None;
+        }
+        vec![c]
+    });
+    assert_eq!(early.len(), 1, "{early:?}");
+}
+
+#[test]
+fn only_the_kinds_karpenter_acts_on_are_judged() {
+    assert!(!acted_on(PublishedKind::Rebalance));
+    assert!(!acted_on(PublishedKind::StateChange("running")));
+    assert!(acted_on(PublishedKind::StateChange("stopping")));
+    assert!(acted_on(PublishedKind::ScheduledChange));
+    let rebalance = Published { kind: PublishedKind::Rebalance, ..warning("i-1", 100, Some(100)) };
+    assert!(run(&[rebalance], 300, |_| vec![claim("c1", "i-1")]).is_empty());
+    let stopped = Published { kind: PublishedKind::StateChange("stopped"), ..warning("i-1", 100, Some(100)) };
+    let out = run(&[stopped], 300, |_| vec![claim("c1", "i-1")]);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0].at, s(131));
+}
