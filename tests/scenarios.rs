@@ -198,16 +198,6 @@ const KNOWN_FINDINGS: &[KnownFinding] = &[
           one claim per zone (ScheduleAnyway lets kube-scheduler stack them), hindsight Karpenter \
           cannot have. Next: judge each claim against the placements known when it was created",
     },
-    KnownFinding {
-        scenario: "steady-web",
-        seed: 3,
-        invariant: "consolidationLegality",
-        why: "s6/oracles, open, for the lead: NodeClaim general-purpose-7ptcd (Node ip-10-0-48-6) is disrupted for \
-          Empty at 32m36s, 36 s after a pod arrived on it (the trace: web pods created and bound at 1919.83 s and \
-          1920.19 s, the claim's status written at 1921.77 s), with consolidateAfter 60s: upstream needs the \
-          Consolidatable condition, set only consolidateAfter after the last pod event (core \
-          nodeclaim/disruption/consolidation.go:63-80, emptiness.go:58). Not traced into the controller yet",
-    },
     KnownFinding { scenario: "do-not-disrupt-batch", seed: 3, invariant: "overProvisioning", why: WAVE_OVER_PACKING },
     KnownFinding { scenario: "do-not-disrupt-batch", seed: 4, invariant: "overProvisioning", why: WAVE_OVER_PACKING },
     KnownFinding { scenario: "do-not-disrupt-batch", seed: 6, invariant: "overProvisioning", why: WAVE_OVER_PACKING },
