@@ -45,10 +45,11 @@ pub fn default_settings(region: &str) -> Settings {
     }
 }
 
-/// The retry-jitter seeds of replica `index`'s EC2, SQS and SSM clients: each client draws
-/// its jitter from its own seeded sequence, so the log filter cannot shift it
-/// (`dovetail_fakecloud::sdk::SdkOptions::thread_rng_seed`).
-fn sdk_retry_seeds(seed: u64, index: u8) -> [u64; 3] {
+/// The thread-local RNG seeds of replica `index`'s EC2, SQS and SSM clients: each client
+/// reseeds the thread-local generator (retry jitter, invocation ids, idempotency tokens)
+/// from its own seeded sequence at every operation start, so the log filter cannot shift
+/// what it draws (`dovetail_fakecloud::sdk::SdkOptions::thread_rng_seed`).
+fn sdk_thread_rng_seeds(seed: u64, index: u8) -> [u64; 3] {
     use rand::RngCore;
     let mut rng = Stream::SdkRetry(index).rng(seed);
     [rng.next_u64(), rng.next_u64(), rng.next_u64()]
@@ -60,16 +61,16 @@ fn sdk_retry_seeds(seed: u64, index: u8) -> [u64; 3] {
 /// rebuilt from the API server. Worlds get it from [`crate::world::WorldBuilder::controller`].
 pub(crate) fn add_controller_host(sim: &mut turmoil::Sim<'_>, seed: u64, settings: Settings, faults: ClientFaults) {
     let settings = Arc::new(settings);
-    let jitter = sdk_retry_seeds(seed, 0);
+    let rng_seeds = sdk_thread_rng_seeds(seed, 0);
     sim.host(CONTROLLER_HOST, move || {
         let settings = settings.clone();
         async move {
             let region = settings.region.clone();
             let clients = Clients {
                 kube: crate::kube_client::sim_kube_client_with_faults("apiserver", API_PORT, faults),
-                ec2: ec2_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_thread_rng_seed(jitter[0])),
-                sqs: sqs_client(&SdkOptions::sqs(AWS_ENDPOINT, &region).with_thread_rng_seed(jitter[1])),
-                ssm: ssm_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_thread_rng_seed(jitter[2])),
+                ec2: ec2_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_thread_rng_seed(rng_seeds[0])),
+                sqs: sqs_client(&SdkOptions::sqs(AWS_ENDPOINT, &region).with_thread_rng_seed(rng_seeds[1])),
+                ssm: ssm_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_thread_rng_seed(rng_seeds[2])),
             };
             let env = Environment {
                 clock: Arc::new(SimClock),
@@ -133,7 +134,7 @@ pub(crate) fn add_controller_replicas(
     for (index, host) in (0u8..).zip(hosts) {
         let replicas = replicas.clone();
         let rng_seed = Stream::Controller(index).seed(seed);
-        let jitter = sdk_retry_seeds(seed, index);
+        let rng_seeds = sdk_thread_rng_seeds(seed, index);
         sim.host(host.clone(), move || {
             let (replicas, host) = (replicas.clone(), host.clone());
             async move {
@@ -150,9 +151,9 @@ pub(crate) fn add_controller_replicas(
                 };
                 let clients = Clients {
                     kube,
-                    ec2: ec2_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_thread_rng_seed(jitter[0])),
-                    sqs: sqs_client(&SdkOptions::sqs(AWS_ENDPOINT, &region).with_thread_rng_seed(jitter[1])),
-                    ssm: ssm_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_thread_rng_seed(jitter[2])),
+                    ec2: ec2_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_thread_rng_seed(rng_seeds[0])),
+                    sqs: sqs_client(&SdkOptions::sqs(AWS_ENDPOINT, &region).with_thread_rng_seed(rng_seeds[1])),
+                    ssm: ssm_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_thread_rng_seed(rng_seeds[2])),
                 };
                 let env = Environment {
                     clock: Arc::new(SimClock),

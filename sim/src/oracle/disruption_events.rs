@@ -12,14 +12,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::apiserver::resources::ResourceKey;
-use crate::apiserver::store::Store;
-use dovetail_world::clock::{parse_rfc3339, sim_epoch};
-
-/// A Kubernetes timestamp as simulated time since the epoch.
-fn sim_time(value: &Value) -> Option<Duration> {
-    parse_rfc3339(value.as_str()?)?.duration_since(sim_epoch()).ok()
-}
+use super::timestamp::sim_time;
 
 /// The Event reason of a replacement launch.
 pub const LAUNCHING_REASON: &str = "DisruptionLaunching";
@@ -65,16 +58,6 @@ pub fn of_event(event: &Value) -> Option<DisruptionEvent> {
         reason: reason.to_string(),
         message: event["message"].as_str().unwrap_or_default().to_string(),
     })
-}
-
-/// Every disruption Event on a NodeClaim in the store, oldest first.
-pub fn read(store: &Store) -> Vec<DisruptionEvent> {
-    let mut out: Vec<DisruptionEvent> = store
-        .iter(&ResourceKey { group: String::new(), plural: "events".into() }, None)
-        .filter_map(|e| of_event(e))
-        .collect();
-    out.sort();
-    out
 }
 
 #[cfg(test)]

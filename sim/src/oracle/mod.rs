@@ -28,4 +28,5 @@ pub mod offering_table;
 pub mod protection;
 pub mod resources;
 pub mod template_drift;
+pub mod timestamp;
 pub mod view;

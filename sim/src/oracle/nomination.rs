@@ -14,9 +14,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::apiserver::resources::ResourceKey;
-use crate::apiserver::store::Store;
-use dovetail_world::clock::{parse_rfc3339, sim_epoch};
+use super::timestamp::sim_time;
 
 /// The Event reason Karpenter uses for a nomination.
 pub const NOMINATED_REASON: &str = "Nominated";
@@ -33,11 +31,6 @@ pub struct Nomination {
     pub node_claim: Option<String>,
     /// The Node named, if any.
     pub node: Option<String>,
-}
-
-/// A Kubernetes timestamp as simulated time since the epoch.
-fn sim_time(value: &Value) -> Option<Duration> {
-    parse_rfc3339(value.as_str()?)?.duration_since(sim_epoch()).ok()
 }
 
 /// Parses a nomination Event's message (`Pod should schedule on: nodeclaim/a, node/b`) into
@@ -82,16 +75,6 @@ pub fn of_event(event: &Value) -> Option<Nomination> {
         node_claim,
         node,
     })
-}
-
-/// Every nomination in the store's Events, oldest first.
-pub fn read(store: &Store) -> Vec<Nomination> {
-    let mut out: Vec<Nomination> = store
-        .iter(&ResourceKey { group: String::new(), plural: "events".into() }, None)
-        .flat_map(|e| of_event_all(e))
-        .collect();
-    out.sort();
-    out
 }
 
 #[cfg(test)]

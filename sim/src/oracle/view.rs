@@ -11,7 +11,6 @@ use serde_json::Value;
 use super::resources::Resources;
 use crate::apiserver::resources::ResourceKey;
 use crate::apiserver::store::Store;
-use dovetail_world::clock::{parse_rfc3339, sim_epoch};
 
 /// Tag Karpenter puts on an instance naming its NodeClaim.
 pub const NODECLAIM_TAG: &str = "karpenter.sh/nodeclaim";
@@ -27,10 +26,7 @@ pub fn key(group: &str, plural: &str) -> ResourceKey {
     ResourceKey { group: group.into(), plural: plural.into() }
 }
 
-/// A Kubernetes timestamp as simulated time since the epoch.
-pub fn sim_time(value: &Value) -> Option<Duration> {
-    parse_rfc3339(value.as_str()?)?.duration_since(sim_epoch()).ok()
-}
+pub use super::timestamp::sim_time;
 
 /// Whether an object's `status.conditions` has `kind=True`.
 pub fn condition_true(obj: &Value, kind: &str) -> bool {
@@ -225,13 +221,15 @@ impl View {
 
     /// The store's part of a view (`now` and `instances` left empty).
     fn read_store(store: &Store) -> Self {
-        let mut view = View {
-            trace_position: store.trace().len(),
-            resource_version: store.resource_version(),
-            nominations: super::nomination::read(store),
-            disruption_events: super::disruption_events::read(store),
-            ..View::default()
-        };
+        let mut view =
+            View { trace_position: store.trace().len(), resource_version: store.resource_version(), ..View::default() };
+        // One pass over the Events for both readings: every store write re-reads the view.
+        for event in store.iter(&key("", "events"), None) {
+            view.nominations.extend(super::nomination::of_event_all(event));
+            view.disruption_events.extend(super::disruption_events::of_event(event));
+        }
+        view.nominations.sort();
+        view.disruption_events.sort();
         for pool in store.iter(&key("karpenter.sh", "nodepools"), None) {
             let name = pool["metadata"]["name"].as_str().unwrap_or_default().to_string();
             view.pools.insert(name.clone(), PoolView { name, object: pool.clone() });
