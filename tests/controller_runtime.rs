@@ -53,8 +53,11 @@ fn repeated_events_bump_one_object_within_five_minutes() {
         let recorder = EventRecorder::new();
         tokio::spawn(EventWriter::new(client(), Arc::new(SimClock), "dovetail-0_test").run(recorder.clone()));
         let web = pod("web-1");
+        // Nominations are published undeduped (as the provisioner does), so the writer's
+        // correlator sees every repeat.
         let nominated =
-            Event::about(&web, EventType::Normal, "Nominated", "Pod should schedule on: nodeclaim/default-x");
+            Event::about(&web, EventType::Normal, "Nominated", "Pod should schedule on: nodeclaim/default-x")
+                .never_deduped();
         recorder.publish(nominated.clone());
         recorder.publish(nominated.clone());
         recorder.publish(Event::about(&web, EventType::Warning, "FailedScheduling", "no NodePool matches"));
@@ -97,6 +100,42 @@ fn repeated_events_bump_one_object_within_five_minutes() {
         let nominated: Vec<_> = events.iter().filter(|e| e.reason.as_deref() == Some("Nominated")).collect();
         assert_eq!(nominated.len(), 2, "{events:#?}");
         assert_eq!(nominated.iter().filter_map(|e| e.count).collect::<Vec<_>>().iter().sum::<i32>(), 4);
+        Ok(())
+    });
+    sim.run().unwrap();
+}
+
+/// Karpenter's recorder (core `pkg/events/recorder.go`) drops an event whose reason and dedupe
+/// values went out within its timeout, in simulated time: a node reported unconsolidatable on
+/// every 10 s poll for 20 minutes yields two Events, not 120 count bumps.
+#[test]
+fn published_repeats_are_dropped_within_the_dedupe_timeout() {
+    let (mut sim, _server, _trace) = apiserver_world(12);
+    sim.client("test", async {
+        tokio::time::sleep(STARTUP).await;
+        let recorder = EventRecorder::new();
+        tokio::spawn(EventWriter::new(client(), Arc::new(SimClock), "dovetail-0_test").run(recorder.clone()));
+        let node: Node = serde_json::from_value(json!({"metadata": {"name": "ip-10-0-0-2", "uid": "uid-node-2"}}))?;
+        for poll in 0..120 {
+            let message = format!("can't remove without creating 1 candidates (poll {poll})");
+            recorder.publish(
+                Event::about(&node, EventType::Normal, "Unconsolidatable", message)
+                    .deduped_for(Duration::from_secs(15 * 60)),
+            );
+            tokio::time::sleep(Duration::from_secs(10)).await;
+        }
+        let events = events_about("ip-10-0-0-2").await;
+        let mut messages: Vec<_> = events.iter().filter_map(|e| e.message.clone()).collect();
+        messages.sort();
+        assert_eq!(
+            messages,
+            [
+                "can't remove without creating 1 candidates (poll 0)",
+                "can't remove without creating 1 candidates (poll 90)"
+            ],
+            "{events:#?}"
+        );
+        assert!(events.iter().all(|e| e.count == Some(1)));
         Ok(())
     });
     sim.run().unwrap();

@@ -255,11 +255,11 @@ fn drain_behind_pdb_with_a_do_not_disrupt_pod(seed: u64) {
     let count = |reason: &str| events.iter().filter(|e| e.reason == reason).count();
     assert!(count("Evicted") >= 3, "{} Evicted events", count("Evicted"));
     assert_eq!(count("Disrupted"), 1, "the keeper's forced delete");
-    // The budget refused evictions (429) while a replacement was starting.
-    assert!(
-        events.iter().any(|e| e.reason == "FailedDraining" && e.message.contains("violates a PDB")),
-        "no eviction was refused by the PDB"
-    );
+    // The drain was reported as failing while pods waited. The eviction queue's "violates a
+    // PDB" report shares the node's dedupe key with it (core terminator/eviction.go publishes
+    // NodeFailedToDrain, DedupeValues: node name), so Karpenter's recorder drops it within 2 min.
+    // The drain took under 6 minutes (TGP 5 min), so at most three 2-minute windows.
+    assert!((1..=3).contains(&count("FailedDraining")), "{} FailedDraining events", count("FailedDraining"));
 }
 
 #[test]

@@ -8,6 +8,7 @@
 pub mod actors;
 pub use dovetail_apiserver as apiserver;
 pub mod controller_host;
+pub mod explain;
 pub mod faults;
 pub mod generate;
 pub mod invariants;

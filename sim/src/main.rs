@@ -113,6 +113,18 @@ enum Command {
         #[arg(long, default_value_t = 200)]
         max_runs: usize,
     },
+    /// Explain a run at a simulated time (default: its end): why every node is or is not
+    /// being disrupted, why every pending pod is pending, and the disruption decisions so far.
+    Explain {
+        /// The scenario file.
+        scenario: PathBuf,
+        /// Root seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// The simulated time to explain, e.g. `45m` (default: the end of the run).
+        #[arg(long, value_parser = dovetail_sim::scenario::SimDuration::parse)]
+        at: Option<dovetail_sim::scenario::SimDuration>,
+    },
     /// Measure the simulator's speed.
     Bench {
         /// What to measure.
@@ -131,6 +143,7 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Explain { scenario, seed, at } => cli::explain::explain(&scenario, seed, at.map(|at| at.0)),
         Command::Run { scenario, seed, report, trace, html } => cli::run::run(
             &scenario,
             seed,

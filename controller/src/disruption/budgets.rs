@@ -76,6 +76,24 @@ pub fn allowed_disruptions(input: &DisruptionInput, reason: DisruptionReason) ->
         .collect()
 }
 
+/// The NodePools that have nodes but whose budgets allow no disruption for `reason` now (before
+/// subtracting nodes already disrupting): core `disruption/helpers.go`
+/// `BuildDisruptionBudgetMapping` publishes `NodePoolBlockedForDisruptionReason` for each.
+pub fn blocked_pools(input: &DisruptionInput, reason: DisruptionReason) -> Vec<std::sync::Arc<NodePool>> {
+    let mut marked = input.memory.marked_for_deletion.clone();
+    marked.extend(input.queued.iter().cloned());
+    input
+        .snapshot
+        .node_pools
+        .iter()
+        .filter(|(name, pool)| {
+            let (nodes, _) = pool_node_counts(&input.snapshot, &marked, name);
+            nodes != 0 && pool_budget(pool, reason, nodes, input.now) == 0
+        })
+        .map(|(_, pool)| pool.clone())
+        .collect()
+}
+
 /// Takes one unit of `pool`'s budget if any is left.
 pub fn take(budgets: &mut BTreeMap<String, u64>, pool: &str) -> bool {
     match budgets.get_mut(pool) {

@@ -23,17 +23,19 @@ use super::emptiness::emptiness;
 use super::execution::{Queue, set_disrupted_taint, set_disruption_reason};
 use super::input::{DisruptionInput, DisruptionOptions};
 use super::multi_node::multi_node;
-use super::report::Report;
+use super::report::{DISRUPTION_BLOCKED, Report, UNCONSOLIDATABLE};
 use super::single_node::single_node;
 use super::validation::validate;
 use super::{CONSOLIDATION_REFRESH, POLL_IDLE, VALIDATION_DELAY};
 use crate::apis::condition::StatusConditions;
+use crate::apis::labels::DO_NOT_DISRUPT_ANNOTATION;
 use crate::apis::nodeclaim::{CONDITION_CONSOLIDATABLE, CONDITION_DISRUPTION_REASON, CONDITION_INITIALIZED};
 use crate::apis::nodepool::DisruptionReason;
 use crate::cloudprovider::CloudProvider;
 use crate::provisioning::pending::is_terminal;
 use crate::provisioning::provisioner::{has_disrupted_taint, ordered_pools, usable_pool};
 use crate::runtime::clock::elapsed;
+use crate::runtime::events::DEFAULT_DEDUPE_TIMEOUT;
 use crate::runtime::reconcile::{Action, Env, Kinds, Reconciler};
 use crate::runtime::{Clock, Event, EventRecorder, EventType, Metrics, Settings, SharedClock};
 use crate::scheduling::NodePoolInput;
@@ -84,11 +86,13 @@ pub fn decide(
 ) -> Option<Command> {
     let (candidates, blocked) = get_candidates(input, DisruptionClass::Graceful);
     report.blocked_nodes(&blocked);
+    report.budget_blocked(input, DisruptionReason::Empty);
     let mut budgets = allowed_disruptions(input, DisruptionReason::Empty);
     if let Some(command) = emptiness(&candidates, &mut budgets, report) {
         return Some(command);
     }
     let (eventual, _) = get_candidates(input, DisruptionClass::Eventual);
+    report.budget_blocked(input, DisruptionReason::Drifted);
     let mut budgets = allowed_disruptions(input, DisruptionReason::Drifted);
     if let Some(command) = drift(input, &eventual, &mut budgets, report) {
         return Some(command);
@@ -100,6 +104,7 @@ pub fn decide(
     {
         return None;
     }
+    report.budget_blocked(input, DisruptionReason::Underutilized);
     let mut budgets = allowed_disruptions(input, DisruptionReason::Underutilized);
     let eligible = candidates.iter().filter(|c| consolidation_blocker(c).is_none()).map(|c| c.pool.as_str());
     let constrained = constrained_by_budgets(eligible, &budgets);
@@ -220,15 +225,35 @@ impl Disruption {
         }
     }
 
+    /// Publishes the loop's notes as upstream's `disruption/events` do: `Unconsolidatable`
+    /// deduped per object for 15 minutes, `DisruptionBlocked` for the default 2 minutes and
+    /// never for a do-not-disrupt annotation ("an intentional user action", events.go Blocked).
     fn publish(&self, report: &Report) {
         for note in &report.notes {
-            self.events.publish(Event::about(note.node.as_ref(), EventType::Normal, note.reason, note.message.clone()));
-            self.events.publish(Event::about(
-                note.claim.as_ref(),
-                EventType::Normal,
-                note.reason,
-                note.message.clone(),
-            ));
+            if note.reason == DISRUPTION_BLOCKED && note.message.contains(DO_NOT_DISRUPT_ANNOTATION) {
+                continue;
+            }
+            let timeout =
+                if note.reason == UNCONSOLIDATABLE { UNCONSOLIDATABLE_DEDUPE } else { DEFAULT_DEDUPE_TIMEOUT };
+            for event in [
+                Event::about(note.node.as_ref(), EventType::Normal, note.reason, note.message.clone()),
+                Event::about(note.claim.as_ref(), EventType::Normal, note.reason, note.message.clone()),
+            ] {
+                self.events.publish(event.deduped_for(timeout));
+            }
+        }
+        for (pool, reason) in &report.blocked_pools {
+            let reason = reason.as_str();
+            self.events.publish(
+                Event::about(
+                    pool.as_ref(),
+                    EventType::Normal,
+                    DISRUPTION_BLOCKED,
+                    format!("No allowed disruptions for disruption reason {reason} due to blocking budget"),
+                )
+                .deduped_also_by(reason)
+                .deduped_for(NODEPOOL_BLOCKED_DEDUPE),
+            );
         }
         for (reason, count) in &report.eligible {
             self.metrics.disruption_eligible_nodes(reason, *count);
@@ -292,6 +317,15 @@ impl Disruption {
         }
     }
 }
+
+/// A node's `Unconsolidatable` event is published at most this often (core
+/// `disruption/events/events.go` Unconsolidatable: `DedupeTimeout: 15m`).
+const UNCONSOLIDATABLE_DEDUPE: Duration = Duration::from_secs(15 * 60);
+
+/// A NodePool's budget-blocked event is published at most this often per reason (core
+/// `disruption/events/events.go` NodePoolBlockedForDisruptionReason: 1 minute, "as a
+/// NodePool's disruption budget can change every minute").
+const NODEPOOL_BLOCKED_DEDUPE: Duration = Duration::from_secs(60);
 
 /// How soon the loop looks again after it started a command: at once (core
 /// `disruption/controller.go` l. 177 `singleton.RequeueImmediately`, operatorpkg's 1 ns), so

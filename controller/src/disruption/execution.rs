@@ -88,12 +88,15 @@ impl Queue {
             match api.create(&PostParams::default(), &claim).await {
                 Ok(created) => {
                     let name = created.name_any();
-                    self.events.publish(Event::about(
-                        &created,
-                        EventType::Normal,
-                        "DisruptionLaunching",
-                        format!("Launching NodeClaim: {reason}/{}", command.decision().as_str()),
-                    ));
+                    self.events.publish(
+                        Event::about(
+                            &created,
+                            EventType::Normal,
+                            "DisruptionLaunching",
+                            format!("Launching NodeClaim: {reason}/{}", command.decision().as_str()),
+                        )
+                        .deduped_also_by(reason),
+                    );
                     self.metrics.nodeclaim_created(reason, &planned.node_pool);
                     self.cluster.nominate(&name, self.clock.now());
                     tracing::info!(nodeclaim = %name, instance_types = planned.instance_type_options.len(), "launching replacement");
@@ -156,19 +159,26 @@ impl Queue {
         let reason = command.reason().as_str();
         let api: Api<NodeClaim> = Api::all(self.client.clone());
         for candidate in &command.candidates {
-            let message = format!("Disrupting Node: {reason}/{}", command.decision().as_str());
-            self.events.publish(Event::about(
-                candidate.node.as_ref(),
-                EventType::Normal,
-                "DisruptionTerminating",
-                message.clone(),
-            ));
-            self.events.publish(Event::about(
-                candidate.claim.as_ref(),
-                EventType::Normal,
-                "DisruptionTerminating",
-                message,
-            ));
+            // Core disruption/events/events.go Terminating: one message per object kind.
+            let decision = command.decision().as_str();
+            self.events.publish(
+                Event::about(
+                    candidate.node.as_ref(),
+                    EventType::Normal,
+                    "DisruptionTerminating",
+                    format!("Disrupting Node: {reason}/{decision}"),
+                )
+                .deduped_also_by(reason),
+            );
+            self.events.publish(
+                Event::about(
+                    candidate.claim.as_ref(),
+                    EventType::Normal,
+                    "DisruptionTerminating",
+                    format!("Disrupting NodeClaim: {reason}/{decision}"),
+                )
+                .deduped_also_by(reason),
+            );
             self.metrics.nodeclaim_disrupted(reason, &candidate.pool);
             match api.delete(&candidate.name, &DeleteParams::default()).await {
                 Ok(_) => tracing::info!(nodeclaim = %candidate.name, reason, "disrupting nodeclaim"),

@@ -128,19 +128,20 @@ async fn expire(env: &Env, snapshot: &Snapshot, claim: &NodeClaim) -> bool {
     let pool = claim.node_pool_name().unwrap_or_default().to_owned();
     let lifetime = claim.spec.expire_after();
     tracing::info!(nodeclaim = %name, nodepool = %pool, expire_after = lifetime.as_str(), "deleting expired nodeclaim");
-    env.events.publish(Event::about(
-        claim,
-        EventType::Normal,
-        DISRUPTION_TERMINATING,
-        "Disrupting NodeClaim: Expired".to_owned(),
-    ));
+    env.events.publish(
+        Event::about(claim, EventType::Normal, DISRUPTION_TERMINATING, "Disrupting NodeClaim: Expired".to_owned())
+            .deduped_also_by("expired"),
+    );
     for node in snapshot.nodes_for_node_claim(claim) {
-        env.events.publish(Event::about(
-            node.as_ref(),
-            EventType::Normal,
-            DISRUPTION_TERMINATING,
-            "Disrupting Node: Expired".to_owned(),
-        ));
+        env.events.publish(
+            Event::about(
+                node.as_ref(),
+                EventType::Normal,
+                DISRUPTION_TERMINATING,
+                "Disrupting Node: Expired".to_owned(),
+            )
+            .deduped_also_by("expired"),
+        );
     }
     env.metrics.nodeclaim_disrupted(EXPIRED_REASON, &pool);
     true

@@ -33,6 +33,8 @@ pub mod synthetic;
 pub mod validation;
 
 #[cfg(test)]
+mod budget_events_tests;
+#[cfg(test)]
 mod in_flight_tests;
 #[cfg(test)]
 mod loop_tests;

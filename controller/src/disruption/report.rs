@@ -7,8 +7,11 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
 
+use super::budgets::blocked_pools;
 use super::candidates::{Blocked, Candidate};
+use super::input::DisruptionInput;
 use crate::apis::NodeClaim;
+use crate::apis::nodepool::{DisruptionReason, NodePool};
 
 /// The event reason for a candidate a consolidation simulation rejected.
 pub const UNCONSOLIDATABLE: &str = "Unconsolidatable";
@@ -35,6 +38,8 @@ pub struct Report {
     pub notes: Vec<Note>,
     /// Reason (`empty`, `drifted`, `underutilized`) → nodes that method could act on.
     pub eligible: BTreeMap<&'static str, usize>,
+    /// NodePools whose budget allows no disruption for a reason although they have nodes.
+    pub blocked_pools: Vec<(Arc<NodePool>, DisruptionReason)>,
 }
 
 impl Report {
@@ -56,6 +61,11 @@ impl Report {
             reason: DISRUPTION_BLOCKED,
             message: message.into(),
         });
+    }
+
+    /// Notes every NodePool with nodes whose budget allows no disruption for `reason` now.
+    pub fn budget_blocked(&mut self, input: &DisruptionInput, reason: DisruptionReason) {
+        self.blocked_pools.extend(blocked_pools(input, reason).into_iter().map(|pool| (pool, reason)));
     }
 
     /// Notes every node that failed the candidate filters.

@@ -22,6 +22,10 @@ use crate::scheduling::{
 };
 use crate::state::{Cluster, Snapshot};
 
+/// A pod's `FailedScheduling` event is published at most this often (core
+/// `provisioning/scheduling/events.go` `PodFailedToScheduleEvent`: `DedupeTimeout: 5m`).
+const POD_FAILED_TO_SCHEDULE_DEDUPE: std::time::Duration = std::time::Duration::from_secs(5 * 60);
+
 /// Everything the provisioner needs.
 #[derive(Clone)]
 pub struct Provisioner {
@@ -158,12 +162,15 @@ impl Provisioner {
         for (_, pod, _) in pods_to_place(snapshot, &existing, self.clock.now()) {
             match SchedulablePod::from_pod(pod) {
                 Ok(p) => pods.push(p),
-                Err(error) => self.events.publish(Event::about(
-                    pod.as_ref(),
-                    EventType::Warning,
-                    "FailedScheduling",
-                    format!("Failed to schedule pod, {error}"),
-                )),
+                Err(error) => self.events.publish(
+                    Event::about(
+                        pod.as_ref(),
+                        EventType::Warning,
+                        "FailedScheduling",
+                        format!("Failed to schedule pod, {error}"),
+                    )
+                    .deduped_for(POD_FAILED_TO_SCHEDULE_DEDUPE),
+                ),
             }
         }
         let mut pools = BTreeMap::new();
@@ -275,12 +282,15 @@ impl Provisioner {
         }
         for (pod_key, error) in &results.pod_errors {
             if let Some(pod) = snapshot.pods.get(pod_key) {
-                self.events.publish(Event::about(
-                    pod.as_ref(),
-                    EventType::Warning,
-                    "FailedScheduling",
-                    format!("Failed to schedule pod, {error}"),
-                ));
+                self.events.publish(
+                    Event::about(
+                        pod.as_ref(),
+                        EventType::Warning,
+                        "FailedScheduling",
+                        format!("Failed to schedule pod, {error}"),
+                    )
+                    .deduped_for(POD_FAILED_TO_SCHEDULE_DEDUPE),
+                );
             }
         }
         created
@@ -289,12 +299,20 @@ impl Provisioner {
     fn nominate_pods(&self, snapshot: &Snapshot, pods: &[String], target: &str) {
         for key in pods {
             if let Some(pod) = snapshot.pods.get(key) {
-                self.events.publish(Event::about(
-                    pod.as_ref(),
-                    EventType::Normal,
-                    "Nominated",
-                    format!("Pod should schedule on: {target}"),
-                ));
+                self.events.publish(
+                    Event::about(
+                        pod.as_ref(),
+                        EventType::Normal,
+                        // Upstream dedupes `Nominated` per pod for 2 min and rate-limits it (5/s,
+                        // burst 10; scheduling/events.go NominatePodEvent). Dovetail publishes every
+                        // nomination: a deliberate deviation in the event stream only (no decision
+                        // reads events), so that the simulator's overProvisioning oracle can tell a
+                        // re-nomination to another claim from an abandoned one.
+                        "Nominated",
+                        format!("Pod should schedule on: {target}"),
+                    )
+                    .never_deduped(),
+                );
             }
         }
     }

@@ -220,7 +220,9 @@ impl EvictionQueue {
             Ok(_) => {
                 tracing::info!(pod = %key.name, namespace = %key.namespace, node, "evicted pod");
                 if let Some(pod) = current {
-                    self.events.publish(Event::about(pod.as_ref(), EventType::Normal, "Evicted", "Evicted pod"));
+                    self.events.publish(
+                        Event::about(pod.as_ref(), EventType::Normal, "Evicted", "Evicted pod").deduped_by_name(),
+                    );
                 }
                 Outcome::Done
             }
@@ -229,12 +231,15 @@ impl EvictionQueue {
                 if let (Outcome::Retry(reason), Some(node_obj)) = (&outcome, snapshot.nodes.get(node))
                     && matches!(&error, kube::Error::Api(s) if s.code == 429 || s.code == 500)
                 {
-                    self.events.publish(Event::about(
-                        node_obj.as_ref(),
-                        EventType::Warning,
-                        "FailedDraining",
-                        format!("Failed to drain node, {reason} ({}/{})", key.namespace, key.name),
-                    ));
+                    self.events.publish(
+                        Event::about(
+                            node_obj.as_ref(),
+                            EventType::Warning,
+                            "FailedDraining",
+                            format!("Failed to drain node, {reason} ({}/{})", key.namespace, key.name),
+                        )
+                        .deduped_by_name(),
+                    );
                 }
                 outcome
             }

@@ -34,7 +34,7 @@ use crate::apis::labels::TERMINATION_FINALIZER;
 use crate::cloudprovider::{CloudError, CloudProvider};
 use crate::lifecycle::conditions::{INSTANCE_TERMINATING, set_condition};
 use crate::runtime::reconcile::{self, Action, Env, Kind, Kinds, Reconciler};
-use crate::runtime::{Event, EventRecorder, SharedClock};
+use crate::runtime::{EventRecorder, SharedClock};
 use crate::state::{Cluster, Snapshot};
 pub use eviction::EvictionQueue;
 
@@ -48,10 +48,6 @@ pub const DRAIN_REQUEUE: Duration = Duration::from_secs(1);
 pub const INSTANCE_TERMINATION_REQUEUE: Duration = Duration::from_secs(5);
 /// The longest the loop sleeps without a change or a deadline (a safety net, not a behaviour).
 pub const IDLE_REQUEUE: Duration = Duration::from_secs(60);
-/// The same event about the same object is published at most this often (core's event
-/// recorder dedupes on `DedupeValues` for 2 minutes), so a stuck drain does not flood events.
-pub const EVENT_DEDUPE_WINDOW: Duration = Duration::from_secs(120);
-
 const _: () = assert!(DRAIN_REQUEUE.as_secs() < MIN_DRAIN_TIME.as_secs());
 
 /// Whether an object carries the termination finalizer.
@@ -80,8 +76,6 @@ pub struct Termination {
     /// Claim UID → when its instance may next be asked about (the 5 s requeue, kept per claim so
     /// change-driven passes do not hammer the cloud).
     polls: Arc<Mutex<BTreeMap<String, Instant>>>,
-    /// (reason, object UID) → when that event was last published.
-    published: Arc<Mutex<BTreeMap<(String, String), Instant>>>,
 }
 
 impl Termination {
@@ -94,7 +88,7 @@ impl Termination {
         events: EventRecorder,
     ) -> Self {
         let queue = EvictionQueue::new(client.clone(), cluster.clone(), clock.clone(), events.clone());
-        Self { client, cluster, cloud, clock, events, queue, polls: Arc::default(), published: Arc::default() }
+        Self { client, cluster, cloud, clock, events, queue, polls: Arc::default() }
     }
 
     /// The eviction queue (for inspection).
@@ -194,22 +188,6 @@ impl Termination {
                 InstanceState::Terminating(INSTANCE_TERMINATION_REQUEUE)
             }
         }
-    }
-
-    /// Publishes `event` unless the same reason about the same object went out within
-    /// [`EVENT_DEDUPE_WINDOW`].
-    fn publish_deduped(&self, event: Event) {
-        let key = (event.reason.clone(), event.involved.uid.clone().unwrap_or_default());
-        let now = Instant::now();
-        {
-            let mut published = self.published.lock().expect("published events");
-            if published.get(&key).is_some_and(|at| now < *at + EVENT_DEDUPE_WINDOW) {
-                return;
-            }
-            published.retain(|_, at| now < *at + EVENT_DEDUPE_WINDOW);
-            published.insert(key, now);
-        }
-        self.events.publish(event);
     }
 }
 

@@ -72,12 +72,15 @@ impl Termination {
         let now = self.clock.now();
         let deadline = recorded_deadline(claim);
         if let Some(deadline) = deadline {
-            self.publish_deduped(Event::about(
-                node,
-                EventType::Warning,
-                "TerminationGracePeriodExpiring",
-                format!("All pods will be deleted by {}", super::node_claim::format_deadline(deadline)),
-            ));
+            self.events.publish(
+                Event::about(
+                    node,
+                    EventType::Warning,
+                    "TerminationGracePeriodExpiring",
+                    format!("All pods will be deleted by {}", super::node_claim::format_deadline(deadline)),
+                )
+                .deduped_by_name(),
+            );
         }
         // 3. Nothing new may land here while it drains.
         if !has_disrupted_taint(node) {
@@ -91,12 +94,15 @@ impl Termination {
         }
         self.queue.add(&name, plan.evict.iter().copied());
         if !plan.is_drained() {
-            self.publish_deduped(Event::about(
-                node,
-                EventType::Warning,
-                "FailedDraining",
-                format!("Failed to drain node, {} pods are waiting to be evicted", plan.waiting),
-            ));
+            self.events.publish(
+                Event::about(
+                    node,
+                    EventType::Warning,
+                    "FailedDraining",
+                    format!("Failed to drain node, {} pods are waiting to be evicted", plan.waiting),
+                )
+                .deduped_by_name(),
+            );
             if drain_started(claim).is_none() {
                 self.set_drained(claim, ConditionStatus::Unknown, DRAINING_REASON).await;
             }
@@ -209,7 +215,7 @@ impl Termination {
                 "Deleting the pod to accommodate the terminationTime {deadline} of the node. The pod was granted {grace_seconds} seconds of grace-period of its {} terminationGracePeriodSeconds. This bypasses the PDB of the pod and the do-not-disrupt annotation.",
                 drain::pod_grace(pod).as_secs()
             ),
-        ));
+        ).deduped_by_name());
     }
 
     async fn set_drained(&self, claim: &NodeClaim, status: ConditionStatus, reason: &str) {

@@ -52,12 +52,15 @@ impl Termination {
             let api: Api<NodeClaim> = Api::all(self.client.clone());
             return match api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
                 Ok(_) => {
-                    self.publish_deduped(Event::about(
-                        claim,
-                        EventType::Warning,
-                        "TerminationGracePeriodExpiring",
-                        format!("All pods will be deleted by {stamp}"),
-                    ));
+                    self.events.publish(
+                        Event::about(
+                            claim,
+                            EventType::Warning,
+                            "TerminationGracePeriodExpiring",
+                            format!("All pods will be deleted by {stamp}"),
+                        )
+                        .deduped_by_name(),
+                    );
                     None
                 }
                 Err(error) => {

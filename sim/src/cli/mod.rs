@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod compare;
+pub mod explain;
 pub mod failure;
 pub mod gap_stats;
 pub mod run;
