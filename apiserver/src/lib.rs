@@ -21,6 +21,7 @@ pub mod eviction;
 pub mod faults;
 pub mod handler;
 pub mod patch;
+pub mod protobuf;
 pub mod resources;
 pub mod schema;
 pub mod selector;

@@ -69,7 +69,13 @@ fn columns(rt: &ResourceType) -> Vec<Column> {
                 for c in version["additionalPrinterColumns"].as_array().into_iter().flatten() {
                     cols.push(Column {
                         name: c["name"].as_str().unwrap_or("").into(),
-                        ty: "string",
+                        ty: match c["type"].as_str() {
+                            Some("integer") => "integer",
+                            Some("number") => "number",
+                            Some("boolean") => "boolean",
+                            Some("date") => "date",
+                            _ => "string",
+                        },
                         path: c["jsonPath"].as_str().map(String::from),
                         priority: c["priority"].as_i64().unwrap_or(0),
                     });
@@ -85,15 +91,7 @@ fn columns(rt: &ResourceType) -> Vec<Column> {
 
 fn cell(rt: &ResourceType, c: &Column, o: &Value, now: Duration) -> Value {
     if let Some(path) = &c.path {
-        let v = json_path(o, path);
-        if path == ".metadata.creationTimestamp" {
-            return json!(age(o, now));
-        }
-        return match v {
-            Some(Value::String(s)) => json!(s),
-            Some(Value::Null) | None => json!(""),
-            Some(other) => json!(other.to_string()),
-        };
+        return printer_cell(c.ty, json_path(o, path), now);
     }
     let s = |p: &str| o.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
     match c.name.as_str() {
@@ -149,6 +147,26 @@ fn cell(rt: &ResourceType, c: &Column, o: &Value, now: Duration) -> Value {
     }
 }
 
+/// A CRD printer column's cell as kube-apiserver's table convertor writes it
+/// (apiextensions-apiserver `pkg/registry/customresource/tableconvertor/tableconvertor.go`):
+/// no value is an empty cell; a `date` column is the age of its timestamp; `integer`,
+/// `number` and `boolean` columns keep their JSON type when the value has it; a string
+/// column prints the value.
+fn printer_cell(ty: &str, v: Option<&Value>, now: Duration) -> Value {
+    match (ty, v) {
+        (_, None | Some(Value::Null)) => Value::Null,
+        ("date", Some(Value::String(s))) => match parse_rfc3339(s) {
+            Some(t) => json!(human(now.saturating_sub(t.duration_since(sim_epoch()).unwrap_or_default()))),
+            None => json!("<invalid>"),
+        },
+        ("integer", Some(n @ Value::Number(_))) if n.is_i64() => n.clone(),
+        ("number", Some(n @ Value::Number(_))) => n.clone(),
+        ("boolean", Some(b @ Value::Bool(_))) => b.clone(),
+        (_, Some(Value::String(s))) => json!(s),
+        (_, Some(other)) => json!(other.to_string()),
+    }
+}
+
 /// Evaluates the simple JSONPath forms CRD printer columns use (`.a.b`, `.a[0].b`,
 /// `.a[?(@.type=="Ready")].status`), with `\.` as a literal dot inside a field name the way
 /// client-go's jsonpath reads it, so `.metadata.labels.karpenter\.sh/capacity-type` (Karpenter's
@@ -164,9 +182,20 @@ fn json_path<'a>(o: &'a Value, path: &str) -> Option<&'a Value> {
             if let Ok(i) = inner.parse::<usize>() {
                 cur = cur.get(i)?;
             } else if let Some(filter) = inner.strip_prefix("?(@.").and_then(|f| f.strip_suffix(')')) {
-                let (field, want) = filter.split_once("==")?;
-                let want = want.trim_matches(|c| c == '"' || c == '\'');
-                cur = cur.as_array()?.iter().find(|e| e[field].as_str() == Some(want))?;
+                // client-go jsonpath filters compare a field of each element with a literal.
+                let (field, negate, want) = match filter.split_once("!=") {
+                    Some((f, w)) => (f, true, w),
+                    None => filter.split_once("==").map(|(f, w)| (f, false, w))?,
+                };
+                let want = want.trim().trim_matches(|c| c == '"' || c == '\'');
+                let field = field.trim();
+                cur = cur.as_array()?.iter().find(|e| {
+                    let got = json_path(e, field).map(|v| match v {
+                        Value::String(s) => s.clone(),
+                        v => v.to_string(),
+                    });
+                    (got.as_deref() == Some(want)) != negate
+                })?;
             } else {
                 return None;
             }
@@ -234,6 +263,16 @@ mod tests {
             None,
             "an unescaped dot is a path step"
         );
+        let conds = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "Drifted", "status": "False", "reason": {"code": 3}}]}});
+        assert_eq!(json_path(&conds, ".status.conditions[?(@.type==\"Drifted\")].status"), Some(&json!("False")));
+        assert_eq!(json_path(&conds, ".status.conditions[?(@.type!='Ready')].type"), Some(&json!("Drifted")));
+        assert_eq!(json_path(&conds, ".status.conditions[?(@.reason.code==3)].type"), Some(&json!("Drifted")));
+        assert_eq!(json_path(&conds, ".status.conditions[?(@.type==\"Gone\")].status"), None);
+        let now = Duration::from_secs(3600);
+        assert_eq!(printer_cell("date", Some(&json!("2026-01-01T00:30:00Z")), now), json!("30m"));
+        assert_eq!(printer_cell("integer", Some(&json!(3)), now), json!(3));
+        assert_eq!(printer_cell("string", Some(&json!(3)), now), json!("3"));
+        assert_eq!(printer_cell("string", None, now), Value::Null);
         assert_eq!(human(Duration::from_secs(59)), "59s");
         assert_eq!(human(Duration::from_secs(300)), "5m");
         assert_eq!(human(Duration::from_secs(7200)), "120m");

@@ -27,6 +27,12 @@ fn kubectl(kubeconfig: &Path, args: &[&str]) -> (bool, String) {
 #[test]
 fn kubectl_drives_dovetail_serve() {
     if Command::new("kubectl").arg("version").arg("--client").output().is_err() {
+        // .ci/run installs kubectl (tests/clients/install.sh) and sets this: there it must run.
+        assert_ne!(
+            std::env::var("DOVETAIL_REQUIRE_CLIENTS").as_deref(),
+            Ok("1"),
+            "DOVETAIL_REQUIRE_CLIENTS=1 but kubectl is missing: run tests/clients/install.sh"
+        );
         eprintln!("\n\n*** SKIPPING kubectl_drives_dovetail_serve: kubectl is not installed ***\n");
         return;
     }

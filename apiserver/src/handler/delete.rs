@@ -5,7 +5,7 @@ use http::{Response, StatusCode};
 use serde_json::{Value, json};
 
 use super::matcher::matcher;
-use super::request::{Query, ResourceRequest, decode_body};
+use super::request::ResourceRequest;
 use super::response::{Body, json_response};
 use crate::ApiServer;
 use crate::error::{ApiError, ApiResult};
@@ -15,7 +15,7 @@ impl ApiServer {
     /// DELETE of one object: 200 when it is gone, 202 while finalizers or a grace period
     /// hold it.
     pub(super) fn serve_delete(&self, req: &ResourceRequest<'_>, name: &str) -> ApiResult<Response<Body>> {
-        let opts = delete_options(req.body, &req.query)?;
+        let opts = delete_options(req)?;
         let mut s = self.store.lock().unwrap_or_else(|e| e.into_inner());
         let obj = s.delete(&req.rt, req.namespace(), name, &opts)?;
         let gone = s.get(&req.rt, req.namespace(), name).is_err();
@@ -25,7 +25,7 @@ impl ApiServer {
     /// DELETE of a collection: deletes every matching object and lists their last states.
     pub(super) fn serve_delete_collection(&self, req: &ResourceRequest<'_>) -> ApiResult<Response<Body>> {
         let rt = &req.rt;
-        let opts = delete_options(req.body, &req.query)?;
+        let opts = delete_options(req)?;
         let matcher = matcher(rt, &req.query)?;
         let mut s = self.store.lock().unwrap_or_else(|e| e.into_inner());
         let page = s.list(rt, req.scope(), Some(&matcher), None, None)?;
@@ -41,9 +41,11 @@ impl ApiServer {
     }
 }
 
-/// `metav1.DeleteOptions` from the body, falling back to the query parameters.
-fn delete_options(body: &[u8], q: &Query) -> ApiResult<DeleteOptions> {
-    let b: Value = if body.is_empty() { json!({}) } else { decode_body(body, "application/json")? };
+/// `metav1.DeleteOptions` from the body (JSON, or protobuf as client-go's typed clients send
+/// it), falling back to the query parameters.
+fn delete_options(req: &ResourceRequest<'_>) -> ApiResult<DeleteOptions> {
+    let q = &req.query;
+    let b: Value = if req.body.is_empty() { json!({}) } else { req.decoded_body()? };
     let propagation = b["propagationPolicy"].as_str().map(String::from).or_else(|| q.propagation.clone());
     let propagation = match propagation.as_deref() {
         None | Some("Background") => Propagation::Background,

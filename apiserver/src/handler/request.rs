@@ -32,8 +32,14 @@ impl ResourceRequest<'_> {
         self.scope().unwrap_or_default()
     }
 
-    /// The body, decoded as its content type says.
+    /// The body, decoded as its content type says; protobuf only for built-in types, as
+    /// kube-apiserver serves custom resources in JSON and YAML only.
     pub(super) fn decoded_body(&self) -> ApiResult<Value> {
+        if is_protobuf(self.content_type) && self.rt.crd.is_none() {
+            return crate::protobuf::decode(self.body).map_err(|e| {
+                ApiError::bad_request(format!("the body of the request could not be decoded as protobuf: {e}"))
+            });
+        }
         decode_body(self.body, self.content_type)
     }
 }
@@ -149,10 +155,16 @@ pub(super) fn parse_path(path: &str) -> Option<Target> {
     Some(Target { group, version, namespace, plural, name, sub })
 }
 
-/// Decodes a request body as JSON, or YAML when the content type says so.
+/// Whether a content type is Kubernetes protobuf.
+fn is_protobuf(content_type: &str) -> bool {
+    content_type.split(';').next().is_some_and(|t| t.trim() == crate::protobuf::CONTENT_TYPE)
+}
+
+/// Decodes a request body as JSON, or YAML when the content type says so. Protobuf bodies
+/// for built-in types are decoded by [`ResourceRequest::decoded_body`]; here (custom
+/// resources, patches, delete options) they get kube-apiserver's 415, as does CBOR.
 pub(super) fn decode_body(body: &[u8], content_type: &str) -> ApiResult<Value> {
     if content_type.contains("protobuf") || content_type.contains("cbor") {
-        // client-go falls back to JSON on 415, as it does against servers without protobuf.
         return Err(ApiError::unsupported_media_type(format!(
             "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {content_type})"
         )));

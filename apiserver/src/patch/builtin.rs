@@ -17,6 +17,11 @@ pub const KINDS: &[&str] = &[
     "Deployment",
     "ReplicaSet",
     "DaemonSet",
+    "StatefulSet",
+    "ConfigMap",
+    "Secret",
+    "ServiceAccount",
+    "PriorityClass",
     "Job",
     "PodDisruptionBudget",
     "Lease",
@@ -32,7 +37,7 @@ pub fn root(kind: &str) -> Option<S> {
             S::structure(vec![("conditions", conditions())]),
         ),
         "Service" => (service_spec(), service_status()),
-        "Deployment" | "ReplicaSet" | "DaemonSet" => (
+        "Deployment" | "ReplicaSet" | "DaemonSet" | "StatefulSet" => (
             S::structure(vec![("selector", label_selector()), ("template", pod_template())]),
             S::structure(vec![("conditions", conditions())]),
         ),
@@ -55,6 +60,15 @@ pub fn root(kind: &str) -> Option<S> {
             ]));
         }
         "Lease" => (S::unknown(), S::unknown()),
+        // No spec or status: data maps merge key by key; ServiceAccount.secrets merges by
+        // name (`patchStrategy:"merge" patchMergeKey:"name"`).
+        "ConfigMap" | "Secret" | "ServiceAccount" | "PriorityClass" => {
+            let mut fields = vec![("apiVersion", S::scalar()), ("kind", S::scalar()), ("metadata", object_meta())];
+            if kind == "ServiceAccount" {
+                fields.push(("secrets", S::map_list(&["name"], S::unknown())));
+            }
+            return Some(S::structure(fields));
+        }
         _ => return None,
     };
     Some(S::structure(vec![
