@@ -48,8 +48,9 @@
 //! - **No duplicate.** A pod nominated to a new NodeClaim while a NodeClaim it was
 //!   nominated to earlier is still in flight (live, not yet initialized) was provisioned
 //!   twice, unless the earlier claim is still wanted: some pod is nominated to it at or
-//!   after the new claim's creation, or a pod is bound to its Node (judged
-//!   `DUPLICATE_GRACE` later). Why the excuse:
+//!   after the new claim's creation, or a pod is bound to its Node (judged once the earlier
+//!   claim is gone or has been initialized a while, [`ripe`]: nominations are lossy
+//!   Events). Why the excuse:
 //!   Karpenter re-simulates every pending pod on each provisioning pass
 //!   (core `pkg/controllers/provisioning/provisioner.go` `Schedule` → `GetPendingPods`),
 //!   and an in-flight node's free capacity subtracts only pods *bound* to it (core
@@ -132,6 +133,23 @@ pub struct OverProvisioning {
 /// How long after a re-nomination the earlier claim may still receive a nomination that
 /// shows it is wanted (a few provisioning passes).
 const DUPLICATE_GRACE: Duration = Duration::from_secs(30);
+
+/// Whether a suspect re-nomination (seen at `seen`) away from the claim `earlier` can be
+/// judged at `now`: `DUPLICATE_GRACE` after it was seen, and once the earlier claim is gone
+/// or has been initialized for `DUPLICATE_GRACE` (time for kube-scheduler to bind to it).
+/// Not sooner, because the nominations that would show the claim still wanted may never be
+/// written: upstream's recorder drops a pod's `Nominated` Event repeated within 2 minutes
+/// whatever its target (core `pkg/events/recorder.go`: the dedupe key is reason and pod
+/// UID, l. 40–45, kept `defaultDedupeTimeout` = 2 min, l. 56 and l. 79; the pod UID is the
+/// nomination's `DedupeValues`, `scheduling/events.go` l. 50) and rate-limits the rest
+/// (l. 83, `PodNominationRateLimiter`, l. 33). A pod bound to its Node is the evidence that
+/// does not depend on Events.
+fn ripe(earlier: Option<&ClaimLife>, seen: Duration, now: Duration) -> bool {
+    let settled = earlier.is_none_or(|c| {
+        c.gone_at.is_some_and(|g| g <= now) || c.initialized_at.is_some_and(|i| now >= i + DUPLICATE_GRACE)
+    });
+    now >= seen + DUPLICATE_GRACE && settled
+}
 
 /// Whether a pod waits for a node: active, not a DaemonSet pod, unbound, ungated.
 pub fn is_pending(p: &PodView) -> bool {
@@ -242,12 +260,14 @@ impl OverProvisioning {
         self.judge_suspects(ctx, out);
     }
 
-    /// A re-nomination is a duplicate launch when, `DUPLICATE_GRACE` on, no pod has been
-    /// nominated to the earlier claim since the new one was created.
+    /// A re-nomination is a duplicate launch when, once the earlier claim's fate is known
+    /// ([`ripe`]), no pod has been nominated to it since the new one was created and none
+    /// was ever bound to its Node.
     fn judge_suspects(&mut self, ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
         let now = ctx.view.now;
+        let claims = &self.claims;
         let (ripe, waiting): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut self.suspects).into_iter().partition(|s| now >= s.4 + DUPLICATE_GRACE);
+            std::mem::take(&mut self.suspects).into_iter().partition(|s| ripe(claims.get(&s.1), s.4, now));
         self.suspects = waiting;
         for (pod, other, claim, created, _) in &self.suspects {
             self.left_behind.classify(ctx, pod, other, claim, *created);
@@ -462,6 +482,22 @@ mod tests {
             consolidate_after(&json!({"spec": {"disruption": {"consolidateAfter": "1m30s"}}})),
             Some(Duration::from_secs(90))
         );
+    }
+
+    /// A suspect waits for the earlier claim's fate, since repeated nominations may never be
+    /// written; once the claim is gone, or initialized `DUPLICATE_GRACE` ago, it is judged.
+    #[test]
+    fn a_duplicate_is_judged_once_the_earlier_claims_fate_is_known() {
+        let secs = Duration::from_secs;
+        let in_flight = ClaimLife { created: secs(10), ..ClaimLife::default() };
+        assert!(!ripe(Some(&in_flight), secs(20), secs(200)), "still launching: not yet");
+        let initialized = ClaimLife { initialized_at: Some(secs(60)), ..in_flight.clone() };
+        assert!(!ripe(Some(&initialized), secs(20), secs(80)), "initialized 20 s ago: binding may still come");
+        assert!(ripe(Some(&initialized), secs(20), secs(90)), "initialized 30 s ago");
+        let gone = ClaimLife { gone_at: Some(secs(40)), ..in_flight };
+        assert!(!ripe(Some(&gone), secs(20), secs(45)), "seen 25 s ago");
+        assert!(ripe(Some(&gone), secs(20), secs(50)));
+        assert!(ripe(None, secs(20), secs(50)), "an unknown claim is judged on time");
     }
 
     #[test]
