@@ -193,11 +193,11 @@ fn run_job(job: Job) -> (Option<String>, Vec<(String, &'static str)>) {
 /// over-provisioning findings are closed (see the attribute).
 #[test]
 #[ignore = "issue 18 findings open. Session 7 (s7/wave) re-ran the 16 stories that failed at base seed 716913148: \
-            10 pass now (the zone anti-affinity packing, first_fit.rs, and the per-claim wave bound); still failing: \
+            12 pass now (the zone anti-affinity packing, the duplicate judged once the earlier claim's fate is known, first_fit.rs, and the per-claim wave bound); still failing: \
             overProvisioning waves 716913160 (hostname ScheduleAnyway spread: one new claim per pass), 716913169, \
-            716913177; duplicates 716913156, 716913171 (judged before the earlier claim's fate; re-check after \
-            over_provisioning.rs ripe()); strandedPods/convergence 716913162, 716913167, 716913170 (zone spread \
-            DoNotSchedule on a spot-only pool; not triaged). The 50-story sweep was not re-run. \
+            716913177; strandedPods/convergence 716913162, 716913167, 716913170 (zone spread \
+            DoNotSchedule on a spot-only pool; not triaged); the duplicates 716913156, 716913171 pass since \
+            over_provisioning.rs ripe(): 12 of 16 pass. The 50-story sweep was not re-run. \
             Run: cargo test -p dovetail-tests --test generated -- --ignored"]
 fn recorded_and_generated_stories_hold_every_invariant() {
     let (base, source) = base_seed();
