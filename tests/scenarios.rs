@@ -177,34 +177,11 @@ struct KnownFinding {
     why: &'static str,
 }
 
-/// Why the seeds of do-not-disrupt-batch seed 1's shape are listed.
-const WAVE_OVER_PACKING: &str = "issue 18, open; found when the default suite went to 10 seeds (s5/volume). Same shape as seed 1 (see its entry): 3 live claims for a wave that packs into 1 + 1 per pool; not traced one by one";
-
 /// Open findings: a run whose every problem is a listed (scenario, seed, invariant) does
 /// not fail the suite, and a listed finding that no longer reproduces does, so an entry is
 /// removed when the controller is fixed. The oracle is not widened: the violation stays in
 /// the run's report and in its snapshot, where review sees it.
-const KNOWN_FINDINGS: &[KnownFinding] = &[
-    KnownFinding {
-        scenario: "do-not-disrupt-batch",
-        seed: 1,
-        invariant: "overProvisioning",
-        why: "issue 18, still open. The misdirected-pod excuse finds a pod's claim by the instance's \
-          karpenter.sh/nodeclaim tag, and rhspp's instance has none when judged, so its 7 misdirected \
-          pods are packed as if free. Session 6: the packing now deals zone-spread pods to the zone \
-          with fewest, placed nodes' pods included (first_fit.rs), and finding the claim by its \
-          status.providerID then closes seeds 1, 3, 4, 6, 8, 9, 10 but makes web-diurnal seed 1 fire: \
-          there the bound counts pods kube-scheduler bound to nodes 30 s after Karpenter had planned \
-          one claim per zone (ScheduleAnyway lets kube-scheduler stack them), hindsight Karpenter \
-          cannot have. Next: judge each claim against the placements known when it was created",
-    },
-    KnownFinding { scenario: "do-not-disrupt-batch", seed: 3, invariant: "overProvisioning", why: WAVE_OVER_PACKING },
-    KnownFinding { scenario: "do-not-disrupt-batch", seed: 4, invariant: "overProvisioning", why: WAVE_OVER_PACKING },
-    KnownFinding { scenario: "do-not-disrupt-batch", seed: 6, invariant: "overProvisioning", why: WAVE_OVER_PACKING },
-    KnownFinding { scenario: "do-not-disrupt-batch", seed: 8, invariant: "overProvisioning", why: WAVE_OVER_PACKING },
-    KnownFinding { scenario: "do-not-disrupt-batch", seed: 9, invariant: "overProvisioning", why: WAVE_OVER_PACKING },
-    KnownFinding { scenario: "do-not-disrupt-batch", seed: 10, invariant: "overProvisioning", why: WAVE_OVER_PACKING },
-];
+const KNOWN_FINDINGS: &[KnownFinding] = &[];
 
 /// Whether `problem` (a line of [`regressions::problems`]) is a known finding of this run.
 fn known(scenario: &str, seed: u64, problem: &str) -> bool {

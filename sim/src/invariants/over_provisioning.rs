@@ -5,7 +5,9 @@
 //!   ends when none of them is pending any more. The NodeClaims created during a wave and
 //!   still live may never outnumber what an independent first-fit-decreasing packing of the
 //!   wave's pods over the allowed, available offerings needs ([`crate::oracle::first_fit`])
-//!   plus `slackPerPool` per NodePool. A NodeClaim created while some Node carries the
+//!   plus `slackPerPool` per NodePool, counted when each claim is created against what was
+//!   known then (the wave's pods pending and the bindings seen by then; module `wave`, with
+//!   the upstream lines). A NodeClaim created while some Node carries the
 //!   `karpenter.sh/disrupted` taint is a disruption replacement and is not the wave's:
 //!   Karpenter taints its candidates before it launches their replacements (core
 //!   `pkg/controllers/disruption/queue.go` `StartCommand`, l. 321–335, calls
@@ -19,11 +21,15 @@
 //!     the claims in flight (core `scheduling/scheduler.go` `add`, l. 582–612; in-flight
 //!     room is the claim's allocatable, `state/statenode.go` `Allocatable`, l. 377), so the
 //!     packing runs pass by pass over the split [`crate::oracle::batches`] gives for the
-//!     delay in force ([`first_fit_in_batches`]). Without lag the whole wave is one pass.
+//!     delay in force ([`crate::oracle::first_fit::first_fit_in_batches`]). Without lag the whole wave is one pass.
 //!   - *Where kube-scheduler binds.* Karpenter's nominations are Events kube-scheduler never
 //!     reads (core `scheduling/events.go` `NominatePodEvent`, l. 35–52), so it may bind a
 //!     pod to another of the wave's claims than the one Karpenter meant, taking room meant
-//!     for others. Such a pod is placed where it was bound ([`misdirected`]), on a node of
+//!     for others. Such a pod is placed where it was bound ([`misdirected`]) on the node
+//!     its claim's `status.providerID` names (set at launch, core
+//!     `nodeclaim/lifecycle/launch.go` l. 141; the instance's `karpenter.sh/nodeclaim` tag
+//!     comes only after the Node registers, aws `pkg/controllers/nodeclaim/tagging/
+//!     controller.go` `isTaggable`, l. 131–141), of
 //!     the room Karpenter sees there: once the claim's Node has registered, that is the
 //!     Node's `status.allocatable` (with the claim's estimate only where the Node reports
 //!     zero), not the estimate the claim was launched with (core
@@ -31,7 +37,7 @@
 //!     `Node.Status.Allocatable`, l. 381, filled from `NodeClaim.Status.Allocatable` for
 //!     zero quantities, l. 382–386; the claim's own figure only while no Node exists,
 //!     l. 389). A kubelet that reports less than the estimate leaves fewer pods room there,
-//!     and the next pass opens a claim for the rest ([`seen_allocatable`]).
+//!     and the next pass opens a claim for the rest ([`wave::seen_allocatable`]).
 //! - **Unused capacity.** A NodeClaim that has initialized and had no pod bound to its node
 //!   nor nominated to it (Karpenter's `Nominated` Events, [`crate::oracle::nomination`]) for
 //!   `unusedFor` plus its NodePool's `consolidateAfter` (Karpenter removes an empty node
@@ -42,8 +48,9 @@
 //! - **No duplicate.** A pod nominated to a new NodeClaim while a NodeClaim it was
 //!   nominated to earlier is still in flight (live, not yet initialized) was provisioned
 //!   twice, unless the earlier claim is still wanted: some pod is nominated to it at or
-//!   after the new claim's creation, or a pod is bound to its Node (judged
-//!   `DUPLICATE_GRACE` later). Why the excuse:
+//!   after the new claim's creation, or a pod is bound to its Node (judged once the earlier
+//!   claim is gone or has been initialized a while, [`ripe`]: nominations are lossy
+//!   Events). Why the excuse:
 //!   Karpenter re-simulates every pending pod on each provisioning pass
 //!   (core `pkg/controllers/provisioning/provisioner.go` `Schedule` → `GetPendingPods`),
 //!   and an in-flight node's free capacity subtracts only pods *bound* to it (core
@@ -60,48 +67,24 @@
 //!   leaves behind is judged as unused capacity from the move on.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use super::{Ctx, Invariant, Violation, format_duration};
-use crate::oracle::batches::split;
-use crate::oracle::first_fit::{Demand, Placed, PoolSupply, by_weight, first_fit_decreasing, first_fit_in_batches};
-use crate::oracle::resources::{Offering, Resources, allowed_offerings, daemonset_overhead};
-use crate::oracle::view::{InstanceView, NodeView, PodView, View};
+use crate::oracle::resources::{Resources, allowed_offerings, daemonset_overhead};
+use crate::oracle::view::{PodView, View};
 use dovetail_world::SimDuration;
 use preference::LeftBehind;
+use wave::{LaunchedAs, Wave, misdirected, registered_allocatable, wave_bound};
 
 #[path = "over_provisioning_preference.rs"]
 mod preference;
+#[path = "over_provisioning_wave.rs"]
+mod wave;
 
 /// The invariant's name.
 pub const NAME: &str = "overProvisioning";
-
-/// One wave of pending pods and the claims created while it lasts.
-struct Wave {
-    start: Duration,
-    /// uid → (key, pod, requests).
-    pods: BTreeMap<String, (String, Arc<Value>, Resources)>,
-    claims: BTreeSet<String>,
-    /// Per pool, the offerings when the wave started.
-    supply: Vec<(String, Arc<Value>, Vec<Offering>)>,
-    overhead: Resources,
-    /// Pod uids in the order they became pending (ties by key): the order a lagging watch
-    /// delivers them in.
-    order: Vec<String>,
-    /// The longest watch-delivery delay in force while the wave lasted.
-    watch_delay: Duration,
-    /// uid → the wave's NodeClaim kube-scheduler bound the pod to, when that is not the claim
-    /// Karpenter last nominated it to ([`misdirected`]).
-    misdirected: BTreeMap<String, String>,
-    /// Pods seen bound already (uids).
-    bound: BTreeSet<String>,
-    /// The packing's bound and what it was computed for: (pods, misdirected, delay).
-    bound_for: Option<((usize, usize, Duration), usize)>,
-    reported: bool,
-}
 
 /// What the invariant remembers of a NodeClaim.
 #[derive(Clone, Debug, Default)]
@@ -114,6 +97,8 @@ struct ClaimLife {
     used: bool,
     /// When a pod was first bound to its Node.
     hosted_at: Option<Duration>,
+    /// What it was launched as, from the instance its `status.providerID` names.
+    launched_as: Option<LaunchedAs>,
 }
 
 impl ClaimLife {
@@ -148,6 +133,23 @@ pub struct OverProvisioning {
 /// How long after a re-nomination the earlier claim may still receive a nomination that
 /// shows it is wanted (a few provisioning passes).
 const DUPLICATE_GRACE: Duration = Duration::from_secs(30);
+
+/// Whether a suspect re-nomination (seen at `seen`) away from the claim `earlier` can be
+/// judged at `now`: `DUPLICATE_GRACE` after it was seen, and once the earlier claim is gone
+/// or has been initialized for `DUPLICATE_GRACE` (time for kube-scheduler to bind to it).
+/// Not sooner, because the nominations that would show the claim still wanted may never be
+/// written: upstream's recorder drops a pod's `Nominated` Event repeated within 2 minutes
+/// whatever its target (core `pkg/events/recorder.go`: the dedupe key is reason and pod
+/// UID, l. 40–45, kept `defaultDedupeTimeout` = 2 min, l. 56 and l. 79; the pod UID is the
+/// nomination's `DedupeValues`, `scheduling/events.go` l. 50) and rate-limits the rest
+/// (l. 83, `PodNominationRateLimiter`, l. 33). A pod bound to its Node is the evidence that
+/// does not depend on Events.
+fn ripe(earlier: Option<&ClaimLife>, seen: Duration, now: Duration) -> bool {
+    let settled = earlier.is_none_or(|c| {
+        c.gone_at.is_some_and(|g| g <= now) || c.initialized_at.is_some_and(|i| now >= i + DUPLICATE_GRACE)
+    });
+    now >= seen + DUPLICATE_GRACE && settled
+}
 
 /// Whether a pod waits for a node: active, not a DaemonSet pod, unbound, ungated.
 pub fn is_pending(p: &PodView) -> bool {
@@ -190,6 +192,13 @@ impl OverProvisioning {
                 ..ClaimLife::default()
             });
             life.node_name = c.node_name.clone();
+            if life.launched_as.is_none() {
+                life.launched_as = view.instance_of(c).map(|i| LaunchedAs {
+                    instance_type: i.instance_type.clone(),
+                    zone: i.zone.clone(),
+                    capacity_type: i.capacity_type,
+                });
+            }
             if c.initialized && life.initialized_at.is_none() {
                 life.initialized_at = Some(now);
             }
@@ -251,12 +260,14 @@ impl OverProvisioning {
         self.judge_suspects(ctx, out);
     }
 
-    /// A re-nomination is a duplicate launch when, `DUPLICATE_GRACE` on, no pod has been
-    /// nominated to the earlier claim since the new one was created.
+    /// A re-nomination is a duplicate launch when, once the earlier claim's fate is known
+    /// ([`ripe`]), no pod has been nominated to it since the new one was created and none
+    /// was ever bound to its Node.
     fn judge_suspects(&mut self, ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
         let now = ctx.view.now;
+        let claims = &self.claims;
         let (ripe, waiting): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut self.suspects).into_iter().partition(|s| now >= s.4 + DUPLICATE_GRACE);
+            std::mem::take(&mut self.suspects).into_iter().partition(|s| ripe(claims.get(&s.1), s.4, now));
         self.suspects = waiting;
         for (pod, other, claim, created, _) in &self.suspects {
             self.left_behind.classify(ctx, pod, other, claim, *created);
@@ -331,23 +342,38 @@ impl OverProvisioning {
             }
         }
         let replacing = ctx.view.nodes.values().any(|n| n.disrupted);
+        let mut joined: Vec<(Duration, &String)> = Vec::new();
         if !replacing {
             wave.claims.extend(new_claims.iter().cloned());
+            joined = new_claims.iter().filter_map(|c| Some((self.claims.get(c)?.created, c))).collect();
+            joined.sort();
         }
         misdirected(wave, ctx, &self.claims, &self.nominated);
-        let live: Vec<&String> = wave
-            .claims
-            .iter()
-            .filter(|c| ctx.view.claims.get(*c).is_some_and(|c| c.deleting_since.is_none()))
-            .collect();
-        if !wave.reported && !live.is_empty() {
+        // Each claim is judged once, when it is created, against what was known then
+        // (module `wave`): the live claims created by then, the pods pending, and the
+        // misdirected bindings seen by then.
+        for (at, _) in joined {
+            if wave.reported {
+                break;
+            }
+            let live: Vec<&String> = wave
+                .claims
+                .iter()
+                .filter(|c| self.claims.get(*c).is_some_and(|l| l.created <= at))
+                .filter(|c| ctx.view.claims.get(*c).is_some_and(|c| c.deleting_since.is_none()))
+                .collect();
             let slack = ctx.config.over_provisioning.slack_per_pool as usize;
-            let key = (wave.pods.len(), wave.misdirected.len(), wave.watch_delay);
+            let key = (wave.pods.len(), wave.misdirected_by(at).len(), wave.watch_delay);
             let bound = match wave.bound_for {
                 Some((k, bound)) if k == key => bound,
                 _ => {
                     let registered = registered_allocatable(&self.claims, &ctx.view.nodes);
-                    let bound = wave_bound(wave, &ctx.view.instances, &registered, slack);
+                    let launched: BTreeMap<String, LaunchedAs> = self
+                        .claims
+                        .iter()
+                        .filter_map(|(name, life)| Some((name.clone(), life.launched_as.clone()?)))
+                        .collect();
+                    let bound = wave_bound(wave, at, &launched, &registered, slack);
                     wave.bound_for = Some((key, bound));
                     bound
                 }
@@ -381,7 +407,7 @@ impl OverProvisioning {
                         format_duration(wave.start),
                         bound - slack * wave.supply.len(),
                         slack,
-                        wave.misdirected.len(),
+                        wave.misdirected_by(at).len(),
                     ),
                     trace_position: ctx.view.trace_position,
                 });
@@ -428,118 +454,6 @@ impl OverProvisioning {
     }
 }
 
-/// Records the wave's pods kube-scheduler bound to one of the wave's NodeClaims other
-/// than the one Karpenter last nominated them to. kube-scheduler does not read Karpenter's
-/// nominations: they are Events only (core
-/// `pkg/controllers/provisioning/scheduling/events.go` `NominatePodEvent`, l. 35–52), so it
-/// binds a pending pod to whichever node fits it once that node is ready, and the pods
-/// Karpenter meant for that node must go elsewhere. The packing places such a pod where it
-/// was bound: the room it was nominated to is released, the room it took is gone.
-fn misdirected(
-    wave: &mut Wave,
-    ctx: &Ctx<'_>,
-    claims: &BTreeMap<String, ClaimLife>,
-    nominated: &BTreeMap<String, Vec<(Duration, String)>>,
-) {
-    let by_node: BTreeMap<&str, &str> =
-        claims.iter().filter_map(|(name, life)| Some((life.node_name.as_deref()?, name.as_str()))).collect();
-    for p in ctx.pods {
-        let Some(node) = p.node_name.as_deref() else { continue };
-        if !wave.pods.contains_key(&p.uid) || !wave.bound.insert(p.uid.clone()) {
-            continue;
-        }
-        let Some(claim) = by_node.get(node) else { continue };
-        let last = nominated.get(&p.key).and_then(|n| n.last()).map(|(_, c)| c.as_str());
-        if last.is_some_and(|c| c != *claim) && wave.claims.contains(*claim) {
-            wave.misdirected.insert(p.uid.clone(), claim.to_string());
-        }
-    }
-}
-
-/// Claim → the `status.allocatable` its registered Node reports, for the claims whose Node
-/// exists.
-fn registered_allocatable(
-    claims: &BTreeMap<String, ClaimLife>,
-    nodes: &BTreeMap<String, NodeView>,
-) -> BTreeMap<String, Resources> {
-    claims
-        .iter()
-        .filter_map(|(name, life)| Some((name.clone(), nodes.get(life.node_name.as_deref()?)?.allocatable)))
-        .collect()
-}
-
-/// The room Karpenter's cluster state gives a claim launched with `estimate` whose Node
-/// reports `node` (core `state/statenode.go` `Allocatable`, l. 377–392): the Node's figure,
-/// each quantity the Node reports as zero taken from the claim's estimate.
-pub fn seen_allocatable(node: &Resources, estimate: &Resources) -> Resources {
-    let pick = |n: f64, e: f64| if n == 0.0 { e } else { n };
-    Resources {
-        cpu: pick(node.cpu, estimate.cpu),
-        memory: pick(node.memory, estimate.memory),
-        pods: pick(node.pods, estimate.pods),
-    }
-}
-
-/// What a wave may have: the packing's nodes plus the slack per NodePool. Without watch lag
-/// and with every pod where Karpenter meant it, one first-fit-decreasing packing of the whole
-/// wave; under a lagging watch, the passes that can have seen the pods in turn
-/// ([`crate::oracle::batches`]), each reusing the room earlier passes opened; pods
-/// kube-scheduler bound elsewhere than their nomination sit where they were bound, on the
-/// room `registered` (claim → its Node's allocatable) says that node has
-/// ([`seen_allocatable`]).
-fn wave_bound(
-    wave: &Wave,
-    instances: &[InstanceView],
-    registered: &BTreeMap<String, Resources>,
-    slack_per_pool: usize,
-) -> usize {
-    let mut pools: Vec<PoolSupply<'_>> = wave
-        .supply
-        .iter()
-        .map(|(name, pool, offerings)| PoolSupply { name: name.clone(), pool, offerings: offerings.clone() })
-        .collect();
-    by_weight(&mut pools);
-    let demand = |uid: &String| wave.pods.get(uid).map(|(key, pod, requests)| Demand { key, pod, requests: *requests });
-    let mut placed: Vec<Placed<'_>> = Vec::new();
-    let mut on_placed: BTreeSet<&String> = BTreeSet::new();
-    let claims: BTreeSet<&String> = wave.misdirected.values().collect();
-    for claim in claims {
-        let Some(mut offering) = claim_offering(wave, instances, claim) else { continue };
-        if let Some(node) = registered.get(claim) {
-            offering.1.allocatable = seen_allocatable(node, &offering.1.allocatable);
-        }
-        let uids: Vec<&String> = wave.misdirected.iter().filter(|(_, c)| *c == claim).map(|(u, _)| u).collect();
-        on_placed.extend(uids.iter().copied());
-        placed.push(Placed {
-            pool: offering.0,
-            offering: offering.1,
-            pods: uids.into_iter().filter_map(demand).collect(),
-        });
-    }
-    let rest: Vec<Demand<'_>> = wave.order.iter().filter(|u| !on_placed.contains(u)).filter_map(demand).collect();
-    let packing = if wave.watch_delay.is_zero() && placed.is_empty() {
-        first_fit_decreasing(&rest, &pools, &wave.overhead)
-    } else {
-        first_fit_in_batches(&split(&rest, wave.watch_delay), &pools, &wave.overhead, &placed)
-    };
-    packing.total() + slack_per_pool * wave.supply.len()
-}
-
-/// The NodePool and offering a wave's NodeClaim was launched as, from its instance.
-fn claim_offering(wave: &Wave, instances: &[InstanceView], claim: &str) -> Option<(String, Offering)> {
-    let instance = instances.iter().find(|i| i.nodeclaim.as_deref() == Some(claim))?;
-    wave.supply.iter().find_map(|(name, _, offerings)| {
-        offerings
-            .iter()
-            .find(|o| {
-                o.instance_type == instance.instance_type
-                    && o.zone == instance.zone
-                    && o.capacity_type == instance.capacity_type
-            })
-            .map(|o| (name.clone(), o.clone()))
-    })
-}
-
 impl Invariant for OverProvisioning {
     fn name(&self) -> &'static str {
         NAME
@@ -568,6 +482,22 @@ mod tests {
             consolidate_after(&json!({"spec": {"disruption": {"consolidateAfter": "1m30s"}}})),
             Some(Duration::from_secs(90))
         );
+    }
+
+    /// A suspect waits for the earlier claim's fate, since repeated nominations may never be
+    /// written; once the claim is gone, or initialized `DUPLICATE_GRACE` ago, it is judged.
+    #[test]
+    fn a_duplicate_is_judged_once_the_earlier_claims_fate_is_known() {
+        let secs = Duration::from_secs;
+        let in_flight = ClaimLife { created: secs(10), ..ClaimLife::default() };
+        assert!(!ripe(Some(&in_flight), secs(20), secs(200)), "still launching: not yet");
+        let initialized = ClaimLife { initialized_at: Some(secs(60)), ..in_flight.clone() };
+        assert!(!ripe(Some(&initialized), secs(20), secs(80)), "initialized 20 s ago: binding may still come");
+        assert!(ripe(Some(&initialized), secs(20), secs(90)), "initialized 30 s ago");
+        let gone = ClaimLife { gone_at: Some(secs(40)), ..in_flight };
+        assert!(!ripe(Some(&gone), secs(20), secs(45)), "seen 25 s ago");
+        assert!(ripe(Some(&gone), secs(20), secs(50)));
+        assert!(ripe(None, secs(20), secs(50)), "an unknown claim is judged on time");
     }
 
     #[test]

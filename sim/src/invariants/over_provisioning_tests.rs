@@ -7,9 +7,8 @@ use std::time::Duration;
 use dovetail_fakecloud::CapacityType;
 use serde_json::json;
 
-use super::{Wave, seen_allocatable, wave_bound};
+use super::wave::{LaunchedAs, Wave, seen_allocatable, wave_bound};
 use crate::oracle::resources::{Offering, Resources};
-use crate::oracle::view::InstanceView;
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
@@ -59,48 +58,48 @@ fn wave(n: usize) -> Wave {
     }
 }
 
-fn instance(claim: &str, instance_type: &str) -> InstanceView {
-    InstanceView {
-        id: format!("i-{claim}"),
-        instance_type: instance_type.into(),
-        zone: "a".into(),
-        capacity_type: CapacityType::OnDemand,
-        live: true,
-        launched: Duration::ZERO,
-        nodeclaim: Some(claim.into()),
-        nodepool: Some("default".into()),
-        provider_id: format!("aws:///a/i-{claim}"),
-        involuntary: false,
-        fleet: None,
-        state_reason: None,
-        warned: false,
-    }
+/// Claim → what it was launched as (zone `a`, on-demand).
+fn launched(claim: &str, instance_type: &str) -> BTreeMap<String, LaunchedAs> {
+    let launched =
+        LaunchedAs { instance_type: instance_type.into(), zone: "a".into(), capacity_type: CapacityType::OnDemand };
+    BTreeMap::from([(claim.to_string(), launched)])
 }
+
+/// When the judged claim was created: after every binding the tests record (at 0 s).
+const AT: Duration = Duration::from_secs(60);
 
 #[test]
 fn a_wave_under_watch_lag_is_packed_pass_by_pass_and_without_lag_at_once() {
     let mut burst = wave(50);
-    assert_eq!(wave_bound(&burst, &[], &BTreeMap::new(), 1), 2, "no lag: one pass, one large node, plus one");
+    assert_eq!(
+        wave_bound(&burst, AT, &BTreeMap::new(), &BTreeMap::new(), 1),
+        2,
+        "no lag: one pass, one large node, plus one"
+    );
     // A 2 s lag: one pod per pass, each new node the smallest that fits (9 pods), filled by
     // the passes after it: 6 nodes, plus one.
     burst.watch_delay = Duration::from_secs(2);
-    assert_eq!(wave_bound(&burst, &[], &BTreeMap::new(), 1), 7);
+    assert_eq!(wave_bound(&burst, AT, &BTreeMap::new(), &BTreeMap::new(), 1), 7);
 }
 
 #[test]
 fn pods_bound_elsewhere_than_their_nomination_sit_where_they_were_bound() {
     let mut w = wave(20);
-    assert_eq!(wave_bound(&w, &[], &BTreeMap::new(), 1), 2, "every pod where nominated: one node, plus one");
+    assert_eq!(
+        wave_bound(&w, AT, &BTreeMap::new(), &BTreeMap::new(), 1),
+        2,
+        "every pod where nominated: one node, plus one"
+    );
     // kube-scheduler bound nine pods to a small claim of the wave that Karpenter had meant
     // for others: that node is full, the other eleven need one more.
-    let instances = [instance("small", "m.large")];
+    let instances = launched("small", "m.large");
     for i in 0..9 {
-        w.misdirected.insert(format!("uid-{i:02}"), "small".into());
+        w.misdirected.insert(format!("uid-{i:02}"), ("small".into(), Duration::ZERO));
     }
-    assert_eq!(wave_bound(&w, &instances, &BTreeMap::new(), 1), 3);
+    assert_eq!(wave_bound(&w, AT, &instances, &BTreeMap::new(), 1), 3);
     // A claim whose instance is not one of the pool's offerings places nothing.
-    w.misdirected = (0..9).map(|i| (format!("uid-{i:02}"), "unknown".to_string())).collect();
-    assert_eq!(wave_bound(&w, &instances, &BTreeMap::new(), 1), 2);
+    w.misdirected = (0..9).map(|i| (format!("uid-{i:02}"), ("unknown".to_string(), Duration::ZERO))).collect();
+    assert_eq!(wave_bound(&w, AT, &instances, &BTreeMap::new(), 1), 2);
 }
 
 /// Five pods kube-scheduler bound to the wave's m.large `small` leave it room for four more
@@ -113,15 +112,15 @@ fn pods_bound_elsewhere_than_their_nomination_sit_where_they_were_bound() {
 fn a_registered_node_offers_the_room_its_kubelet_reports_not_the_claims_estimate() {
     let mut w = wave(18);
     w.supply[0].2.truncate(1);
-    let instances = [instance("small", "m.large")];
+    let instances = launched("small", "m.large");
     for i in 0..5 {
-        w.misdirected.insert(format!("uid-{i:02}"), "small".into());
+        w.misdirected.insert(format!("uid-{i:02}"), ("small".into(), Duration::ZERO));
     }
     let node = |cpu: f64, memory: f64| BTreeMap::from([("small".to_string(), Resources { cpu, memory, pods: 110.0 })]);
-    assert_eq!(wave_bound(&w, &instances, &BTreeMap::new(), 1), 3, "no Node yet: the claim's estimate");
-    assert_eq!(wave_bound(&w, &instances, &node(1900.0, 60.0 * GIB), 1), 3, "the Node reports the estimate");
-    assert_eq!(wave_bound(&w, &instances, &node(1100.0, 60.0 * GIB), 1), 4, "the Node reports less");
-    assert_eq!(wave_bound(&w, &instances, &node(1100.0, 0.0), 1), 4, "memory not reported: the estimate's");
+    assert_eq!(wave_bound(&w, AT, &instances, &BTreeMap::new(), 1), 3, "no Node yet: the claim's estimate");
+    assert_eq!(wave_bound(&w, AT, &instances, &node(1900.0, 60.0 * GIB), 1), 3, "the Node reports the estimate");
+    assert_eq!(wave_bound(&w, AT, &instances, &node(1100.0, 60.0 * GIB), 1), 4, "the Node reports less");
+    assert_eq!(wave_bound(&w, AT, &instances, &node(1100.0, 0.0), 1), 4, "memory not reported: the estimate's");
 }
 
 #[test]
@@ -129,4 +128,22 @@ fn the_room_karpenter_sees_is_the_nodes_with_zeros_from_the_estimate() {
     let estimate = Resources { cpu: 1900.0, memory: 7.0 * GIB, pods: 29.0 };
     let node = Resources { cpu: 1800.0, memory: 0.0, pods: 0.0 };
     assert_eq!(seen_allocatable(&node, &estimate), Resources { cpu: 1800.0, memory: 7.0 * GIB, pods: 29.0 });
+}
+
+/// A claim is judged against the bindings known when it was created (core
+/// `provisioner.go` `Schedule`, l. 362–400, plans from the nodes and pending pods of its
+/// pass): nine pods bound to the small claim at 30 s excuse a claim created at 60 s, but not
+/// one created at 20 s, before that binding — there the strict packing of all twenty
+/// applies, and a third claim is over it.
+#[test]
+fn a_claim_is_judged_against_the_bindings_known_when_it_was_created() {
+    let mut w = wave(20);
+    let instances = launched("small", "m.large");
+    for i in 0..9 {
+        w.misdirected.insert(format!("uid-{i:02}"), ("small".into(), Duration::from_secs(30)));
+    }
+    let registered = BTreeMap::new();
+    assert_eq!(wave_bound(&w, Duration::from_secs(60), &instances, &registered, 1), 3, "binding known: 3");
+    assert_eq!(wave_bound(&w, Duration::from_secs(30), &instances, &registered, 1), 3, "seen at creation: known");
+    assert_eq!(wave_bound(&w, Duration::from_secs(20), &instances, &registered, 1), 2, "binding later: not counted");
 }

@@ -11,9 +11,11 @@
 //! the first bin whose labels its node selector and required node affinity accept and
 //! whose free room holds it. Two scheduling rules change the count and are modelled:
 //! a topology spread over zones (Karpenter honours `ScheduleAnyway` spreads too until they
-//! fail) deals the group's pods round-robin over the zones the pod may use, and a spread
-//! over `kubernetes.io/hostname` or a required pod anti-affinity on it keeps two pods of
-//! the same group off one node. Pool limits are not modelled: they only lower what a
+//! fail) deals the group's pods to the zone with fewest of them, a pod anti-affinity on the
+//! zone (required, or preferred: Karpenter holds preferences as required until they fail,
+//! [`groups`]) sends each pod of the group to a zone with none while one is left, and a
+//! spread over `kubernetes.io/hostname` or a pod anti-affinity on it keeps two pods of the
+//! same group off one node. Pool limits are not modelled: they only lower what a
 //! controller may launch.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -88,39 +90,70 @@ fn selector_key(kind: &str, namespace: &str, selector: &Value) -> String {
     format!("{kind}:{namespace}:{selector}")
 }
 
-/// The spread and anti-affinity groups a pod belongs to: zone-spread groups and
-/// one-per-node groups.
-fn groups(pod: &Value) -> (Vec<String>, Vec<String>) {
+/// The spread and anti-affinity groups a pod belongs to.
+#[derive(Default)]
+struct Groups {
+    /// Zone-spread groups: the pods are dealt to the zone with fewest of the group.
+    zone_spread: Vec<String>,
+    /// Zone anti-affinity groups, with whether the term is required: a pod goes to a zone
+    /// with none of its group while one is left.
+    zone_anti: Vec<(String, bool)>,
+    /// One-per-node groups.
+    host: Vec<String>,
+}
+
+impl Groups {
+    /// Every group counted per zone.
+    fn per_zone(&self) -> impl Iterator<Item = &String> {
+        self.zone_spread.iter().chain(self.zone_anti.iter().map(|(g, _)| g))
+    }
+}
+
+/// The groups of `pod`. Karpenter treats every preference as required until the pod fails
+/// to schedule, and only then relaxes it (core `scheduling/scheduler.go` l. 84, `Relax` at
+/// l. 543; `scheduling/preferences.go` `Relax`, l. 38–44, drops preferred pod
+/// anti-affinity terms, `removePreferredPodAntiAffinityTerm`, l. 117, and `ScheduleAnyway`
+/// spreads): so a preferred anti-affinity term counts like a required one, except that a
+/// zone term nobody can satisfy any more is dropped instead of leaving the pod unplaced. On
+/// `kubernetes.io/hostname` a new node always satisfies it, so it never needs relaxing.
+fn groups(pod: &Value) -> Groups {
     let namespace = pod["metadata"]["namespace"].as_str().unwrap_or_default();
-    let (mut zone, mut host) = (Vec::new(), Vec::new());
+    let mut groups = Groups::default();
     for c in pod["spec"]["topologySpreadConstraints"].as_array().into_iter().flatten() {
         let key = selector_key("spread", namespace, &c["labelSelector"]);
         match c["topologyKey"].as_str() {
-            Some(ZONE_KEY) => zone.push(key),
-            Some(HOSTNAME_KEY) => host.push(key),
+            Some(ZONE_KEY) => groups.zone_spread.push(key),
+            Some(HOSTNAME_KEY) => groups.host.push(key),
             _ => {}
         }
     }
-    let anti = pod.pointer("/spec/affinity/podAntiAffinity/requiredDuringSchedulingIgnoredDuringExecution");
-    for term in anti.and_then(Value::as_array).into_iter().flatten() {
-        if term["topologyKey"] == HOSTNAME_KEY {
-            host.push(selector_key("anti", namespace, &term["labelSelector"]));
+    let anti = &pod["spec"]["affinity"]["podAntiAffinity"];
+    let required = anti["requiredDuringSchedulingIgnoredDuringExecution"].as_array().into_iter().flatten();
+    let preferred = anti["preferredDuringSchedulingIgnoredDuringExecution"].as_array().into_iter().flatten();
+    let terms = required.map(|t| (t, true)).chain(preferred.map(|t| (&t["podAffinityTerm"], false)));
+    for (term, required) in terms {
+        match term["topologyKey"].as_str() {
+            Some(HOSTNAME_KEY) => groups.host.push(selector_key("anti", namespace, &term["labelSelector"])),
+            Some(ZONE_KEY) => {
+                groups.zone_anti.push((selector_key("zone-anti", namespace, &term["labelSelector"]), required))
+            }
+            _ => {}
         }
     }
-    (zone, host)
+    groups
 }
 
 /// The offerings of `supply` a pod may use, with the labels a node of each carries.
 fn usable<'s>(
     supply: &'s PoolSupply<'_>,
     pod: &Value,
-    zone: Option<&str>,
+    zones: Option<&BTreeSet<String>>,
 ) -> impl Iterator<Item = (&'s Offering, BTreeMap<String, String>)> + 's {
     let extra = pool_node_labels(supply.pool);
     let pod = pod.clone();
-    let zone = zone.map(String::from);
+    let zones = zones.cloned();
     supply.offerings.iter().filter_map(move |o| {
-        if zone.as_deref().is_some_and(|z| o.zone != z) {
+        if zones.as_ref().is_some_and(|zs| !zs.contains(&o.zone)) {
             return None;
         }
         let mut labels = (*o.labels).clone();
@@ -227,13 +260,14 @@ impl<'p, 'a> Packer<'p, 'a> {
         let mut used = Resources::default();
         let mut exclusive = BTreeSet::new();
         for d in &placed.pods {
-            for group in groups(d.pod).0 {
-                *self.dealt.entry(group).or_default().entry(placed.offering.zone.clone()).or_insert(0) += 1;
+            let groups = groups(d.pod);
+            for group in groups.per_zone() {
+                *self.dealt.entry(group.clone()).or_default().entry(placed.offering.zone.clone()).or_insert(0) += 1;
             }
             let mut need = d.requests;
             need.pods = need.pods.max(1.0);
             used.add(&need);
-            exclusive.extend(groups(d.pod).1);
+            exclusive.extend(groups.host);
         }
         let mut taken = used;
         taken.add(&self.overhead);
@@ -248,73 +282,97 @@ impl<'p, 'a> Packer<'p, 'a> {
         *self.packing.nodes.entry(placed.pool.clone()).or_insert(0) += 1;
     }
 
+    /// The zones a pod of `groups` may go to now, `None` when it has no zone rule: the
+    /// zones free of each of its anti-affinity groups (a preferred group none is free of is
+    /// relaxed, a required one leaves no zone), then of those the one with fewest of its
+    /// first spread group.
+    fn zones_for(&self, pod: &Value, groups: &Groups, tolerated: &[usize]) -> Option<BTreeSet<String>> {
+        if groups.zone_spread.is_empty() && groups.zone_anti.is_empty() {
+            return None;
+        }
+        let count =
+            |group: &String, zone: &String| self.dealt.get(group).and_then(|c| c.get(zone)).copied().unwrap_or(0);
+        let mut zones: BTreeSet<String> = tolerated
+            .iter()
+            .flat_map(|i| usable(&self.pools[*i], pod, None).map(|(o, _)| o.zone.clone()).collect::<Vec<_>>())
+            .collect();
+        for (group, required) in &groups.zone_anti {
+            let free: BTreeSet<String> = zones.iter().filter(|z| count(group, z) == 0).cloned().collect();
+            if !free.is_empty() || *required {
+                zones = free;
+            }
+        }
+        if let Some(group) = groups.zone_spread.first() {
+            zones = zones.iter().min_by_key(|z| count(group, z)).cloned().into_iter().collect();
+        }
+        Some(zones)
+    }
+
     /// Places one pod: the first node that takes it, else a new node of the largest
     /// offering it may use.
     fn place(&mut self, demand: &Demand<'_>) {
         let pools = self.pools;
-        let (zone_groups, host_groups) = groups(demand.pod);
+        let groups = groups(demand.pod);
         let tolerated: Vec<usize> = (0..pools.len()).filter(|i| tolerates_pool(demand.pod, pools[*i].pool)).collect();
-        let zone = zone_groups.first().and_then(|group| {
-            let zones: BTreeSet<&str> = tolerated
-                .iter()
-                .flat_map(|i| usable(&pools[*i], demand.pod, None).map(|(o, _)| o.zone.as_str()).collect::<Vec<_>>())
-                .collect();
-            let counts = self.dealt.entry(group.clone()).or_default();
-            let zone = zones.iter().min_by_key(|z| counts.get(**z).copied().unwrap_or(0)).map(|z| z.to_string());
-            if let Some(z) = &zone {
-                *counts.entry(z.clone()).or_insert(0) += 1;
-            }
-            zone
-        });
+        let zones = self.zones_for(demand.pod, &groups, &tolerated);
+        let in_zone = |labels: &BTreeMap<String, String>| {
+            zones.as_ref().is_none_or(|zs| labels.get(ZONE_KEY).is_some_and(|z| zs.contains(z)))
+        };
         let mut need = demand.requests;
         need.pods = need.pods.max(1.0);
         let fits = |bin: &Bin| {
             tolerated.contains(&bin.pool)
-                && zone.as_deref().is_none_or(|z| bin.labels.get(ZONE_KEY).map(String::as_str) == Some(z))
+                && in_zone(&bin.labels)
                 && pod_allows(demand.pod, &bin.labels)
                 && need.fits_in(&bin.free)
-                && host_groups.iter().all(|g| !bin.exclusive.contains(g))
+                && groups.host.iter().all(|g| !bin.exclusive.contains(g))
         };
         let index = self.pods.len();
-        if let Some(bin) = self.bins.iter_mut().find(|b| fits(b)) {
+        let zone = if let Some(bin) = self.bins.iter_mut().find(|b| fits(b)) {
             bin.free = bin.free.minus(&need);
             bin.used.add(&need);
-            bin.exclusive.extend(host_groups);
+            bin.exclusive.extend(groups.host.iter().cloned());
             bin.pods.push(index);
             self.pods.push(demand.pod.clone());
-            return;
-        }
-        let mut with_overhead = need;
-        with_overhead.add(&self.overhead);
-        let opened = tolerated.iter().find_map(|i| {
-            usable(&pools[*i], demand.pod, zone.as_deref())
-                .filter(|(o, _)| with_overhead.fits_in(&o.allocatable))
-                .max_by(|(a, _), (b, _)| {
-                    a.allocatable
-                        .cpu
-                        .total_cmp(&b.allocatable.cpu)
-                        .then(a.allocatable.memory.total_cmp(&b.allocatable.memory))
-                        .then(b.price.total_cmp(&a.price))
-                        .then(b.instance_type.cmp(&a.instance_type))
-                        .then(b.zone.cmp(&a.zone))
-                })
-                .map(|(o, labels)| Bin {
-                    pool: *i,
-                    labels,
-                    free: o.allocatable.minus(&with_overhead),
-                    exclusive: BTreeSet::new(),
-                    used: need,
-                    pods: vec![index],
-                })
-        });
-        match opened {
-            Some(mut bin) => {
-                bin.exclusive.extend(host_groups);
-                *self.packing.nodes.entry(pools[bin.pool].name.clone()).or_insert(0) += 1;
-                self.bins.push(bin);
-                self.pods.push(demand.pod.clone());
+            bin.labels.get(ZONE_KEY).cloned()
+        } else {
+            let mut with_overhead = need;
+            with_overhead.add(&self.overhead);
+            let opened = tolerated.iter().find_map(|i| {
+                usable(&pools[*i], demand.pod, zones.as_ref())
+                    .filter(|(o, _)| with_overhead.fits_in(&o.allocatable))
+                    .max_by(|(a, _), (b, _)| {
+                        a.allocatable
+                            .cpu
+                            .total_cmp(&b.allocatable.cpu)
+                            .then(a.allocatable.memory.total_cmp(&b.allocatable.memory))
+                            .then(b.price.total_cmp(&a.price))
+                            .then(b.instance_type.cmp(&a.instance_type))
+                            .then(b.zone.cmp(&a.zone))
+                    })
+                    .map(|(o, labels)| Bin {
+                        pool: *i,
+                        labels,
+                        free: o.allocatable.minus(&with_overhead),
+                        exclusive: groups.host.iter().cloned().collect(),
+                        used: need,
+                        pods: vec![index],
+                    })
+            });
+            let Some(bin) = opened else {
+                self.packing.unplaceable += 1;
+                return;
+            };
+            *self.packing.nodes.entry(pools[bin.pool].name.clone()).or_insert(0) += 1;
+            let zone = bin.labels.get(ZONE_KEY).cloned();
+            self.bins.push(bin);
+            self.pods.push(demand.pod.clone());
+            zone
+        };
+        if let Some(zone) = zone {
+            for group in groups.per_zone() {
+                *self.dealt.entry(group.clone()).or_default().entry(zone.clone()).or_insert(0) += 1;
             }
-            None => self.packing.unplaceable += 1,
         }
     }
 
@@ -354,165 +412,5 @@ impl<'p, 'a> Packer<'p, 'a> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use dovetail_fakecloud::CapacityType;
-    use serde_json::json;
-
-    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
-
-    fn offering(name: &str, zone: &str, cpu: f64, memory_gib: f64, price: f64) -> Offering {
-        let labels: BTreeMap<String, String> = [
-            ("node.kubernetes.io/instance-type", name),
-            (ZONE_KEY, zone),
-            ("karpenter.sh/capacity-type", "on-demand"),
-            ("kubernetes.io/arch", "amd64"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        Offering {
-            instance_type: name.into(),
-            zone: zone.into(),
-            capacity_type: CapacityType::OnDemand,
-            price,
-            allocatable: Resources { cpu, memory: memory_gib * GIB, pods: 58.0 },
-            labels: labels.into(),
-        }
-    }
-
-    fn pod(spec: Value) -> Value {
-        json!({"metadata": {"namespace": "default", "name": "p"}, "spec": spec})
-    }
-
-    fn demands<'a>(keys: &'a [String], pod: &'a Value, cpu: f64) -> Vec<Demand<'a>> {
-        keys.iter()
-            .map(|k| Demand { key: k, pod, requests: Resources { cpu, memory: 0.25 * GIB, pods: 1.0 } })
-            .collect()
-    }
-
-    fn supply(pool: &Value) -> Vec<PoolSupply<'_>> {
-        vec![PoolSupply {
-            name: "default".into(),
-            pool,
-            offerings: vec![
-                offering("m.large", "a", 1900.0, 7.0, 0.1),
-                offering("m.4xlarge", "a", 15_800.0, 60.0, 0.8),
-                offering("m.4xlarge", "b", 15_800.0, 60.0, 0.8),
-                offering("m.4xlarge", "c", 15_800.0, 60.0, 0.8),
-            ],
-        }]
-    }
-
-    #[test]
-    fn fifty_small_identical_pods_need_one_large_node() {
-        let pool = json!({"metadata": {"name": "default"}, "spec": {}});
-        let keys: Vec<String> = (0..50).map(|i| format!("default/p{i:02}")).collect();
-        let p = pod(json!({}));
-        let packing = first_fit_decreasing(&demands(&keys, &p, 200.0), &supply(&pool), &Resources::default());
-        assert_eq!(packing.nodes.get("default"), Some(&1));
-        assert_eq!(packing.unplaceable, 0);
-        // DaemonSet overhead is taken from every node: 50 × 300m no longer fits one.
-        let overhead = Resources { cpu: 1000.0, memory: 0.0, pods: 1.0 };
-        let packing = first_fit_decreasing(&demands(&keys, &p, 300.0), &supply(&pool), &overhead);
-        assert_eq!(packing.total(), 2);
-    }
-
-    #[test]
-    fn zone_spread_and_hostname_anti_affinity_raise_the_count() {
-        let pool = json!({"metadata": {"name": "default"}, "spec": {}});
-        let keys: Vec<String> = (0..6).map(|i| format!("default/p{i}")).collect();
-        let spread = pod(json!({"topologySpreadConstraints": [
-            {"maxSkew": 1, "topologyKey": ZONE_KEY, "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": {"app": "w"}}}
-        ]}));
-        assert_eq!(
-            first_fit_decreasing(&demands(&keys, &spread, 200.0), &supply(&pool), &Resources::default()).total(),
-            3
-        );
-        let anti = pod(json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            {"topologyKey": HOSTNAME_KEY, "labelSelector": {"matchLabels": {"app": "w"}}}
-        ]}}}));
-        assert_eq!(
-            first_fit_decreasing(&demands(&keys, &anti, 200.0), &supply(&pool), &Resources::default()).total(),
-            6
-        );
-    }
-
-    #[test]
-    fn a_pod_no_offering_allows_is_unplaceable() {
-        let pool = json!({"metadata": {"name": "default"}, "spec": {}});
-        let keys = vec!["default/gpu".to_string()];
-        let p = pod(json!({"nodeSelector": {"kubernetes.io/arch": "arm64"}}));
-        let packing = first_fit_decreasing(&demands(&keys, &p, 200.0), &supply(&pool), &Resources::default());
-        assert_eq!((packing.total(), packing.unplaceable), (0, 1));
-        let tainted = json!({"metadata": {"name": "default"}, "spec": {"template": {"spec": {"taints": [
-            {"key": "gpu", "effect": "NoSchedule"}]}}}});
-        let p = pod(json!({}));
-        let packing = first_fit_decreasing(&demands(&keys, &p, 200.0), &supply(&tainted), &Resources::default());
-        assert_eq!(packing.unplaceable, 1, "a pod that does not tolerate the pool's taint");
-    }
-
-    #[test]
-    fn passes_of_one_pod_fill_the_smallest_node_each_opens_before_opening_another() {
-        let pool = json!({"metadata": {"name": "default"}, "spec": {}});
-        let keys: Vec<String> = (0..50).map(|i| format!("default/p{i:02}")).collect();
-        let p = pod(json!({}));
-        let all = demands(&keys, &p, 200.0);
-        let one_pass = first_fit_in_batches(std::slice::from_ref(&all), &supply(&pool), &Resources::default(), &[]);
-        assert_eq!(one_pass.total(), 1, "one pass sees the burst: one large node");
-        // One pod per pass: each new node is the smallest that fits (m.large, 9 pods of
-        // 200m), and later passes fill it before opening the next: ceil(50 / 9) = 6.
-        let passes: Vec<Vec<Demand<'_>>> = all.iter().map(|d| vec![d.clone()]).collect();
-        let packing = first_fit_in_batches(&passes, &supply(&pool), &Resources::default(), &[]);
-        assert_eq!(packing.total(), 6);
-    }
-
-    #[test]
-    fn a_placed_node_is_counted_and_its_free_room_used_first() {
-        let pool = json!({"metadata": {"name": "default"}, "spec": {}});
-        let keys: Vec<String> = (0..12).map(|i| format!("default/p{i:02}")).collect();
-        let p = pod(json!({}));
-        let all = demands(&keys, &p, 200.0);
-        // Four pods already run on an m.large (1900m): five more fit there, three need one
-        // new node.
-        let placed = Placed {
-            pool: "default".into(),
-            offering: offering("m.large", "a", 1900.0, 7.0, 0.1),
-            pods: all[..4].to_vec(),
-        };
-        let packing = first_fit_in_batches(&[all[4..].to_vec()], &supply(&pool), &Resources::default(), &[placed]);
-        assert_eq!(packing.total(), 2);
-        let unknown =
-            Placed { pool: "other".into(), offering: offering("m.large", "a", 1900.0, 7.0, 0.1), pods: Vec::new() };
-        let packing =
-            first_fit_in_batches(std::slice::from_ref(&all), &supply(&pool), &Resources::default(), &[unknown]);
-        assert_eq!(packing.total(), 1, "a node of a pool the packing does not know is not counted");
-    }
-
-    /// A placed node's spread pods count in its zone: with two of the group already in zone
-    /// a, the next two go to b and c, and a third fills the placed node's zone last. Without
-    /// them the dealing would start again at a, as if no zone had any.
-    #[test]
-    fn a_placed_nodes_spread_pods_count_in_its_zone() {
-        let pool = json!({"metadata": {"name": "default"}, "spec": {}});
-        let keys: Vec<String> = (0..5).map(|i| format!("default/p{i}")).collect();
-        let spread = pod(json!({"topologySpreadConstraints": [
-            {"maxSkew": 1, "topologyKey": ZONE_KEY, "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": {"app": "w"}}}
-        ]}));
-        let all = demands(&keys, &spread, 200.0);
-        let placed = Placed {
-            pool: "default".into(),
-            offering: offering("m.4xlarge", "a", 15_800.0, 60.0, 0.8),
-            pods: all[..2].to_vec(),
-        };
-        let packing = first_fit_in_batches(&[all[2..4].to_vec()], &supply(&pool), &Resources::default(), &[placed]);
-        assert_eq!(packing.total(), 3, "the placed node in a, new ones in b and c");
-        let placed = Placed {
-            pool: "default".into(),
-            offering: offering("m.4xlarge", "a", 15_800.0, 60.0, 0.8),
-            pods: all[..2].to_vec(),
-        };
-        let packing = first_fit_in_batches(&[all[2..5].to_vec()], &supply(&pool), &Resources::default(), &[placed]);
-        assert_eq!(packing.total(), 3, "b, c, then the placed node's zone again, on the placed node");
-    }
-}
+#[path = "first_fit_tests.rs"]
+mod tests;

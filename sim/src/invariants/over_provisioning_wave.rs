@@ -1,0 +1,182 @@
+//! One wave of pending pods, and the bound on the NodeClaims Karpenter may create for it:
+//! an independent first-fit-decreasing packing ([`crate::oracle::first_fit`]) of the wave's
+//! pods, judged **per claim** against what was known when the claim was created.
+//!
+//! Why per claim: a provisioning pass plans from a snapshot. Core
+//! `pkg/controllers/provisioning/provisioner.go` `Schedule` (l. 362–400) takes the cluster's
+//! nodes with their bound pods (`p.cluster.Nodes()`, l. 375) and then the pending pods
+//! (`GetPendingPods`, l. 378), and hands both to `NewScheduler` / `Solve`; the claims it
+//! creates come from that snapshot alone. Where kube-scheduler binds the pods *after* the
+//! pass is hindsight Karpenter cannot have had: under a `ScheduleAnyway` zone spread it
+//! plans one claim per zone, and kube-scheduler may stack the pods onto the first node
+//! ready. So a wave's claims are counted when one is created, against the pods pending and
+//! the misdirected bindings ([`Wave::misdirected`]) seen by then, never re-judged against
+//! later bindings. A claim created *after* a binding is judged with it: the binding was in
+//! the snapshot of the pass that created it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use dovetail_fakecloud::CapacityType;
+use serde_json::Value;
+
+use super::{ClaimLife, Ctx};
+use crate::oracle::batches::split;
+use crate::oracle::first_fit::{Demand, Placed, PoolSupply, by_weight, first_fit_decreasing, first_fit_in_batches};
+use crate::oracle::resources::{Offering, Resources};
+use crate::oracle::view::NodeView;
+
+/// What a NodeClaim was launched as: instance type, zone, capacity type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaunchedAs {
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: CapacityType,
+}
+
+/// One wave of pending pods and the claims created while it lasts.
+pub struct Wave {
+    pub start: Duration,
+    /// uid → (key, pod, requests).
+    pub pods: BTreeMap<String, (String, Arc<Value>, Resources)>,
+    pub claims: BTreeSet<String>,
+    /// Per pool, the offerings when the wave started.
+    pub supply: Vec<(String, Arc<Value>, Vec<Offering>)>,
+    pub overhead: Resources,
+    /// Pod uids in the order they became pending (ties by key): the order a lagging watch
+    /// delivers them in.
+    pub order: Vec<String>,
+    /// The longest watch-delivery delay in force while the wave lasted.
+    pub watch_delay: Duration,
+    /// uid → the wave's NodeClaim kube-scheduler bound the pod to, when that is not the claim
+    /// Karpenter last nominated it to ([`misdirected`]), and when the binding was seen.
+    pub misdirected: BTreeMap<String, (String, Duration)>,
+    /// Pods seen bound already (uids).
+    pub bound: BTreeSet<String>,
+    /// The packing's bound and what it was computed for: (pods, misdirected, delay).
+    pub bound_for: Option<((usize, usize, Duration), usize)>,
+    pub reported: bool,
+}
+
+impl Wave {
+    /// The misdirected bindings seen by `at` (a claim's creation): the placements the pass
+    /// that created it knew.
+    pub fn misdirected_by(&self, at: Duration) -> BTreeMap<&String, &String> {
+        self.misdirected.iter().filter(|(_, (_, seen))| *seen <= at).map(|(uid, (claim, _))| (uid, claim)).collect()
+    }
+}
+
+/// Records the wave's pods kube-scheduler bound to one of the wave's NodeClaims other
+/// than the one Karpenter last nominated them to. kube-scheduler does not read Karpenter's
+/// nominations: they are Events only (core
+/// `pkg/controllers/provisioning/scheduling/events.go` `NominatePodEvent`, l. 35–52), so it
+/// binds a pending pod to whichever node fits it once that node is ready, and the pods
+/// Karpenter meant for that node must go elsewhere. The packing places such a pod where it
+/// was bound: the room it was nominated to is released, the room it took is gone.
+pub fn misdirected(
+    wave: &mut Wave,
+    ctx: &Ctx<'_>,
+    claims: &BTreeMap<String, ClaimLife>,
+    nominated: &BTreeMap<String, Vec<(Duration, String)>>,
+) {
+    let by_node: BTreeMap<&str, &str> =
+        claims.iter().filter_map(|(name, life)| Some((life.node_name.as_deref()?, name.as_str()))).collect();
+    for p in ctx.pods {
+        let Some(node) = p.node_name.as_deref() else { continue };
+        if !wave.pods.contains_key(&p.uid) || !wave.bound.insert(p.uid.clone()) {
+            continue;
+        }
+        let Some(claim) = by_node.get(node) else { continue };
+        let last = nominated.get(&p.key).and_then(|n| n.last()).map(|(_, c)| c.as_str());
+        if last.is_some_and(|c| c != *claim) && wave.claims.contains(*claim) {
+            wave.misdirected.insert(p.uid.clone(), (claim.to_string(), ctx.view.now));
+        }
+    }
+}
+
+/// Claim → the `status.allocatable` its registered Node reports, for the claims whose Node
+/// exists.
+pub fn registered_allocatable(
+    claims: &BTreeMap<String, ClaimLife>,
+    nodes: &BTreeMap<String, NodeView>,
+) -> BTreeMap<String, Resources> {
+    claims
+        .iter()
+        .filter_map(|(name, life)| Some((name.clone(), nodes.get(life.node_name.as_deref()?)?.allocatable)))
+        .collect()
+}
+
+/// The room Karpenter's cluster state gives a claim launched with `estimate` whose Node
+/// reports `node` (core `state/statenode.go` `Allocatable`, l. 377–392): the Node's figure,
+/// each quantity the Node reports as zero taken from the claim's estimate.
+pub fn seen_allocatable(node: &Resources, estimate: &Resources) -> Resources {
+    let pick = |n: f64, e: f64| if n == 0.0 { e } else { n };
+    Resources {
+        cpu: pick(node.cpu, estimate.cpu),
+        memory: pick(node.memory, estimate.memory),
+        pods: pick(node.pods, estimate.pods),
+    }
+}
+
+/// What a wave may have when a claim created at `at` joins it: the packing's nodes plus the
+/// slack per NodePool. Without watch lag and with every pod where Karpenter meant it, one
+/// first-fit-decreasing packing of the whole wave; under a lagging watch, the passes that
+/// can have seen the pods in turn ([`crate::oracle::batches`]), each reusing the room earlier
+/// passes opened; pods kube-scheduler bound elsewhere than their nomination by `at` sit
+/// where they were bound ([`Wave::misdirected_by`]), on the node `launched` (claim → what it
+/// was launched as) names, with the room `registered` (claim → its Node's allocatable) says
+/// that node has ([`seen_allocatable`]).
+pub fn wave_bound(
+    wave: &Wave,
+    at: Duration,
+    launched: &BTreeMap<String, LaunchedAs>,
+    registered: &BTreeMap<String, Resources>,
+    slack_per_pool: usize,
+) -> usize {
+    let mut pools: Vec<PoolSupply<'_>> = wave
+        .supply
+        .iter()
+        .map(|(name, pool, offerings)| PoolSupply { name: name.clone(), pool, offerings: offerings.clone() })
+        .collect();
+    by_weight(&mut pools);
+    let demand = |uid: &String| wave.pods.get(uid).map(|(key, pod, requests)| Demand { key, pod, requests: *requests });
+    let misdirected = wave.misdirected_by(at);
+    let mut placed: Vec<Placed<'_>> = Vec::new();
+    let mut on_placed: BTreeSet<&String> = BTreeSet::new();
+    let claims: BTreeSet<&String> = misdirected.values().copied().collect();
+    for claim in claims {
+        let Some(mut offering) = launched.get(claim).and_then(|l| claim_offering(wave, l)) else { continue };
+        if let Some(node) = registered.get(claim) {
+            offering.1.allocatable = seen_allocatable(node, &offering.1.allocatable);
+        }
+        let uids: Vec<&String> = misdirected.iter().filter(|(_, c)| **c == claim).map(|(u, _)| *u).collect();
+        on_placed.extend(uids.iter().copied());
+        placed.push(Placed {
+            pool: offering.0,
+            offering: offering.1,
+            pods: uids.into_iter().filter_map(demand).collect(),
+        });
+    }
+    let rest: Vec<Demand<'_>> = wave.order.iter().filter(|u| !on_placed.contains(u)).filter_map(demand).collect();
+    let packing = if wave.watch_delay.is_zero() && placed.is_empty() {
+        first_fit_decreasing(&rest, &pools, &wave.overhead)
+    } else {
+        first_fit_in_batches(&split(&rest, wave.watch_delay), &pools, &wave.overhead, &placed)
+    };
+    packing.total() + slack_per_pool * wave.supply.len()
+}
+
+/// The NodePool and offering a claim launched as `launched` is, among the wave's supply.
+fn claim_offering(wave: &Wave, launched: &LaunchedAs) -> Option<(String, Offering)> {
+    wave.supply.iter().find_map(|(name, _, offerings)| {
+        offerings
+            .iter()
+            .find(|o| {
+                o.instance_type == launched.instance_type
+                    && o.zone == launched.zone
+                    && o.capacity_type == launched.capacity_type
+            })
+            .map(|o| (name.clone(), o.clone()))
+    })
+}
