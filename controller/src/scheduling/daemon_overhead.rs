@@ -224,7 +224,8 @@ mod tests {
         let mut bound = Resources::cpu_memory(1000, 0);
         bound.pods = 1;
         assert!(due_on_node(&labels, &[], &bound, &daemons).is_zero());
-        let more = Resources::cpu_memory(5000, 0);
+        let mut more = Resources::cpu_memory(5000, 0);
+        more.pods = 2;
         assert!(due_on_node(&labels, &[], &more, &daemons).is_zero(), "clamped at zero");
         let tainted = [Taint::new("dedicated", "x", TaintEffect::NoSchedule)];
         assert!(due_on_node(&labels, &tainted, &Resources::default(), &daemons).is_zero());
