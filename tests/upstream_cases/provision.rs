@@ -1,21 +1,21 @@
 //! Provisioning cases: one scheduling pass (`dovetail_controller::scheduling::schedule`) over
-//! the scene, with the input assembled as the provisioner's `build_input` does (pending
-//! provisionable pods plus reschedulable pods of deleting nodes, existing nodes from state,
-//! pools by weight), then the expectations checked against the placements.
+//! the scene, with the input the provisioner's own `provisioning::input::scheduling_input`
+//! builds (pending provisionable pods plus the currently reschedulable pods of deleting nodes,
+//! existing nodes from state, DaemonSet templates; pools by weight), then the expectations
+//! checked against the placements.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use dovetail_controller::provisioning::input as state_input;
-use dovetail_controller::provisioning::pending::{is_provisionable, is_reschedulable};
 use dovetail_controller::provisioning::provisioner::ordered_pools;
+use dovetail_controller::runtime::clock::add;
 use dovetail_controller::scheduling::{
-    MinValuesPolicy, NodePoolInput, PreferencePolicy, Results, SchedulablePod, SchedulerOptions, SchedulingInput,
-    schedule,
+    MinValuesPolicy, NodePoolInput, PreferencePolicy, Results, SchedulerOptions, SchedulingInput, schedule,
 };
 use serde::Deserialize;
 
 use super::claims::{ClaimExpect, launched_labels};
-use super::scene::{Built, Defaults, Scene};
+use super::scene::{Built, Defaults, Scene, epoch};
 
 /// A provisioning case.
 #[derive(Debug, Deserialize)]
@@ -117,20 +117,12 @@ pub struct SkewExpect {
     pub max_count: Option<usize>,
 }
 
-/// The scheduler input, as `Provisioner::build_input` assembles it from state.
+/// The scheduler input, from the production path (`provisioning::input::scheduling_input`,
+/// which `Provisioner::build_input` calls): only the pool list is assembled here, as
+/// `build_input` does it without the cloud (the scene's instance types) and without the node
+/// class check (scenes have none). Decisions are taken an hour after the nodes were created.
 fn scheduling_input(built: &Built, options: &Options) -> SchedulingInput {
     let snapshot = &built.cluster.snapshot;
-    let existing = state_input::existing_nodes(snapshot, &built.cluster.memory);
-    let deleting: BTreeSet<&str> = existing.iter().filter(|n| n.marked_for_deletion).map(|n| n.name.as_str()).collect();
-    let pods = snapshot
-        .pods
-        .values()
-        .filter(|pod| match pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
-            Some(node) => deleting.contains(node) && is_reschedulable(pod),
-            None => is_provisionable(pod),
-        })
-        .filter_map(|pod| SchedulablePod::from_pod(pod).ok())
-        .collect();
     let node_pools = ordered_pools(snapshot)
         .iter()
         // `usable_pool` without the node class: deleting, static and invalid pools never launch.
@@ -141,26 +133,22 @@ fn scheduling_input(built: &Built, options: &Options) -> SchedulingInput {
             Some(NodePoolInput { node_pool: (**pool).clone(), instance_types: input.instance_types.clone() })
         })
         .collect();
-    SchedulingInput {
-        pods,
-        existing_nodes: existing,
-        bound_pods: state_input::bound_pods(snapshot),
-        node_pools,
-        daemon_set_pods: state_input::daemon_set_pods(snapshot),
-        options: SchedulerOptions {
-            preference_policy: if options.ignore_preferences {
-                PreferencePolicy::Ignore
-            } else {
-                PreferencePolicy::Respect
-            },
-            min_values_policy: if options.min_values_best_effort {
-                MinValuesPolicy::BestEffort
-            } else {
-                MinValuesPolicy::Strict
-            },
-            ..SchedulerOptions::default()
+    let options = SchedulerOptions {
+        preference_policy: if options.ignore_preferences {
+            PreferencePolicy::Ignore
+        } else {
+            PreferencePolicy::Respect
         },
-    }
+        min_values_policy: if options.min_values_best_effort {
+            MinValuesPolicy::BestEffort
+        } else {
+            MinValuesPolicy::Strict
+        },
+        ..SchedulerOptions::default()
+    };
+    let now = add(epoch(), std::time::Duration::from_secs(3600));
+    let (input, _unparsed) = state_input::scheduling_input(snapshot, &built.cluster.memory, now, node_pools, options);
+    input
 }
 
 /// Where each pod went: `claim#i` or an existing node's name.

@@ -109,7 +109,7 @@ pub struct ConsolidatableCase {
     /// Seconds since the last pod event.
     #[serde(default)]
     pub last_pod_event_seconds_ago: Option<u64>,
-    /// The condition afterwards as core leaves it: `True`, `Removed`, or `Unchanged`.
+    /// The condition afterwards as core leaves it: `True` or `Removed`.
     pub expect: String,
 }
 
@@ -209,8 +209,7 @@ pub fn consolidatable_case(case: &ConsolidatableCase) -> Result<Result<(), Strin
     }))
     .map_err(|e| format!("claim: {e}"))?;
     let got = match consolidatable(&claim, &pool, now()) {
-        Consolidatable::Unknown => "Unchanged",
-        Consolidatable::Never | Consolidatable::NotYet(_) => "Removed",
+        Consolidatable::Never | Consolidatable::NotInitialized | Consolidatable::NotYet(_) => "Removed",
         Consolidatable::Yes => "True",
     };
     Ok(verdict(got.to_owned(), &case.expect))

@@ -55,6 +55,8 @@ pub struct Candidate {
     pub policy: ConsolidationPolicy,
     /// Whether the pool's `consolidateAfter` is not `Never`.
     pub consolidation_enabled: bool,
+    /// Whether the pool is static (`replicas` set; core `Candidate.OwnedByStaticNodePool`).
+    pub static_pool: bool,
     /// The node's instance type, when the pool still offers it.
     pub instance_type: Option<Arc<InstanceType>>,
     /// Zone label.
@@ -302,6 +304,7 @@ fn new_candidate(
         pool: pool_name.to_owned(),
         policy: pool.spec.consolidation_policy(),
         consolidation_enabled: !pool.spec.consolidate_after().is_never(),
+        static_pool: pool.spec.is_static(),
         instance_type,
         zone,
         capacity_type,

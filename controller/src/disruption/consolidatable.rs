@@ -31,8 +31,9 @@ const MIN_WAIT: Duration = Duration::from_secs(1);
 /// What the Consolidatable condition of a claim should be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Consolidatable {
-    /// Not initialized: leave the condition alone.
-    Unknown,
+    /// Not initialized: remove the condition, which only an initialized claim carries (core
+    /// `nodeclaim/disruption/consolidation.go` `Reconcile` l. 52-59).
+    NotInitialized,
     /// Remove the condition (consolidateAfter `Never`).
     Never,
     /// Not yet; it will be after this long.
@@ -47,10 +48,11 @@ pub fn consolidation_base(claim: &NodeClaim) -> Option<jiff::Timestamp> {
     Some(claim.status.as_ref().and_then(|s| s.last_pod_event_time.as_ref()).map_or(initialized, |t| t.0))
 }
 
-/// The pure rule.
+/// The pure rule, in core's order (`consolidation.go` l. 40-80): consolidation disabled, then
+/// not initialized, then the consolidateAfter window.
 pub fn consolidatable(claim: &NodeClaim, pool: &NodePool, now: jiff::Timestamp) -> Consolidatable {
-    let Some(base) = consolidation_base(claim) else { return Consolidatable::Unknown };
     let Some(after) = pool.spec.consolidate_after().duration() else { return Consolidatable::Never };
+    let Some(base) = consolidation_base(claim) else { return Consolidatable::NotInitialized };
     let since = elapsed(base, now);
     if since >= after { Consolidatable::Yes } else { Consolidatable::NotYet(after - since) }
 }
@@ -138,8 +140,7 @@ impl ConsolidatableController {
             };
             let has = claim.condition(CONDITION_CONSOLIDATABLE).cloned();
             let conditions = match consolidatable(&claim, pool, now) {
-                Consolidatable::Unknown => None,
-                Consolidatable::Never | Consolidatable::NotYet(_) if has.is_some() => {
+                Consolidatable::Never | Consolidatable::NotInitialized | Consolidatable::NotYet(_) if has.is_some() => {
                     Some(claim.conditions().iter().filter(|c| c.type_ != CONDITION_CONSOLIDATABLE).cloned().collect())
                 }
                 Consolidatable::Yes if !has.as_ref().is_some_and(Condition::is_true) => {

@@ -56,6 +56,10 @@ fn cheaper_options(options: &[Arc<InstanceType>], requirements: &Requirements, l
 /// Why a candidate cannot take part in consolidation at all (§5.6 filter).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ConsolidationBlocker {
+    /// Its NodePool is static (`replicas` set): its node count is fixed, never consolidated
+    /// (core `disruption/consolidation.go` `ShouldDisrupt` l. 101-104).
+    #[error("NodePool is static")]
+    StaticNodePool,
     /// Its instance type or the offering it runs on is not in the catalog: no price to beat.
     #[error("instance type or offering is unknown")]
     UnknownOffering,
@@ -78,7 +82,9 @@ pub enum ConsolidationBlocker {
 
 /// Why a candidate cannot take part in consolidation at all, if it cannot (§5.6 filter).
 pub fn consolidation_blocker(candidate: &Candidate) -> Option<ConsolidationBlocker> {
-    if candidate.instance_type.is_none() || candidate.price.is_none() {
+    if candidate.static_pool {
+        Some(ConsolidationBlocker::StaticNodePool)
+    } else if candidate.instance_type.is_none() || candidate.price.is_none() {
         Some(ConsolidationBlocker::UnknownOffering)
     } else if candidate.zone.is_empty() || candidate.capacity_type.is_empty() {
         Some(ConsolidationBlocker::MissingLabels)

@@ -19,7 +19,7 @@ use super::candidates::{DisruptionClass, get_candidates};
 use super::command::{Command, Method};
 use super::consolidation::consolidation_blocker;
 use super::drift::drift;
-use super::emptiness::emptiness;
+use super::emptiness::{emptiness, is_empty_candidate};
 use super::execution::{Queue, set_disrupted_taint, set_disruption_reason};
 use super::input::{DisruptionInput, DisruptionOptions};
 use super::multi_node::multi_node;
@@ -91,6 +91,10 @@ pub fn decide(
     if let Some(command) = emptiness(&candidates, &mut budgets, report) {
         return Some(command);
     }
+    // Core emptiness.go l. 71-92: empty candidates an `Empty` budget held back keep the
+    // cluster from being marked consolidated (no command means no budget was taken).
+    let empty_pools = candidates.iter().filter(|c| is_empty_candidate(c)).map(|c| c.pool.as_str());
+    let empty_constrained = constrained_by_budgets(empty_pools, &budgets);
     let (eventual, _) = get_candidates(input, DisruptionClass::Eventual);
     report.budget_blocked(input, DisruptionReason::Drifted);
     let mut budgets = allowed_disruptions(input, DisruptionReason::Drifted);
@@ -116,8 +120,9 @@ pub fn decide(
         return Some(command);
     }
     // Core singlenodeconsolidation.go l. 66-74 and 116-121: neither a budget that held a
-    // candidate back nor a timeout (pools left unseen) marks the cluster consolidated.
-    if !constrained && state.unseen_pools.is_empty() {
+    // candidate back (here or in Emptiness) nor a timeout (pools left unseen) marks the
+    // cluster consolidated.
+    if !constrained && !empty_constrained && state.unseen_pools.is_empty() {
         state.consolidated = Some((fingerprint, input.now));
     }
     None

@@ -69,3 +69,23 @@ fn an_unconstrained_attempt_that_finds_nothing_marks_the_cluster_consolidated() 
     assert!(decide(&input, &clock, &mut state, &mut Report::default()).is_none(), "c5.4xlarge is the cheapest fit");
     assert!(state.consolidated.is_some());
 }
+
+/// Core `emptiness.go` l. 71-92: empty nodes that an `Empty` budget of 0 holds back do not let
+/// the loop mark the cluster consolidated; with the budget open they are deleted.
+#[test]
+fn a_budget_that_blocks_emptiness_does_not_mark_the_cluster_consolidated() {
+    let now = add(t0(), Duration::from_secs(3600));
+    let clock = ManualClock::new(now);
+    let mut state = LoopState::default();
+    let empty = |budget: &str| {
+        let mut c = two_half_empty_nodes(budget);
+        c.snapshot.pods.clear();
+        c
+    };
+    let input = empty("0").input(now, DisruptionOptions::default());
+    assert!(decide(&input, &clock, &mut state, &mut Report::default()).is_none());
+    assert!(state.consolidated.is_none(), "empty nodes held back by the budget: not consolidated");
+    let input = empty("100%").input(now, DisruptionOptions::default());
+    let command = decide(&input, &clock, &mut state, &mut Report::default()).expect("a command");
+    assert_eq!(command.method, Method::Emptiness);
+}

@@ -272,7 +272,10 @@ fn consolidatable_waits_consolidate_after_since_the_last_pod_event() {
         use crate::apis::condition::StatusConditions;
         fresh.clear_condition("Initialized");
     }
-    assert_eq!(consolidatable(&fresh, &pool, now()), Consolidatable::Unknown);
+    // Core consolidation.go l. 52-59: an uninitialized claim loses the condition.
+    assert_eq!(consolidatable(&fresh, &pool, now()), Consolidatable::NotInitialized);
+    // ...but consolidation disabled is checked first (l. 44-50).
+    assert_eq!(consolidatable(&fresh, &never, now()), Consolidatable::Never);
 }
 
 // ---- emptiness ----

@@ -61,9 +61,18 @@ pub fn host_ports(pod: &Pod) -> Vec<HostPort> {
         .collect()
 }
 
+/// What the active pods bound to a node use.
+#[derive(Clone, Debug, Default)]
+struct NodeUsage {
+    requested: Resources,
+    host_ports: Vec<HostPort>,
+    /// The DaemonSet pods' share of `requested` (core `StateNode.DaemonSetRequests`).
+    daemon_requests: Resources,
+}
+
 /// Requests and host ports of the active pods bound to each node.
-fn usage_by_node(snapshot: &Snapshot) -> BTreeMap<String, (Resources, Vec<HostPort>)> {
-    let mut usage: BTreeMap<String, (Resources, Vec<HostPort>)> = BTreeMap::new();
+fn usage_by_node(snapshot: &Snapshot) -> BTreeMap<String, NodeUsage> {
+    let mut usage: BTreeMap<String, NodeUsage> = BTreeMap::new();
     for pod in snapshot.pods.values() {
         let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else { continue };
         if is_terminal(pod) {
@@ -74,9 +83,12 @@ fn usage_by_node(snapshot: &Snapshot) -> BTreeMap<String, (Resources, Vec<HostPo
             && let Ok(mut requests) = pod_requests(spec)
         {
             requests.pods = requests.pods.max(1);
-            entry.0.add(&requests);
+            entry.requested.add(&requests);
+            if is_daemon_set_pod(pod) {
+                entry.daemon_requests.add(&requests);
+            }
         }
-        entry.1.extend(host_ports(pod));
+        entry.host_ports.extend(host_ports(pod));
     }
     usage
 }
@@ -135,15 +147,16 @@ pub fn existing_nodes(snapshot: &Snapshot, memory: &Memory) -> Vec<ExistingNode>
                         }
                     }
                 }
-                let (requested, ports) = usage.get(&name).cloned().unwrap_or_default();
+                let used = usage.get(&name).cloned().unwrap_or_default();
                 ExistingNode {
                     labels: node.metadata.labels.clone().unwrap_or_default(),
                     taints: taints_of(node),
                     startup_taints: claim_taints(claim.spec.startup_taints()),
                     allocatable,
                     capacity,
-                    requested,
-                    host_ports: ports,
+                    requested: used.requested,
+                    host_ports: used.host_ports,
+                    daemon_requests: used.daemon_requests,
                     initialized,
                     marked_for_deletion: deleting || node.metadata.deletion_timestamp.is_some(),
                     name,
@@ -157,6 +170,7 @@ pub fn existing_nodes(snapshot: &Snapshot, memory: &Memory) -> Vec<ExistingNode>
                 capacity,
                 requested: Resources::default(),
                 host_ports: Vec::new(),
+                daemon_requests: Resources::default(),
                 initialized: false,
                 marked_for_deletion: deleting,
                 name: claim_name,
@@ -169,15 +183,16 @@ pub fn existing_nodes(snapshot: &Snapshot, memory: &Memory) -> Vec<ExistingNode>
         if claimed.contains(name.as_str()) || snapshot.node_claim_for_node(node).is_some() {
             continue;
         }
-        let (requested, ports) = usage.get(&name).cloned().unwrap_or_default();
+        let used = usage.get(&name).cloned().unwrap_or_default();
         nodes.push(ExistingNode {
             labels: node.metadata.labels.clone().unwrap_or_default(),
             taints: taints_of(node),
             startup_taints: Vec::new(),
             allocatable: quantities(node.status.as_ref().and_then(|s| s.allocatable.as_ref())),
             capacity: quantities(node.status.as_ref().and_then(|s| s.capacity.as_ref())),
-            requested,
-            host_ports: ports,
+            requested: used.requested,
+            host_ports: used.host_ports,
+            daemon_requests: used.daemon_requests,
             initialized: node_is_ready(node),
             marked_for_deletion: node.metadata.deletion_timestamp.is_some(),
             name,
@@ -221,6 +236,38 @@ pub fn daemon_set_pods(snapshot: &Snapshot) -> Vec<SchedulablePod> {
             SchedulablePod::from_pod(&pod).ok()
         })
         .collect()
+}
+
+/// The scheduler's input from state (core `provisioner.go` `Schedule` l. 372-391 and
+/// `NewScheduler`): the pending provisionable pods and the currently reschedulable pods of
+/// deleting nodes (`pods_to_place`), every node from state, the bound pods, the DaemonSets'
+/// pod templates and the usable `node_pools` with their instance types. Pods that do not
+/// parse come back beside it, for the caller to report.
+pub fn scheduling_input(
+    snapshot: &Snapshot,
+    memory: &Memory,
+    now: jiff::Timestamp,
+    node_pools: Vec<crate::scheduling::NodePoolInput>,
+    options: crate::scheduling::SchedulerOptions,
+) -> (crate::scheduling::SchedulingInput, Vec<(Arc<Pod>, String)>) {
+    let existing = existing_nodes(snapshot, memory);
+    let mut pods = Vec::new();
+    let mut unparsed = Vec::new();
+    for (_, pod, _) in super::reschedulable::pods_to_place(snapshot, &existing, now) {
+        match SchedulablePod::from_pod(pod) {
+            Ok(p) => pods.push(p),
+            Err(error) => unparsed.push((Arc::clone(pod), error)),
+        }
+    }
+    let input = crate::scheduling::SchedulingInput {
+        pods,
+        existing_nodes: existing,
+        bound_pods: bound_pods(snapshot),
+        node_pools,
+        daemon_set_pods: daemon_set_pods(snapshot),
+        options,
+    };
+    (input, unparsed)
 }
 
 /// Whether a pod belongs to no DaemonSet and is active: the pods a deleting node must shed.

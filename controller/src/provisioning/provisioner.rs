@@ -11,15 +11,12 @@ use kube::{Api, Client};
 use super::input;
 use super::node_claim_template::to_node_claim;
 use super::pending::is_provisionable;
-use super::reschedulable::pods_to_place;
 use crate::apis::condition::StatusConditions;
 use crate::apis::validation::ValidationErrors;
 use crate::apis::{EC2NodeClass, NodeClaim, NodePool, labels};
 use crate::cloudprovider::CloudProvider;
 use crate::runtime::{Event, EventRecorder, EventType, Settings, SharedClock};
-use crate::scheduling::{
-    NodePoolInput, Resources, Results, SchedulablePod, SchedulerOptions, SchedulingInput, schedule,
-};
+use crate::scheduling::{NodePoolInput, Resources, Results, SchedulerOptions, SchedulingInput, schedule};
 use crate::state::{Cluster, Snapshot};
 
 /// A pod's `FailedScheduling` event is published at most this often (core
@@ -154,25 +151,9 @@ impl Provisioner {
     /// Builds the scheduling input from state: nodes are read before pods, so a pod that bound
     /// meanwhile is seen as pending (under-provision rather than over-provision, core does too).
     pub async fn build_input(&self, snapshot: &Snapshot) -> (SchedulingInput, BTreeMap<String, Arc<NodePool>>) {
+        // State is read before the instance types are listed, as it was read before them.
         let memory = self.cluster.memory();
-        let existing = input::existing_nodes(snapshot, &memory);
-        // Core provisioner.go l. 372-391: pending pods, and the currently reschedulable pods of
-        // deleting nodes (no do-not-disrupt pods, no pods fully blocked by PDBs).
-        let mut pods = Vec::new();
-        for (_, pod, _) in pods_to_place(snapshot, &existing, self.clock.now()) {
-            match SchedulablePod::from_pod(pod) {
-                Ok(p) => pods.push(p),
-                Err(error) => self.events.publish(
-                    Event::about(
-                        pod.as_ref(),
-                        EventType::Warning,
-                        "FailedScheduling",
-                        format!("Failed to schedule pod, {error}"),
-                    )
-                    .deduped_for(POD_FAILED_TO_SCHEDULE_DEDUPE),
-                ),
-            }
-        }
+        let now = self.clock.now();
         let mut pools = BTreeMap::new();
         let mut node_pools = Vec::new();
         for pool in ordered_pools(snapshot) {
@@ -190,18 +171,23 @@ impl Provisioner {
             }
             pools.insert(name, pool);
         }
-        let input = SchedulingInput {
-            pods,
-            existing_nodes: existing,
-            bound_pods: input::bound_pods(snapshot),
-            node_pools,
-            daemon_set_pods: input::daemon_set_pods(snapshot),
-            options: SchedulerOptions {
-                preference_policy: self.settings.preference_policy,
-                min_values_policy: self.settings.min_values_policy,
-                ..SchedulerOptions::default()
-            },
+        let options = SchedulerOptions {
+            preference_policy: self.settings.preference_policy,
+            min_values_policy: self.settings.min_values_policy,
+            ..SchedulerOptions::default()
         };
+        let (input, unparsed) = input::scheduling_input(snapshot, &memory, now, node_pools, options);
+        for (pod, error) in unparsed {
+            self.events.publish(
+                Event::about(
+                    pod.as_ref(),
+                    EventType::Warning,
+                    "FailedScheduling",
+                    format!("Failed to schedule pod, {error}"),
+                )
+                .deduped_for(POD_FAILED_TO_SCHEDULE_DEDUPE),
+            );
+        }
         (input, pools)
     }
 

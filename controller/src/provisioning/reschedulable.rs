@@ -237,6 +237,7 @@ mod tests {
             capacity: Default::default(),
             requested: Default::default(),
             host_ports: Vec::new(),
+            daemon_requests: Default::default(),
             initialized: true,
             marked_for_deletion: deleting,
         }

@@ -1,8 +1,9 @@
 //! An existing or in-flight node as a placement target (core `existingnode.go`): fixed
 //! allocatable and labels, so only what is left over matters.
 
+use super::daemon_overhead::due_on_node;
 use super::nodeclaim::{AddError, describe};
-use super::pod::{HostPort, PodShape};
+use super::pod::{HostPort, PodShape, SchedulablePod};
 use super::requirements::Requirements;
 use super::resources::Resources;
 use super::snapshot::ExistingNode;
@@ -28,9 +29,11 @@ pub struct ExistingNodeState {
 }
 
 impl ExistingNodeState {
-    /// Placement state from the snapshot.
-    pub fn new(node: &ExistingNode) -> Self {
-        let taints = node
+    /// Placement state from the snapshot. `daemons` are the DaemonSets' pod templates: those
+    /// compatible with the node whose pods have not bound yet keep their room (core
+    /// `existingnode.go` `NewExistingNode` l. 47-66, `scheduler.go` l. 792-831).
+    pub fn new(node: &ExistingNode, daemons: &[SchedulablePod]) -> Self {
+        let taints: Vec<Taint> = node
             .taints
             .iter()
             .filter(|t| {
@@ -39,11 +42,13 @@ impl ExistingNodeState {
             })
             .cloned()
             .collect();
+        let requirements = node.requirements();
         let mut remaining = node.allocatable.clone();
         remaining.sub(&node.requested);
+        remaining.sub(&due_on_node(&requirements, &taints, &node.daemon_requests, daemons));
         Self {
             name: node.name.clone(),
-            requirements: node.requirements(),
+            requirements,
             taints,
             remaining,
             host_ports: node.host_ports.clone(),

@@ -14,6 +14,7 @@
 
 #![warn(missing_docs)]
 
+pub mod daemon_overhead;
 pub mod existing;
 pub mod instance_selection;
 pub mod nodeclaim;

@@ -73,7 +73,9 @@ pub struct PlannedClaim {
     pub hostname: String,
     /// Template requirements narrowed by every pod and topology decision so far.
     pub requirements: Requirements,
-    /// DaemonSet overhead plus the requests of its pods.
+    /// The requests of its pods; the DaemonSet overhead of each option is taken off that
+    /// option's allocatable instead (core `nodeclaim.go` l. 251: "Daemon overhead is excluded
+    /// here to avoid double-counting"; `filterInstanceTypesByRequirements` l. 562-571).
     pub requests: Resources,
     /// Indexes into the template's instance types still feasible, cheapest first.
     pub options: Vec<u32>,
@@ -102,12 +104,12 @@ impl PlannedClaim {
         let mut requirements = template.requirements.clone();
         requirements
             .add(crate::apis::labels::HOSTNAME_LABEL, super::requirements::Requirement::in_values([hostname.clone()]));
-        let floor = FloorAllocatable::of(options.iter().map(|i| template.instance_types[*i as usize].allocatable()));
+        let floor = FloorAllocatable::of(options.iter().map(|i| template.daemons.available(*i)));
         Self {
             template: template_index,
             hostname,
             requirements,
-            requests: template.daemon_overhead.clone(),
+            requests: Resources::default(),
             options,
             floor,
             pods: Vec::new(),
@@ -153,30 +155,37 @@ impl PlannedClaim {
         }
         let narrowed = matches!(requirements, Cow::Owned(_));
         let total = self.requests.plus(&shape.requests);
-        let options = if narrowed || !self.floor.covers(&total) {
+        // A pod binding a host port a type's DaemonSets bind cannot use that type (core
+        // `nodeclaim.go` l. 562-565 skips the group).
+        let ports = !shape.host_ports.is_empty() && template.daemons.has_host_ports();
+        let options = if narrowed || ports || !self.floor.covers(&total) {
             let kept: Vec<u32> = self
                 .options
                 .iter()
                 .copied()
                 .filter(|i| {
                     let it = &template.instance_types[*i as usize];
-                    total.fits_in(it.allocatable())
+                    total.fits_in(template.daemons.available(*i))
+                        && !(ports && template.daemons.ports_conflict(*i, &shape.host_ports))
                         && (!narrowed
                             || (it.requirements.intersects(&requirements).is_ok()
                                 && it.has_compatible_offering(&requirements)))
                 })
                 .collect();
             if kept.is_empty() {
-                let fits_any =
-                    self.options.iter().any(|i| total.fits_in(template.instance_types[*i as usize].allocatable()));
+                let roomy: Vec<u32> =
+                    self.options.iter().copied().filter(|i| total.fits_in(template.daemons.available(*i))).collect();
+                let fits_any = roomy.iter().any(|i| !(ports && template.daemons.ports_conflict(*i, &shape.host_ports)));
                 let message = if fits_any {
                     format!("no instance type satisfied the requirements {requirements}")
+                } else if !roomy.is_empty() {
+                    "host port conflicts with the DaemonSets of every instance type left".to_owned()
                 } else {
                     format!("no instance type has enough resources for {}", describe(&total))
                 };
                 return Err(AddError { message, permanent: !fits_any || !narrowed });
             }
-            let floor = FloorAllocatable::of(kept.iter().map(|i| template.instance_types[*i as usize].allocatable()));
+            let floor = FloorAllocatable::of(kept.iter().map(|i| template.daemons.available(*i)));
             Some((kept, floor))
         } else {
             None

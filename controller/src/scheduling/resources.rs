@@ -226,6 +226,32 @@ impl Resources {
         }
     }
 
+    /// The per-resource minimum of `self` and `other` (core `resources.MinResources`: a
+    /// resource only one side names counts as zero on the other).
+    pub fn min_with(&mut self, other: &Self) {
+        self.cpu_milli = self.cpu_milli.min(other.cpu_milli);
+        self.memory_bytes = self.memory_bytes.min(other.memory_bytes);
+        self.ephemeral_storage_bytes = self.ephemeral_storage_bytes.min(other.ephemeral_storage_bytes);
+        self.pods = self.pods.min(other.pods);
+        let names: Vec<String> = self.extended.keys().chain(other.extended.keys()).cloned().collect();
+        for name in names {
+            let value = self.get(&name).min(other.get(&name));
+            self.extended.remove(&name);
+            if value != 0 {
+                self.extended.insert(name, value);
+            }
+        }
+    }
+
+    /// Raises every negative resource to zero (core `NewExistingNode` clamps the DaemonSet
+    /// requests still due on a node this way).
+    pub fn clamp_negative(&mut self) {
+        for value in [&mut self.cpu_milli, &mut self.memory_bytes, &mut self.ephemeral_storage_bytes, &mut self.pods] {
+            *value = (*value).max(0);
+        }
+        self.extended.retain(|_, value| *value > 0);
+    }
+
     /// The per-resource maximum of `self` and `other` (init containers vs. regular ones).
     pub fn max_with(&mut self, other: &Self) {
         self.cpu_milli = self.cpu_milli.max(other.cpu_milli);

@@ -161,7 +161,8 @@ impl<'a> Pass<'a> {
         // Existing nodes: initialized first, then by name; deleting nodes take nothing.
         let mut nodes: Vec<_> = input.existing_nodes.iter().filter(|n| !n.marked_for_deletion).collect();
         nodes.sort_by(|a, b| b.initialized.cmp(&a.initialized).then_with(|| a.name.cmp(&b.name)));
-        let existing: Vec<ExistingNodeState> = nodes.iter().map(|n| ExistingNodeState::new(n)).collect();
+        let existing: Vec<ExistingNodeState> =
+            nodes.iter().map(|n| ExistingNodeState::new(n, &input.daemon_set_pods)).collect();
         let existing_taints = existing.iter().map(|n| n.taints.clone()).collect();
 
         // Limits: remaining = limits − capacity of the pool's existing nodes that are not
@@ -546,7 +547,7 @@ impl<'a> Pass<'a> {
                         requirements,
                         instance_type_options: kept,
                         pods: pod_keys,
-                        requests: claim.requests.clone(),
+                        requests: template.daemons.claim_requests(&claim.requests, &claim.options),
                         min_values_relaxed: claim.min_values_relaxed || relaxed,
                     });
                 }

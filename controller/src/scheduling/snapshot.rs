@@ -60,10 +60,13 @@ pub struct ExistingNode {
     pub allocatable: Resources,
     /// Capacity, counted against its NodePool's limits.
     pub capacity: Resources,
-    /// Requests of pods bound or nominated to it, plus DaemonSet pods not yet running.
+    /// Requests of the pods bound to it.
     pub requested: Resources,
     /// Host ports in use.
     pub host_ports: Vec<HostPort>,
+    /// Requests of the DaemonSet pods bound to it (part of `requested`; core `StateNode`
+    /// `DaemonSetRequests`): the DaemonSets still due are the compatible ones minus these.
+    pub daemon_requests: Resources,
     /// Initialized nodes are tried before uninitialized ones.
     pub initialized: bool,
     /// Nodes being deleted take no pods (their pods are in `pods` to reschedule).

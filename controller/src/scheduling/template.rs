@@ -1,16 +1,17 @@
 //! A NodePool turned into what new NodeClaims start from (core `nodeclaimtemplate.go`): the
 //! requirements (pool requirements, template labels, the pool's own label), taints, DaemonSet
-//! overhead, and the instance types that could ever satisfy them, cheapest first.
+//! overhead per instance-type group, and the instance types that could ever satisfy them, cheapest first.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::daemon_overhead::DaemonOverhead;
 use super::instance_selection::{MinValuesPolicy, cheapest_price, min_values_shortfall};
 use super::pod::SchedulablePod;
 use super::requirements::{Requirement, Requirements};
 use super::resources::Resources;
 use super::snapshot::NodePoolInput;
-use super::taints::{Taint, untolerated};
+use super::taints::Taint;
 use crate::apis::labels;
 use crate::apis::quantity::ResourceList;
 use crate::cloudprovider::InstanceType;
@@ -31,8 +32,8 @@ pub struct NodeClaimTemplate {
     pub taints: Vec<Taint>,
     /// Feasible instance types, cheapest compatible offering first (ties by name).
     pub instance_types: Vec<Arc<InstanceType>>,
-    /// Requests of the DaemonSet pods that would run on this pool's nodes.
-    pub daemon_overhead: Resources,
+    /// DaemonSet overhead and host ports per instance type (same order as `instance_types`).
+    pub daemons: DaemonOverhead,
     /// `spec.limits` in base units (CPU in milli-cores), `None` when unlimited.
     pub limits: Option<BTreeMap<String, i64>>,
 }
@@ -52,32 +53,25 @@ impl NodeClaimTemplate {
         requirements.add_all(&Requirements::from_labels(&pool.spec.template_labels()));
         requirements.add(labels::NODE_POOL_LABEL, Requirement::in_values([name.clone()]));
         let taints: Vec<Taint> = spec.taints().iter().map(Taint::from_k8s).collect();
-        // A DaemonSet pod counts when it tolerates the taints, is compatible with the pool, and
-        // some instance type of the pool could run it (an arm64-only DaemonSet adds nothing to
-        // an amd64 pool). In a pool mixing types it runs on and types it does not, it is
-        // counted for all of them: pessimistic, never under-sized.
-        let mut daemon_overhead = Resources::default();
-        for daemon in daemon_set_pods {
-            let daemon_requirements = daemon.shape.requirements();
-            if untolerated(&taints, &daemon.shape.tolerations).is_none()
-                && requirements.compatible(&daemon_requirements).is_ok()
-                && input.instance_types.iter().any(|it| it.requirements.intersects(&daemon_requirements).is_ok())
-            {
-                daemon_overhead.add(&daemon.shape.requests);
-            }
-        }
-        let mut priced: Vec<(f64, Arc<InstanceType>)> = input
+        // DaemonSet overhead per group of instance types that run the same DaemonSets (core
+        // `scheduler.go` `buildDaemonOverheadGroups` l. 969-1003): a type whose own overhead
+        // leaves no room is dropped, the others keep what their DaemonSets leave free.
+        let candidates: Vec<&Arc<InstanceType>> = input
             .instance_types
             .iter()
-            .filter(|it| {
-                it.requirements.intersects(&requirements).is_ok()
-                    && it.has_compatible_offering(&requirements)
-                    && daemon_overhead.fits_in(it.allocatable())
-            })
-            .map(|it| (cheapest_price(it, &requirements), Arc::clone(it)))
+            .filter(|it| it.requirements.intersects(&requirements).is_ok() && it.has_compatible_offering(&requirements))
             .collect();
-        priced.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.name.cmp(&b.1.name)));
-        let instance_types: Vec<Arc<InstanceType>> = priced.into_iter().map(|(_, it)| it).collect();
+        let types: Vec<&InstanceType> = candidates.iter().map(|it| it.as_ref()).collect();
+        let (mut daemons, groups) = DaemonOverhead::group(&requirements, &taints, &types, daemon_set_pods);
+        let mut priced: Vec<(f64, u32, Arc<InstanceType>)> = candidates
+            .into_iter()
+            .zip(groups)
+            .filter(|(it, group)| daemons.overhead(*group).fits_in(it.allocatable()))
+            .map(|(it, group)| (cheapest_price(it, &requirements), group, Arc::clone(it)))
+            .collect();
+        priced.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.2.name.cmp(&b.2.name)));
+        daemons.select(priced.iter().map(|(_, group, it)| (*group, it.as_ref())));
+        let instance_types: Vec<Arc<InstanceType>> = priced.into_iter().map(|(_, _, it)| it).collect();
         if instance_types.is_empty() {
             return Err(format!("nodepool {name}: requirements filtered out all instance types"));
         }
@@ -89,15 +83,7 @@ impl NodeClaimTemplate {
             ));
         }
         let limits = pool.spec.limits.as_ref().map(parse_limits).transpose()?;
-        Ok(Self {
-            node_pool: name,
-            weight: pool.spec.weight(),
-            requirements,
-            taints,
-            instance_types,
-            daemon_overhead,
-            limits,
-        })
+        Ok(Self { node_pool: name, weight: pool.spec.weight(), requirements, taints, instance_types, daemons, limits })
     }
 }
 

@@ -86,6 +86,11 @@ struct ShapeGroups {
     selected_by: Vec<usize>,
     /// Inverse groups for the shape's own anti-affinity terms: placing it records its domain.
     owns_inverse: Vec<usize>,
+    /// The pod's strict requirements (nodeSelector and first required term) when it has
+    /// preferred node terms: its topology domains come from these, so a preference does not
+    /// narrow a spread (core `nodeclaim.go` l. 201 and `existingnode.go` pass
+    /// `StrictRequirements` to `Topology.AddRequirements`).
+    strict: Option<Requirements>,
 }
 
 /// Why a topology constraint cannot be met on a node.
@@ -149,6 +154,8 @@ impl Topology {
         let mut groups = ShapeGroups {
             own: own.iter().filter_map(|key| self.index.get(key).copied()).collect(),
             owns_inverse: inverse.iter().filter_map(|key| self.index.get(key).copied()).collect(),
+            strict: (!shape.preferred_node_terms.is_empty())
+                .then(|| shape.strict_requirements().into_iter().next().unwrap_or_default()),
             ..ShapeGroups::default()
         };
         for (index, group) in self.groups.iter().enumerate() {
@@ -177,6 +184,7 @@ impl Topology {
         if groups.own.is_empty() && groups.inverse_checks.is_empty() {
             return Ok(Requirements::new());
         }
+        let pod = groups.strict.as_ref().unwrap_or(pod);
         let mut result = Requirements::new();
         for &index in groups.own.iter().chain(&groups.inverse_checks) {
             let group = &self.groups[index];
@@ -274,7 +282,12 @@ impl Topology {
             }
             _ => group.counts.iter().filter(|(d, c)| **c > 0 && allows(pod, d)).map(|(d, _)| d.clone()).collect(),
         };
-        if !options.is_empty() || !group.selects(shape) {
+        // Bootstrap only a self-selecting pod, and only while no domain the pod may use holds a
+        // matching pod (core `topologygroup.go` `nextDomainAffinity` l. 364-366,
+        // `anyCompatiblePodDomain` l. 390-400): otherwise it must join those pods, and a node
+        // outside their domains is no option.
+        let any_compatible = group.counts.iter().any(|(d, c)| *c > 0 && allows(pod, d));
+        if !options.is_empty() || !group.selects(shape) || any_compatible {
             return Requirement::in_values(options);
         }
         // Self-selecting with no matching pod yet: bootstrap in the first allowed domain.
@@ -319,6 +332,7 @@ impl Topology {
     /// pod restricts a spread key itself (its own minimum is not tracked), so no caching.
     pub fn rejection_stamp(&mut self, shape_id: usize, shape: &PodShape, pod: &Requirements) -> Option<u64> {
         let groups = self.groups_for(shape_id, shape);
+        let pod = groups.strict.as_ref().unwrap_or(pod);
         let mut stamp: u64 = 0;
         for &index in groups.own.iter().chain(&groups.inverse_checks) {
             let group = &self.groups[index];
@@ -400,21 +414,24 @@ fn shape_keys(shape: &PodShape) -> (BTreeSet<GroupKey>, BTreeSet<GroupKey>) {
             filter: Some(filter),
         });
     }
+    let term_key = |anti: bool, term: &super::pod::AffinityTerm| GroupKey {
+        kind: if anti { GroupKind::AntiAffinity } else { GroupKind::Affinity },
+        inverse: false,
+        topology_key: term.topology_key.clone(),
+        selector: term.selector.clone(),
+        namespaces: term.namespaces.clone(),
+        max_skew: 0,
+        min_domains: None,
+        filter: None,
+    };
     for (anti, term) in shape.enforced_affinity_terms() {
-        let key = GroupKey {
-            kind: if anti { GroupKind::AntiAffinity } else { GroupKind::Affinity },
-            inverse: false,
-            topology_key: term.topology_key.clone(),
-            selector: term.selector.clone(),
-            namespaces: term.namespaces.clone(),
-            max_skew: 0,
-            min_domains: None,
-            filter: None,
-        };
-        if anti {
-            inverse.insert(GroupKey { inverse: true, ..key.clone() });
-        }
-        own.insert(key);
+        own.insert(term_key(anti, term));
+    }
+    // Inverse groups only for *required* anti-affinity: core does not track preferred terms
+    // for the pods they select ("We intentionally don't track inverse anti-affinity
+    // preferences", `topology.go` `updateInverseAntiAffinity` l. 328-335).
+    for term in &shape.anti_affinity {
+        inverse.insert(GroupKey { inverse: true, ..term_key(true, term) });
     }
     (own, inverse)
 }

@@ -34,24 +34,29 @@ pub fn node_pool_drift(node_pool: &NodePool, claim: &NodeClaim) -> Option<DriftR
 }
 
 /// `RequirementsDrifted`: the claim's labels, read as `key In [value]`, are not compatible with
-/// the pool's requirements. A well-known key the claim has no label for is fine, a custom one
-/// only if the pool accepts its absence, so widening the requirements never drifts a node.
+/// the pool's requirements (core `drift.go` `areRequirementsDrifted` l. 170-177). Core calls
+/// `Compatible` without `AllowUndefinedWellKnownLabels` (`scheduling/requirements.go`
+/// l. 181-197): a pool requirement on a key the claim has no label for drifts the claim
+/// unless the requirement accepts its absence (`NotIn`, `DoesNotExist`), well-known key or
+/// not. Widening the values of a labelled key never drifts a node.
 pub fn requirements_drift(node_pool: &NodePool, claim: &NodeClaim) -> Option<DriftReason> {
     let pool = Requirements::from_node_selector(&node_pool.spec.template.spec.requirements);
     let labels = Requirements::from_labels(claim.labels());
-    labels.compatible(&pool).is_err().then_some(DriftReason::REQUIREMENTS_DRIFTED)
+    labels.compatible_strict(&pool).is_err().then_some(DriftReason::REQUIREMENTS_DRIFTED)
 }
 
 /// `InstanceTypeNotFound`: the claim's instance type is no longer offered to the pool, or has no
 /// offering in the claim's zone and capacity type (a reserved claim may also fall back to
-/// on-demand). Only claims at least [`INSTANCE_TYPE_CHECK_MIN_AGE`] old are checked.
+/// on-demand). Only claims at least [`INSTANCE_TYPE_CHECK_MIN_AGE`] old are checked. A claim
+/// without the instance-type label names no type that exists, so it is drifted too (core
+/// `drift.go` `instanceTypeNotFound` l. 127-133 looks up the label's value, `""` if absent).
 pub fn instance_type_drift(claim: &NodeClaim, types: &[Arc<InstanceType>], age: Duration) -> Option<DriftReason> {
     if age < INSTANCE_TYPE_CHECK_MIN_AGE {
         return None;
     }
     let labels = claim.labels();
-    let name = labels.get(INSTANCE_TYPE_LABEL)?;
-    let Some(instance_type) = types.iter().find(|t| t.name == *name) else {
+    let name = labels.get(INSTANCE_TYPE_LABEL).map_or("", String::as_str);
+    let Some(instance_type) = types.iter().find(|t| t.name == name) else {
         return Some(DriftReason::INSTANCE_TYPE_NOT_FOUND);
     };
     let zone = labels.get(TOPOLOGY_ZONE_LABEL);
@@ -231,5 +236,43 @@ spec:
         let mut reserved = elsewhere;
         reserved.metadata.labels.as_mut().unwrap().insert(CAPACITY_TYPE_LABEL.into(), CAPACITY_TYPE_RESERVED.into());
         assert_eq!(instance_type_drift(&reserved, &present, hour), None, "reserved falls back to on-demand");
+    }
+
+    /// Core `instanceTypeNotFound` (drift.go l. 127-133): a claim with no instance-type label
+    /// matches no instance type, so it is drifted once old enough to be checked.
+    #[test]
+    fn a_claim_without_the_instance_type_label_is_instance_type_drift() {
+        let pool = pool();
+        let mut claim = claim(&pool);
+        claim.metadata.labels.as_mut().unwrap().remove(INSTANCE_TYPE_LABEL);
+        let types = crate::cloudprovider::fake::instance_types(8);
+        let hour = INSTANCE_TYPE_CHECK_MIN_AGE;
+        assert_eq!(instance_type_drift(&claim, &types, hour), Some(DriftReason::INSTANCE_TYPE_NOT_FOUND));
+        assert_eq!(instance_type_drift(&claim, &types, hour - Duration::from_secs(1)), None, "too young to check");
+    }
+
+    /// Core `areRequirementsDrifted` (drift.go l. 170-177) calls `Compatible` without
+    /// `AllowUndefinedWellKnownLabels`: a new requirement on a well-known key the claim has no
+    /// label for drifts it, unless the requirement accepts absence.
+    #[test]
+    fn a_requirement_on_an_unlabelled_well_known_key_is_requirements_drift() {
+        let pool = pool();
+        let claim = claim(&pool);
+        let mut arch = pool.clone();
+        arch.spec.template.spec.requirements.push(
+            serde_json::from_value(
+                serde_json::json!({"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}),
+            )
+            .unwrap(),
+        );
+        assert_eq!(requirements_drift(&arch, &claim), Some(DriftReason::REQUIREMENTS_DRIFTED));
+        let mut absent = pool.clone();
+        absent.spec.template.spec.requirements.push(
+            serde_json::from_value(
+                serde_json::json!({"key": "kubernetes.io/arch", "operator": "NotIn", "values": ["arm64"]}),
+            )
+            .unwrap(),
+        );
+        assert_eq!(requirements_drift(&absent, &claim), None);
     }
 }

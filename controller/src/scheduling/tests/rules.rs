@@ -62,6 +62,7 @@ fn existing_node(name: &str, cpu_milli: i64, memory: i64) -> ExistingNode {
         capacity: Resources { pods: 110, ..Resources::cpu_memory(cpu_milli, memory) },
         requested: Resources::default(),
         host_ports: Vec::new(),
+        daemon_requests: Default::default(),
         initialized: true,
         marked_for_deletion: false,
     }

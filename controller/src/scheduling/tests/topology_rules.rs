@@ -54,6 +54,7 @@ fn zone_spread_counts_existing_pods() {
         capacity: Resources::default(),
         requested: Resources::default(),
         host_ports: Vec::new(),
+        daemon_requests: Default::default(),
         initialized: true,
         marked_for_deletion: false,
     });
@@ -88,6 +89,7 @@ fn zone_spread_does_not_count_the_pods_it_is_placing() {
         capacity: Resources::default(),
         requested: Resources::default(),
         host_ports: Vec::new(),
+        daemon_requests: Default::default(),
         initialized: true,
         marked_for_deletion: true,
     });
@@ -122,6 +124,7 @@ fn inverse_anti_affinity_keeps_selected_pods_away_from_running_owners() {
         capacity: Resources::default(),
         requested: Resources::default(),
         host_ports: Vec::new(),
+        daemon_requests: Default::default(),
         initialized: true,
         marked_for_deletion: false,
     };
@@ -256,6 +259,7 @@ fn spread_ignores_nodes_outside_the_pods_node_affinity_when_honored() {
         capacity: Resources::default(),
         requested: Resources::default(),
         host_ports: Vec::new(),
+        daemon_requests: Default::default(),
         initialized: true,
         marked_for_deletion: false,
     });
@@ -273,4 +277,63 @@ fn spread_ignores_nodes_outside_the_pods_node_affinity_when_honored() {
     }
     let counts = zones_of(&schedule(&snapshot));
     assert_eq!(counts.get("test-zone-1"), None, "{counts:?}");
+}
+
+/// Core `topologygroup.go` `nextDomainAffinity` l. 364-366: a self-selecting hostname
+/// affinity bootstraps one node only; once that node holds matching pods, pods that no longer
+/// fit on it do not open a second node (they are unschedulable, as in core's "first empty
+/// topology domain only" test).
+#[test]
+fn self_affinity_opens_only_the_first_empty_domain() {
+    let pods = (0..4)
+        .map(|i| {
+            let mut p = labelled(pod(&format!("p{i}"), 600, 64), &[("app", "web")]);
+            p.shape.affinity.push(term(labels::HOSTNAME_LABEL, "web"));
+            p
+        })
+        .collect();
+    // One 1-vCPU type: a node holds one 600m pod.
+    let results = schedule(&input(types(1), pods));
+    assert_eq!(results.new_node_claims.len(), 1);
+    assert_eq!(results.new_node_claims[0].pods.len(), 1);
+    assert_eq!(results.pod_errors.len(), 3, "{:?}", results.pod_errors);
+}
+
+/// Core `topology.go` `updateInverseAntiAffinity` l. 328-335 tracks only required
+/// anti-affinity: pods a *preferred* anti-affinity term selects may share its zone.
+#[test]
+fn preferred_anti_affinity_keeps_no_one_away() {
+    let mut pods: Vec<SchedulablePod> = ["test-zone-1", "test-zone-2", "test-zone-3"]
+        .iter()
+        .map(|zone| {
+            let mut p = pod(&format!("owner-{zone}"), 100, 64);
+            p.shape.node_selector = requirements(serde_json::json!([
+                {"key": labels::TOPOLOGY_ZONE_LABEL, "operator": "In", "values": [zone]}]));
+            p.shape.preferred_anti_affinity.push((10, term(labels::TOPOLOGY_ZONE_LABEL, "web")));
+            p
+        })
+        .collect();
+    pods.push(labelled(pod("selected", 100, 64), &[("app", "web")]));
+    let results = schedule(&input(types(8), pods));
+    assert!(results.pod_errors.is_empty(), "{:?}", results.pod_errors);
+}
+
+/// Core passes a pod's `StrictRequirements` to the topology (`nodeclaim.go` l. 201): a
+/// preferred zone does not narrow the domains a zonal spread balances over (2/2/2, not 3/3).
+#[test]
+fn a_preferred_node_affinity_does_not_narrow_a_spread() {
+    let pods = (0..6)
+        .map(|i| {
+            let mut p = labelled(pod(&format!("p{i}"), 100, 64), &[("app", "web")]);
+            p.shape.spreads.push(spread(labels::TOPOLOGY_ZONE_LABEL, "web"));
+            let preferred = requirements(serde_json::json!([
+                {"key": labels::TOPOLOGY_ZONE_LABEL, "operator": "In", "values": ["test-zone-1", "test-zone-2"]}]));
+            p.shape.preferred_node_terms.push((1, preferred));
+            p
+        })
+        .collect();
+    let results = schedule(&input(types(8), pods));
+    assert!(results.pod_errors.is_empty(), "{:?}", results.pod_errors);
+    let counts = zones_of(&results);
+    assert_eq!(counts.values().copied().collect::<Vec<_>>(), [2, 2, 2], "{counts:?}");
 }
