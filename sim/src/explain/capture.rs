@@ -20,42 +20,51 @@ use crate::world::ScenarioWorld;
 pub fn explain_run(
     world: ScenarioWorld<'_>,
     at: Option<Duration>,
-    mut inspect: impl FnMut(&Store, Duration, &Explanation) + 'static,
+    inspect: impl FnMut(&Store, Duration, &Explanation) + 'static,
 ) -> anyhow::Result<(Explanation, Outcome)> {
     let total = world.plan.duration.0;
-    let server: Rc<RefCell<Option<ApiServer>>> = Rc::default();
-    let captured: Rc<RefCell<Option<Explanation>>> = Rc::default();
-    let take = {
-        let (server, captured) = (server.clone(), captured.clone());
-        move |now: Duration, inspect: &mut dyn FnMut(&Store, Duration, &Explanation)| {
-            if captured.borrow().is_some() {
-                return;
-            }
-            let server = server.borrow();
-            let Some(server) = server.as_ref() else { return };
-            let store = server.store.lock().unwrap_or_else(|e| e.into_inner());
-            let explanation = explain(&store, now);
-            inspect(&store, now, &explanation);
-            *captured.borrow_mut() = Some(explanation);
-        }
+    let capture = Rc::new(RefCell::new(Capture { server: None, explanation: None, inspect: Box::new(inspect) }));
+    let on_start = {
+        let capture = capture.clone();
+        move |s: &ApiServer| capture.borrow_mut().server = Some(s.clone())
     };
-    let inspect: Rc<RefCell<dyn FnMut(&Store, Duration, &Explanation)>> =
-        Rc::new(RefCell::new(move |s: &Store, t, e: &Explanation| inspect(s, t, e)));
-    let mut options = RunOptions::default();
-    options.on_start = Some(Box::new({
-        let server = server.clone();
-        move |s: &ApiServer| *server.borrow_mut() = Some(s.clone())
-    }));
-    if let Some(at) = at.filter(|at| *at < total) {
-        let (take, inspect) = (take.clone(), inspect.clone());
-        options.before_step = Some(Box::new(move |now| {
+    let before_step = at.filter(|at| *at < total).map(|at| {
+        let capture = capture.clone();
+        Box::new(move |now: Duration| {
             if now >= at {
-                take(now, &mut *inspect.borrow_mut());
+                capture.borrow_mut().take(now);
             }
-        }));
-    }
+        }) as Box<dyn FnMut(Duration)>
+    });
+    let mut options = RunOptions { on_start: Some(Box::new(on_start)), before_step, ..RunOptions::default() };
     let outcome = run::run_world(world, &mut options)?;
-    take(outcome.report.simulated.0, &mut *inspect.borrow_mut());
-    let explanation = captured.borrow_mut().take().expect("an explanation is always taken by the end");
+    let mut capture = capture.borrow_mut();
+    capture.take(outcome.report.simulated.0);
+    let explanation = capture.explanation.take().expect("an explanation is always taken by the end");
     Ok((explanation, outcome))
+}
+
+/// Sees the store, the time and the explanation at the explained moment.
+type Inspect = Box<dyn FnMut(&Store, Duration, &Explanation)>;
+
+/// What the hooks share: the server once started, and the one explanation taken.
+struct Capture {
+    server: Option<ApiServer>,
+    explanation: Option<Explanation>,
+    inspect: Inspect,
+}
+
+impl Capture {
+    /// Explains the store at `now`, unless an explanation was already taken.
+    fn take(&mut self, now: Duration) {
+        if self.explanation.is_some() {
+            return;
+        }
+        let Some(server) = self.server.as_ref() else { return };
+        let store = server.store.lock().unwrap_or_else(|e| e.into_inner());
+        let explanation = explain(&store, now);
+        (self.inspect)(&store, now, &explanation);
+        drop(store);
+        self.explanation = Some(explanation);
+    }
 }
