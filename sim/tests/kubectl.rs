@@ -1,58 +1,31 @@
 //! The real kubectl against `dovetail serve`: discovery, apply of Karpenter's CRDs and a
 //! NodePool from Karpenter's docs, get, delete.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+mod support;
 
 fn shared(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data").join(rel)
 }
 
-fn kubectl(kubeconfig: &Path, args: &[&str]) -> (bool, String) {
-    let out = Command::new("kubectl").arg("--kubeconfig").arg(kubeconfig).args(args).output().expect("kubectl runs");
+fn kubectl(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> (bool, String) {
+    let out = Command::new(kubectl).arg("--kubeconfig").arg(kubeconfig).args(args).output().expect("kubectl runs");
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     (out.status.success(), text)
 }
 
 #[test]
 fn kubectl_drives_dovetail_serve() {
-    if Command::new("kubectl").arg("version").arg("--client").output().is_err() {
-        // .ci/run installs kubectl (tests/clients/install.sh) and sets this: there it must run.
-        assert_ne!(
-            std::env::var("DOVETAIL_REQUIRE_CLIENTS").as_deref(),
-            Ok("1"),
-            "DOVETAIL_REQUIRE_CLIENTS=1 but kubectl is missing: run tests/clients/install.sh"
-        );
-        eprintln!("\n\n*** SKIPPING kubectl_drives_dovetail_serve: kubectl is not installed ***\n");
+    let Some(bin) = support::client("kubectl", "target/clients/bin/kubectl", "kubectl", &["version", "--client"])
+    else {
         return;
-    }
-    let dir = std::env::temp_dir().join(format!("dovetail-kubectl-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let kubeconfig = dir.join("kubeconfig");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dovetail"))
-        .args(["serve", "--port", "0", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("dovetail serve starts");
-    let stdout = child.stdout.take().unwrap();
-    let _server = Server(child);
-    let mut reader = BufReader::new(stdout);
-    let mut first = String::new();
-    reader.read_line(&mut first).unwrap();
-    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
-    assert!(first.starts_with("serving on http://127.0.0.1:"), "{first}");
+    };
+    let server = support::start("kubectl", &[]);
+    let kubeconfig = server.kubeconfig.clone();
+    let dir = kubeconfig.parent().expect("the kubeconfig's directory").to_path_buf();
+    let kubectl = |kubeconfig: &Path, args: &[&str]| kubectl(&bin, kubeconfig, args);
 
     for crd in [
         "crds/karpenter.sh_nodepools.yaml",

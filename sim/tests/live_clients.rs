@@ -8,62 +8,13 @@
 //! runs and which sets `DOVETAIL_REQUIRE_CLIENTS=1`: then a missing client fails the test.
 //! Without that variable a missing client skips the test, loudly.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
-/// Kills the server when the test ends, pass or fail.
-struct Server {
-    child: Child,
-    url: String,
-    kubeconfig: PathBuf,
-}
+mod support;
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn start(name: &str, args: &[&str]) -> Server {
-    let dir = std::env::temp_dir().join(format!("dovetail-live-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let kubeconfig = dir.join("kubeconfig");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dovetail"))
-        .args(["serve", "--port", "0", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("dovetail serve starts");
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    reader.read_line(&mut first).unwrap();
-    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
-    let url = first.trim().strip_prefix("serving on ").unwrap_or_else(|| panic!("{first}")).to_string();
-    Server { child, url, kubeconfig }
-}
-
-/// The client at `installed` (from tests/clients/install.sh) or `fallback` on PATH, if it
-/// answers `probe`; `None` (after a loud message) when absent and not required.
-fn client(what: &str, installed: &str, fallback: &str, probe: &[&str]) -> Option<PathBuf> {
-    let installed = repo().join(installed);
-    let candidates = [installed, PathBuf::from(fallback)];
-    let found = candidates.into_iter().find(|c| Command::new(c).args(probe).output().is_ok_and(|o| o.status.success()));
-    if found.is_none() {
-        let required = std::env::var("DOVETAIL_REQUIRE_CLIENTS").is_ok_and(|v| v == "1");
-        assert!(!required, "DOVETAIL_REQUIRE_CLIENTS=1 but {what} is missing: run tests/clients/install.sh");
-        eprintln!("\n\n*** SKIPPING: {what} is not installed (run tests/clients/install.sh) ***\n");
-    }
-    found
-}
+use support::{client, repo, start};
 
 fn run(cmd: &Path, args: &[&str]) -> (bool, String) {
     let out = Command::new(cmd).args(args).output().expect("the client runs");
@@ -76,7 +27,7 @@ fn kubectl_typed_commands_scale_and_printer_columns() {
     let Some(kubectl) = client("kubectl", "target/clients/bin/kubectl", "kubectl", &["version", "--client"]) else {
         return;
     };
-    let server = start("kubectl", &["--karpenter", "--speed", "50"]);
+    let server = start("live-kubectl", &["--karpenter", "--speed", "50"]);
     let kc = server.kubeconfig.to_str().unwrap().to_string();
     let k = |args: &[&str]| -> String {
         let mut all = vec!["--kubeconfig", &kc];
@@ -159,9 +110,9 @@ fn the_python_client_drives_dovetail_serve() {
     ) else {
         return;
     };
-    let server = start("python", &["--karpenter", "--speed", "50"]);
+    let server = start("live-python", &["--karpenter", "--speed", "50"]);
     let script = repo().join("tests/clients/python_client.py");
-    let (ok, out) = run(&python, &[script.to_str().unwrap(), &server.url]);
+    let (ok, out) = run(&python, &[script.to_str().unwrap(), &server.url()]);
     eprintln!("{out}");
     assert!(ok, "the Python client failed:\n{out}");
     assert_eq!(out.lines().filter(|l| l.starts_with("step ok: ")).count(), 11, "{out}");

@@ -3,46 +3,15 @@
 //! reads it. A pod created by hand gets a node launched by the controller; `--pause-at`
 //! freezes simulated time.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-/// Kills the server when the test ends, pass or fail.
-struct Server {
-    child: Child,
-    addr: String,
-}
+mod support;
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(args: &[&str]) -> Server {
-    let dir = std::env::temp_dir().join(format!("dovetail-serve-{}-{}", std::process::id(), args.len()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dovetail"))
-        .args(["serve", "--port", "0", "--kubeconfig"])
-        .arg(dir.join("kubeconfig"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("dovetail serve starts");
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    reader.read_line(&mut first).unwrap();
-    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
-    let addr = first.trim().strip_prefix("serving on http://").unwrap_or_else(|| panic!("{first}")).to_string();
-    let kubeconfig = std::fs::read_to_string(dir.join("kubeconfig")).unwrap();
-    assert!(kubeconfig.contains(&format!("server: http://{addr}")), "{kubeconfig}");
-    Server { child, addr }
-}
+use support::start;
 
 /// One HTTP/1.0 request (the server closes the connection after the response).
 fn request(addr: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
@@ -76,7 +45,7 @@ fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> Option<Value>) -
 
 #[test]
 fn serve_runs_the_controller_live_and_a_pending_pod_gets_a_node() {
-    let server = start(&["--karpenter", "--speed", "50"]);
+    let server = start("serve-karpenter", &["--karpenter", "--speed", "50"]);
     // The world installs Karpenter's CRDs and the NodePool in its first simulated moments,
     // as a scenario's manifests are: wait for them rather than race them.
     let pools = wait_for("the default NodePool installed", Duration::from_secs(60), || {
@@ -107,7 +76,7 @@ fn serve_runs_the_controller_live_and_a_pending_pod_gets_a_node() {
 
 #[test]
 fn pause_at_freezes_simulated_time_while_the_api_keeps_serving() {
-    let server = start(&["--speed", "50", "--pause-at", "10s"]);
+    let server = start("serve-pause", &["--speed", "50", "--pause-at", "10s"]);
     // Two real seconds would be 100 simulated seconds unpaused.
     std::thread::sleep(Duration::from_secs(2));
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe", "namespace": "default"}});

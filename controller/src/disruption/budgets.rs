@@ -60,38 +60,38 @@ pub fn pool_node_counts(snapshot: &Snapshot, marked: &std::collections::BTreeSet
     (nodes, disrupting)
 }
 
-/// NodePool name → how many more nodes may start disrupting for `reason` now.
-pub fn allowed_disruptions(input: &DisruptionInput, reason: DisruptionReason) -> BTreeMap<String, u64> {
+/// One NodePool's budget for a reason now.
+struct PoolBudget<'a> {
+    name: &'a String,
+    pool: &'a std::sync::Arc<NodePool>,
+    /// The pool's nodes.
+    nodes: u64,
+    /// Those already disrupting (deleting, marked, queued or NotReady).
+    disrupting: u64,
+    /// What its budgets allow for the reason, before subtracting `disrupting`.
+    budget: u64,
+}
+
+/// Every NodePool's budget for `reason` now (core `BuildDisruptionBudgetMapping`).
+fn pool_budgets(input: &DisruptionInput, reason: DisruptionReason) -> impl Iterator<Item = PoolBudget<'_>> {
     let mut marked = input.memory.marked_for_deletion.clone();
     marked.extend(input.queued.iter().cloned());
-    input
-        .snapshot
-        .node_pools
-        .iter()
-        .map(|(name, pool)| {
-            let (nodes, disrupting) = pool_node_counts(&input.snapshot, &marked, name);
-            let budget = pool_budget(pool, reason, nodes, input.now);
-            (name.clone(), budget.saturating_sub(disrupting))
-        })
-        .collect()
+    input.snapshot.node_pools.iter().map(move |(name, pool)| {
+        let (nodes, disrupting) = pool_node_counts(&input.snapshot, &marked, name);
+        PoolBudget { name, pool, nodes, disrupting, budget: pool_budget(pool, reason, nodes, input.now) }
+    })
+}
+
+/// NodePool name → how many more nodes may start disrupting for `reason` now.
+pub fn allowed_disruptions(input: &DisruptionInput, reason: DisruptionReason) -> BTreeMap<String, u64> {
+    pool_budgets(input, reason).map(|b| (b.name.clone(), b.budget.saturating_sub(b.disrupting))).collect()
 }
 
 /// The NodePools that have nodes but whose budgets allow no disruption for `reason` now (before
 /// subtracting nodes already disrupting): core `disruption/helpers.go`
 /// `BuildDisruptionBudgetMapping` publishes `NodePoolBlockedForDisruptionReason` for each.
 pub fn blocked_pools(input: &DisruptionInput, reason: DisruptionReason) -> Vec<std::sync::Arc<NodePool>> {
-    let mut marked = input.memory.marked_for_deletion.clone();
-    marked.extend(input.queued.iter().cloned());
-    input
-        .snapshot
-        .node_pools
-        .iter()
-        .filter(|(name, pool)| {
-            let (nodes, _) = pool_node_counts(&input.snapshot, &marked, name);
-            nodes != 0 && pool_budget(pool, reason, nodes, input.now) == 0
-        })
-        .map(|(_, pool)| pool.clone())
-        .collect()
+    pool_budgets(input, reason).filter(|b| b.nodes != 0 && b.budget == 0).map(|b| b.pool.clone()).collect()
 }
 
 /// Takes one unit of `pool`'s budget if any is left.

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::PostParams;
 use kube::{Api, Client};
 
@@ -19,9 +20,12 @@ use crate::runtime::{Event, EventRecorder, EventType, Settings, SharedClock};
 use crate::scheduling::{NodePoolInput, Resources, Results, SchedulerOptions, SchedulingInput, schedule};
 use crate::state::{Cluster, Snapshot};
 
-/// A pod's `FailedScheduling` event is published at most this often (core
+/// A pod's `FailedScheduling` event, published at most every 5 minutes per pod (core
 /// `provisioning/scheduling/events.go` `PodFailedToScheduleEvent`: `DedupeTimeout: 5m`).
-const POD_FAILED_TO_SCHEDULE_DEDUPE: std::time::Duration = std::time::Duration::from_secs(5 * 60);
+fn failed_to_schedule(pod: &Pod, error: &dyn std::fmt::Display) -> Event {
+    Event::about(pod, EventType::Warning, "FailedScheduling", format!("Failed to schedule pod, {error}"))
+        .deduped_for(std::time::Duration::from_secs(5 * 60))
+}
 
 /// Everything the provisioner needs.
 #[derive(Clone)]
@@ -178,15 +182,7 @@ impl Provisioner {
         };
         let (input, unparsed) = input::scheduling_input(snapshot, &memory, now, node_pools, options);
         for (pod, error) in unparsed {
-            self.events.publish(
-                Event::about(
-                    pod.as_ref(),
-                    EventType::Warning,
-                    "FailedScheduling",
-                    format!("Failed to schedule pod, {error}"),
-                )
-                .deduped_for(POD_FAILED_TO_SCHEDULE_DEDUPE),
-            );
+            self.events.publish(failed_to_schedule(&pod, &error));
         }
         (input, pools)
     }
@@ -268,15 +264,7 @@ impl Provisioner {
         }
         for (pod_key, error) in &results.pod_errors {
             if let Some(pod) = snapshot.pods.get(pod_key) {
-                self.events.publish(
-                    Event::about(
-                        pod.as_ref(),
-                        EventType::Warning,
-                        "FailedScheduling",
-                        format!("Failed to schedule pod, {error}"),
-                    )
-                    .deduped_for(POD_FAILED_TO_SCHEDULE_DEDUPE),
-                );
+                self.events.publish(failed_to_schedule(pod, error));
             }
         }
         created

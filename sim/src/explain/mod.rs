@@ -11,7 +11,7 @@ pub mod karpenter_message;
 pub mod node_status;
 pub mod pending_pod;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Duration;
 
@@ -122,7 +122,8 @@ pub fn explain(store: &Store, now: Duration) -> Explanation {
             status: node_status::status_of(&cx),
         });
     }
-    let claim_exists = |c: &str| claims.iter().any(|claim| claim["metadata"]["name"] == c);
+    let claim_names: BTreeSet<&str> = explained.iter().map(|n| n.claim.as_str()).collect();
+    let claim_exists = |c: &str| claim_names.contains(c);
     let pending = pods
         .iter()
         .filter(|p| p.active() && p.node_name.is_none() && !p.daemonset)
