@@ -21,6 +21,7 @@ use crate::interruption::{Interruption, InterruptionStats};
 use crate::lifecycle::Lifecycle;
 use crate::nodeclass::NodeClassController;
 use crate::nodepool::NodePoolStatusController;
+use crate::nodepool::registration_health::RegistrationHealth;
 use crate::provisioning::{Provisioner, ProvisioningController};
 use crate::runtime::reconcile::{self, Env, Reconciler};
 use crate::runtime::{EventRecorder, EventWriter, Metrics, Settings, SharedClock, SharedRng};
@@ -217,6 +218,8 @@ pub async fn run(clients: Clients, settings: Settings, env: Environment) -> anyh
         env.events.clone(),
     );
     let interruption_stats = interruption.stats();
+    // Shared by the lifecycle (records outcomes) and NodePool status (resets) controllers.
+    let registration_health = RegistrationHealth::default();
     let disruption = Disruption::new(
         clients.kube.clone(),
         cluster.clone(),
@@ -230,14 +233,20 @@ pub async fn run(clients: Clients, settings: Settings, env: Environment) -> anyh
         Task::new("catalog.refresh", refresh_catalog(aws.clone(), env.clock.clone())),
         Task::new("offerings.ice_sweep", sweep_unavailable_offerings(cloud.clone())),
         Task::controller(NodeClassController::new(aws.clone()), &renv),
-        Task::controller(NodePoolStatusController, &renv),
+        Task::controller(NodePoolStatusController::new(registration_health.clone()), &renv),
         Task::controller(
             DriftController::new(clients.kube.clone(), cloud.clone(), env.clock.clone(), env.metrics.clone()),
             &renv,
         ),
         Task::controller(Expiration::new(), &renv),
         Task::controller(
-            Lifecycle::new(clients.kube.clone(), cloud.clone(), env.clock.clone(), env.events.clone()),
+            Lifecycle::new(
+                clients.kube.clone(),
+                cloud.clone(),
+                env.clock.clone(),
+                env.events.clone(),
+                registration_health.clone(),
+            ),
             &renv,
         ),
         Task::controller(GarbageCollection::new(), &renv),

@@ -19,10 +19,11 @@ use kube::{Api, Client};
 use serde_json::json;
 use tokio::time::Instant;
 
-use crate::apis::NodeClaim;
 use crate::apis::condition::{ConditionStatus, StatusConditions};
 use crate::apis::labels;
+use crate::apis::{NodeClaim, NodePool};
 use crate::cloudprovider::CloudProvider;
+use crate::nodepool::registration_health::{RegistrationHealth, condition_for_outcome};
 use crate::runtime::reconcile::{Action, Env, Kind, Kinds, Reconciler, Trigger};
 use crate::runtime::{Event, EventRecorder, EventType, SharedClock};
 use crate::state::Snapshot;
@@ -50,6 +51,8 @@ pub struct Lifecycle {
     state: Arc<Mutex<LaunchState>>,
     /// Fired when a launch task ends, so its outcome (or its backoff) is looked at.
     trigger: Trigger,
+    /// Each NodePool's recent launch/registration outcomes (`NodeRegistrationHealthy`).
+    health: RegistrationHealth,
 }
 
 impl Reconciler for Lifecycle {
@@ -79,8 +82,14 @@ impl Reconciler for Lifecycle {
 }
 
 impl Lifecycle {
-    /// A lifecycle controller.
-    pub fn new(client: Client, cloud: Arc<dyn CloudProvider>, clock: SharedClock, events: EventRecorder) -> Self {
+    /// A lifecycle controller recording each claim's registration or timeout in `health`.
+    pub fn new(
+        client: Client,
+        cloud: Arc<dyn CloudProvider>,
+        clock: SharedClock,
+        events: EventRecorder,
+        health: RegistrationHealth,
+    ) -> Self {
         let launcher = Launcher {
             client: client.clone(),
             cloud,
@@ -88,7 +97,7 @@ impl Lifecycle {
             events: events.clone(),
             cache: Arc::new(LaunchCache::default()),
         };
-        Self { client, clock, events, launcher, state: Arc::default(), trigger: Trigger::new() }
+        Self { client, clock, events, launcher, state: Arc::default(), trigger: Trigger::new(), health }
     }
 
     /// One walk over every claim; returns the earliest deadline to wake for.
@@ -105,7 +114,13 @@ impl Lifecycle {
             }
             match liveness::check(claim, now) {
                 liveness::Liveness::Expired(reason) => {
-                    self.delete_claim(claim, reason).await;
+                    // Upstream records the failure on the NodePool before deleting, and retries
+                    // the whole step when that write conflicts (liveness.go l. 85-93, 103-111).
+                    if self.record_outcome(snapshot, claim, false).await {
+                        self.delete_claim(claim, reason).await;
+                    } else {
+                        wake_at(Instant::now() + Duration::from_secs(1));
+                    }
                     continue;
                 }
                 liveness::Liveness::Alive(Some(after)) => wake_at(Instant::now() + after),
@@ -197,6 +212,9 @@ impl Lifecycle {
             tracing::debug!(node = %node_name, %error, "registering node (will retry)");
             return;
         }
+        if !self.record_outcome(snapshot, claim, true).await {
+            return;
+        }
         match set_condition(
             &self.client,
             &self.clock,
@@ -255,6 +273,43 @@ impl Lifecycle {
         {
             tracing::info!(nodeclaim = claim.metadata.name.as_deref().unwrap_or_default(), node = %node_name, "initialized nodeclaim");
         }
+    }
+
+    /// Records a registration (`success`) or a launch/registration timeout for the claim's
+    /// NodePool, moving its `NodeRegistrationHealthy` condition first when the outcome does
+    /// (core `updateNodePoolRegistrationHealth` in registration.go and liveness.go). A claim
+    /// whose pool is gone or does not own it records nothing. Returns false when the pool's
+    /// status write failed (a conflict: the caller retries the whole step on its next pass).
+    async fn record_outcome(&self, snapshot: &Snapshot, claim: &NodeClaim, success: bool) -> bool {
+        let Some(pool) = claim.node_pool_name().and_then(|name| snapshot.node_pools.get(name)) else { return true };
+        let Some(uid) = pool.metadata.uid.as_deref() else { return true };
+        let owned = claim.metadata.owner_references.iter().flatten().any(|o| o.kind == "NodePool" && o.uid == uid);
+        if !owned {
+            return true;
+        }
+        if let Some((status, reason, message)) = condition_for_outcome(&self.health, pool, claim, success) {
+            let mut updated: NodePool = (**pool).clone();
+            updated.set_condition(
+                crate::apis::nodepool::CONDITION_NODE_REGISTRATION_HEALTHY,
+                status,
+                &reason,
+                &message,
+                &self.clock.now_time(),
+            );
+            let patch = json!({
+                "metadata": {"resourceVersion": pool.metadata.resource_version},
+                "status": {"conditions": updated.conditions()},
+            });
+            let api: Api<NodePool> = Api::all(self.client.clone());
+            let name = pool.metadata.name.as_deref().unwrap_or_default();
+            if let Err(error) = api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+                tracing::debug!(nodepool = name, %error, "recording registration health (will retry)");
+                return false;
+            }
+            tracing::info!(nodepool = name, ?status, %reason, "nodepool registration health changed");
+        }
+        self.health.record(uid, success);
+        true
     }
 
     async fn delete_claim(&self, claim: &NodeClaim, reason: &str) {

@@ -1,6 +1,10 @@
-//! NodePool status (core nodepool/readiness, nodepool/counter): `ValidationSucceeded` from the
-//! runtime validation, `NodeClassReady` from the referenced EC2NodeClass, the `Ready` roll-up,
-//! and `status.resources` / `status.nodes` summed over the pool's NodeClaims.
+//! NodePool status (core nodepool/readiness, nodepool/counter, nodepool/registrationhealth):
+//! `ValidationSucceeded` from the runtime validation, `NodeClassReady` from the referenced
+//! EC2NodeClass, the `Ready` roll-up, `NodeRegistrationHealthy` reset on a pool or class change
+//! ([`registration_health`]), and `status.resources` / `status.nodes` summed over the pool's
+//! NodeClaims.
+
+pub mod registration_health;
 
 use std::time::Duration;
 
@@ -14,11 +18,15 @@ use crate::apis::{NodePool, NodePoolStatus};
 use crate::provisioning::provisioner::pool_usage;
 use crate::runtime::reconcile::{Action, Env, Kind, Kinds, Reconciler};
 use crate::state::Snapshot;
+use registration_health::RegistrationHealth;
 
-/// The status the pool should have now.
+/// The status the pool should have now. Resetting `NodeRegistrationHealthy` also empties the
+/// pool's outcome buffer in `health`, and a restarted controller's empty buffer is re-filled
+/// from the condition (core `registrationhealth/controller.go`).
 pub fn desired_status(
     snapshot: &Snapshot,
     pool: &NodePool,
+    health: &RegistrationHealth,
     now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
 ) -> NodePoolStatus {
     let mut updated = pool.clone();
@@ -39,6 +47,14 @@ pub fn desired_status(
         ),
     };
     let reference = pool.node_class_ref();
+    if let Some(class) = snapshot.node_classes.get(&reference.name) {
+        registration_health::reconcile_condition(
+            health,
+            &mut updated,
+            class.metadata.generation.unwrap_or_default(),
+            now,
+        );
+    }
     match snapshot.node_classes.get(&reference.name) {
         Some(class) if class.is_ready() => updated.set_condition(
             CONDITION_NODE_CLASS_READY,
@@ -77,9 +93,20 @@ pub const PACE: Duration = Duration::from_secs(1);
 pub const RESYNC: Duration = Duration::from_secs(30);
 
 /// The NodePool status controller: recomputes every pool's status on a change (at most once a
-/// [`PACE`]) and at least every [`RESYNC`].
+/// [`PACE`]) and at least every [`RESYNC`]. Its writes are guarded by the pool's
+/// resourceVersion: the lifecycle controller writes `NodeRegistrationHealthy` into the same
+/// condition list, and a merge patch replaces the whole list.
 #[derive(Debug, Default)]
-pub struct NodePoolStatusController;
+pub struct NodePoolStatusController {
+    health: RegistrationHealth,
+}
+
+impl NodePoolStatusController {
+    /// A status controller sharing the lifecycle controller's registration outcomes.
+    pub fn new(health: RegistrationHealth) -> Self {
+        Self { health }
+    }
+}
 
 impl Reconciler for NodePoolStatusController {
     type Error = std::convert::Infallible;
@@ -101,11 +128,11 @@ impl Reconciler for NodePoolStatusController {
                 if pool.metadata.deletion_timestamp.is_some() {
                     continue;
                 }
-                let status = desired_status(snapshot, pool, &now);
+                let status = desired_status(snapshot, pool, &self.health, &now);
                 if pool.status.as_ref() == Some(&status) {
                     continue;
                 }
-                let patch = json!({"status": status});
+                let patch = json!({"metadata": {"resourceVersion": pool.metadata.resource_version}, "status": status});
                 let name = pool.metadata.name.as_deref().unwrap_or_default();
                 if let Err(error) = api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
                     tracing::debug!(nodepool = name, %error, "writing nodepool status");
