@@ -42,21 +42,29 @@ enum Command {
     },
     /// Run every scenario × seed in parallel child processes; list every failing seed.
     Sweep {
-        /// Scenario files or directories of `*.yaml` scenarios.
+        /// Scenario files or directories of `*.yaml` scenarios (with --merge: the shards'
+        /// `--out` directories).
         #[arg(required = true)]
         scenarios: Vec<PathBuf>,
-        /// Seeds: `1..200` (both ends included), `7`, or a list like `1..10,42`.
-        #[arg(long, default_value = "1..10")]
-        seeds: cli::sweep::Seeds,
+        /// Seeds: `1..200` (both ends included), `7`, or a list like `1..10,42` (default
+        /// 1..10; with --merge: the seeds every scenario must have, default the sweep's).
+        #[arg(long)]
+        seeds: Option<cli::sweep::Seeds>,
+        /// Merge the `--out` directories of a sharded sweep into one summary (and, with
+        /// --out, one directory) instead of running; fails if they miss or repeat a run.
+        #[arg(long, conflicts_with_all = ["shard", "jobs", "timeout_secs"])]
+        merge: bool,
         /// Parallel runs (default: the number of cores).
         #[arg(long, short)]
         jobs: Option<usize>,
-        /// Run only slice i of n (1-based), to split a sweep across machines.
+        /// Run only slice i of n (0-based: 0/4 to 3/4, as a Kubernetes Indexed Job's
+        /// $JOB_COMPLETION_INDEX), to split a sweep across machines.
         #[arg(long)]
         shard: Option<cli::sweep::Shard>,
-        /// Report directory: `<out>/<scenario>/<seed>.json`.
-        #[arg(long, default_value = "target/dovetail-sweep")]
-        out: PathBuf,
+        /// Report directory: `<out>/<scenario>/<seed>.json` (default target/dovetail-sweep;
+        /// with --merge: where the merged sweep goes, default none).
+        #[arg(long)]
+        out: Option<PathBuf>,
         /// Kill and fail a run that takes longer than this many wall-clock seconds.
         #[arg(long)]
         timeout_secs: Option<u64>,
@@ -149,7 +157,12 @@ fn main() -> ExitCode {
             seed,
             &cli::run::Outputs { report: report.as_deref(), trace: trace.as_deref(), html: html.as_deref() },
         ),
-        Command::Sweep { scenarios, seeds, jobs, shard, out, timeout_secs } => {
+        Command::Sweep { scenarios, merge: true, seeds, out, .. } => {
+            cli::merge::merge(&cli::merge::MergeArgs { dirs: scenarios, seeds, out })
+        }
+        Command::Sweep { scenarios, seeds, jobs, shard, out, timeout_secs, merge: false } => {
+            let seeds = seeds.unwrap_or_else(|| cli::sweep::Seeds((1..=10).collect()));
+            let out = out.unwrap_or_else(|| PathBuf::from("target/dovetail-sweep"));
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
             cli::sweep::sweep(&cli::sweep::SweepArgs {
                 paths: scenarios,

@@ -1,7 +1,7 @@
 //! `dovetail serve` as a process: the whole world (API server, actors, fake cloud,
 //! controller) paced at 50× real time, read over plain HTTP on 127.0.0.1 the way kubectl
 //! reads it. A pod created by hand gets a node launched by the controller; `--pause-at`
-//! freezes simulated time.
+//! freezes simulated time. `GET /dovetail/explain` explains the live world.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -15,6 +15,12 @@ use support::start;
 
 /// One HTTP/1.0 request (the server closes the connection after the response).
 fn request(addr: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+    let (status, _, body) = raw_request(addr, method, path, body);
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+}
+
+/// One HTTP/1.0 request: status, head and body as text.
+fn raw_request(addr: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, String, String) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let body = body.map(Value::to_string).unwrap_or_default();
@@ -28,7 +34,7 @@ fn request(addr: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, 
     s.read_to_string(&mut raw).unwrap();
     let (head, body) = raw.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no HTTP response: {raw}"));
     let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+    (status, head.to_string(), body.to_string())
 }
 
 fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> Option<Value>) -> Value {
@@ -72,6 +78,27 @@ fn serve_runs_the_controller_live_and_a_pending_pod_gets_a_node() {
         p["spec"]["nodeName"].as_str().map(|n| json!(n))
     });
     assert!(bound.as_str().is_some_and(|n| !n.is_empty()));
+
+    // The live explanation names the claim behind the node, with a typed status, at the
+    // simulated time the world has reached.
+    let (code, explained) = request(&server.addr, "GET", "/dovetail/explain", None);
+    assert_eq!(code, 200, "{explained}");
+    let claim = node["metadata"]["labels"]["karpenter.sh/nodeclaim"].as_str().map(String::from);
+    let nodes = explained["nodes"].as_array().unwrap_or_else(|| panic!("{explained}"));
+    let ours = nodes
+        .iter()
+        .find(|n| n["node"] == node["metadata"]["name"])
+        .unwrap_or_else(|| panic!("the node's claim is explained: {explained}"));
+    assert_eq!(ours["pool"], "general-purpose", "{ours}");
+    if let Some(claim) = claim {
+        assert_eq!(ours["claim"], claim.as_str(), "{ours}");
+    }
+    assert!(ours["status"]["kind"].as_str().is_some_and(|k| !k.is_empty()), "a typed status: {ours}");
+    assert_ne!(explained["at"], "0s", "explained at the live simulated time: {explained}");
+    let (code, head, text) = raw_request(&server.addr, "GET", "/dovetail/explain?format=text", None);
+    assert_eq!(code, 200, "{text}");
+    assert!(head.to_ascii_lowercase().contains("content-type: text/plain"), "{head}");
+    assert!(text.starts_with("# explain at ") && text.contains("general-purpose"), "{text}");
 }
 
 #[test]
@@ -83,4 +110,16 @@ fn pause_at_freezes_simulated_time_while_the_api_keeps_serving() {
     let (code, created) = request(&server.addr, "POST", "/api/v1/namespaces/default/configmaps", Some(&cm));
     assert_eq!(code, 201, "{created}");
     assert_eq!(created["metadata"]["creationTimestamp"], "2026-01-01T00:00:10Z", "{created}");
+
+    // The explain endpoint reads the frozen world: an empty cluster has nothing to explain.
+    let (code, explained) = request(&server.addr, "GET", "/dovetail/explain", None);
+    assert_eq!(code, 200, "{explained}");
+    assert!(explained["at"].as_str().is_some_and(|at| at.starts_with("10")), "paused at 10s: {explained}");
+    assert_eq!(explained["nodes"], json!([]), "{explained}");
+    // Read-only, and a format it does not know is a Kubernetes Status error.
+    let (code, status) = request(&server.addr, "POST", "/dovetail/explain", Some(&json!({})));
+    assert_eq!((code, status["kind"].as_str()), (405, Some("Status")), "{status}");
+    let (code, status) = request(&server.addr, "GET", "/dovetail/explain?format=xml", None);
+    assert_eq!(code, 400, "{status}");
+    assert!(status["message"].as_str().is_some_and(|m| m.contains("format=xml")), "{status}");
 }

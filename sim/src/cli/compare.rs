@@ -6,6 +6,10 @@
 //! change. The command exits 1 when the candidate has an invariant violation (or failed
 //! step) that the base did not have for the same scenario and seed, which is the gate for
 //! upgrade validation.
+//!
+//! A sharded sweep (`--shard i/n`) is compared once merged (`dovetail sweep --merge
+//! SHARD_DIR... --out DIR`): one shard's directory holds only its slice, and is refused
+//! with that hint rather than compared as if every other seed had vanished.
 
 use anyhow::Context;
 use serde_json::Value;
@@ -171,6 +175,16 @@ fn changed(a: Option<f64>, b: Option<f64>, fmt: impl Fn(f64) -> String) -> Strin
 
 /// Every report in a sweep directory, by (scenario, seed).
 pub fn read_dir(dir: &Path) -> anyhow::Result<BTreeMap<(String, u64), Summary>> {
+    if let Ok(record) = super::sweep_record::SweepRecord::read(dir)
+        && let Some(shard) = record.shard.filter(|s| s.count > 1)
+    {
+        anyhow::bail!(
+            "{}: holds only shard {}/{} of a sweep; merge the shards first: dovetail sweep --merge SHARD_DIR... --out DIR",
+            dir.display(),
+            shard.index,
+            shard.count
+        );
+    }
     let mut out = BTreeMap::new();
     let entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
     let mut scenario_dirs: Vec<PathBuf> =

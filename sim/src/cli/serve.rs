@@ -17,19 +17,39 @@
 //! server's store, under its lock, and reads simulated time published after every step
 //! ([`dovetail_sim::world::clock::mirror_sim_elapsed`]). Deterministic runs are `dovetail
 //! run` and `dovetail sweep`.
+//!
+//! Besides the Kubernetes API, the TCP front end answers one read-only path of its own,
+//! [`EXPLAIN_PATH`] (`kubectl get --raw /dovetail/explain`): `dovetail explain` of the live
+//! store at the current simulated time, JSON (or `?format=text`, the text `dovetail
+//! explain` prints). It only reads the store under its lock, like any GET.
 
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use bytes::Bytes;
 use dovetail_sim::apiserver::ApiServer;
+use dovetail_sim::apiserver::error::ApiError;
+use dovetail_sim::apiserver::handler::{Body, error_response};
+use dovetail_sim::explain::explain;
 use dovetail_sim::scenario::SimDuration;
 use dovetail_sim::world::clock::mirror_sim_elapsed;
 use dovetail_sim::world::{ScenarioWorld, Trace, World};
+use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::Full;
+use http_body_util::combinators::UnsyncBoxBody;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
 
 use super::failure::Failure;
+
+/// The served explanation: why every NodeClaim is (not) being disrupted and why every
+/// pending pod is pending, now (see [`dovetail_sim::explain`]).
+pub const EXPLAIN_PATH: &str = "/dovetail/explain";
 
 /// What to serve and how fast.
 #[derive(Clone, Debug)]
@@ -141,7 +161,7 @@ pub fn expose(server: &ApiServer, port: u16) -> anyhow::Result<SocketAddr> {
             tokio::select! {
                 biased;
                 _ = tokio::signal::ctrl_c() => {}
-                r = server.serve_tcp(listener) => {
+                r = serve_with_explain(server, listener) => {
                     if let Err(e) = r {
                         eprintln!("error: serving: {e}");
                     }
@@ -151,6 +171,67 @@ pub fn expose(server: &ApiServer, port: u16) -> anyhow::Result<SocketAddr> {
         });
     })?;
     rx.recv().context("the serving thread ended before binding")?
+}
+
+/// The API server's connections, with [`EXPLAIN_PATH`] answered here and every other
+/// request passed to the API server as `ApiServer::serve_tcp` would.
+async fn serve_with_explain(server: ApiServer, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+    loop {
+        let (stream, addr) = listener.accept().await?;
+        let (server, peer): (ApiServer, Arc<str>) = (server.clone(), Arc::from(addr.ip().to_string()));
+        tokio::spawn(async move {
+            let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
+                let (server, peer) = (server.clone(), peer.clone());
+                async move {
+                    if req.uri().path() == EXPLAIN_PATH {
+                        return Ok::<_, std::convert::Infallible>(explain_response(&server, &req));
+                    }
+                    Ok(server.handle_from(&peer, req).await)
+                }
+            });
+            // A client going away ends only its connection.
+            let _ = http1::Builder::new().timer(TokioTimer::new()).serve_connection(TokioIo::new(stream), svc).await;
+        });
+    }
+}
+
+/// `GET /dovetail/explain[?format=json|text]`: the explanation of the live store at the
+/// simulated time it has reached. Anything else is a Kubernetes `Status` error.
+pub fn explain_response<B>(server: &ApiServer, req: &Request<B>) -> Response<Body> {
+    if req.method() != Method::GET {
+        return error_response(&ApiError::method_not_allowed(format!(
+            "{} {EXPLAIN_PATH}: the explanation is read-only; GET it",
+            req.method()
+        )));
+    }
+    let mut text = false;
+    for (key, value) in req.uri().query().unwrap_or_default().split('&').filter_map(|kv| kv.split_once('=')) {
+        match (key, value) {
+            ("format", "json") => text = false,
+            ("format", "text") => text = true,
+            ("format", other) => {
+                return error_response(&ApiError::bad_request(format!(
+                    "{EXPLAIN_PATH}: format={other}: expected json or text"
+                )));
+            }
+            _ => {}
+        }
+    }
+    let store = server.store.lock().unwrap_or_else(|e| e.into_inner());
+    let explanation = explain(&store, store.elapsed());
+    drop(store);
+    let (content_type, body) = if text {
+        ("text/plain; charset=utf-8", explanation.to_string().into_bytes())
+    } else {
+        match serde_json::to_vec(&explanation) {
+            Ok(json) => ("application/json", json),
+            Err(e) => return error_response(&ApiError::internal(format!("{EXPLAIN_PATH}: {e}"))),
+        }
+    };
+    let mut resp = Response::new(UnsyncBoxBody::new(Full::new(Bytes::from(body))));
+    *resp.status_mut() = StatusCode::OK;
+    resp.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static(content_type));
+    resp
 }
 
 /// Writes the kubeconfig and prints where the server is (first stdout line:

@@ -7,6 +7,10 @@
 //! The sweep itself only schedules processes and reads their reports; wall time is used
 //! for progress and throughput, never inside a run. A passing run's timeline and log are
 //! removed: what stays next to the reports is one HTML timeline per failing seed.
+//!
+//! When every run is done the sweep writes `<out>/sweep.json` ([`super::sweep_record`]):
+//! the whole sweep's scenarios and seeds, its shard, and every run's verdict, which
+//! `dovetail sweep --merge` ([`super::merge`]) reads to put shards back together.
 
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Write};
@@ -21,7 +25,7 @@ use dovetail_sim::world::reproduce_command;
 use serde_json::Value;
 
 use super::failure::Failure;
-use super::gap_stats::GapStats;
+use super::sweep_record::{self, Located, RunRecord, ScenarioRecord, ShardRecord, SweepRecord, Verdict};
 
 /// A set of seeds from the command line: `1..200` (both ends included), `1..=200`,
 /// `7`, or a comma-separated mix such as `1..10,42,100..=105`.
@@ -55,11 +59,13 @@ impl std::str::FromStr for Seeds {
     }
 }
 
-/// `--shard i/n`: this process runs the i-th of n interleaved slices (1-based), so n CI
-/// machines split one sweep without coordinating.
+/// `--shard i/n`: this process runs slice i of n interleaved slices, 0-based (0..n-1) as
+/// a Kubernetes Indexed Job numbers its pods (`$JOB_COMPLETION_INDEX`), so n machines or
+/// pods split one sweep without coordinating: run k of the whole sweep's (scenario × seed)
+/// list, scenario-major, goes to slice k mod n.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shard {
-    /// Which slice, 1..=n.
+    /// Which slice, 0..n.
     pub index: usize,
     /// How many slices.
     pub count: usize,
@@ -69,11 +75,17 @@ impl std::str::FromStr for Shard {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (i, n) = s.split_once('/').ok_or_else(|| format!("--shard {s}: expected i/n, e.g. 1/4"))?;
-        let i: usize = i.trim().parse().map_err(|e| format!("--shard {s}: {e}"))?;
-        let n: usize = n.trim().parse().map_err(|e| format!("--shard {s}: {e}"))?;
-        if n == 0 || i == 0 || i > n {
-            return Err(format!("--shard {s}: i must be between 1 and n (1-based), n at least 1"));
+        let (i, n) = s.split_once('/').ok_or_else(|| format!("--shard {s}: expected i/n, e.g. 0/4"))?;
+        let i: usize = i.trim().parse().map_err(|e| format!("--shard {s}: i: {e}"))?;
+        let n: usize = n.trim().parse().map_err(|e| format!("--shard {s}: n: {e}"))?;
+        if n == 0 {
+            return Err(format!("--shard {s}: n must be at least 1"));
+        }
+        if i >= n {
+            return Err(format!(
+                "--shard {s}: i must be below n: shards are 0-based, 0/{n} to {}/{n} (Kubernetes' JOB_COMPLETION_INDEX)",
+                n - 1
+            ));
         }
         Ok(Shard { index: i, count: n })
     }
@@ -104,30 +116,6 @@ struct Job {
     seed: u64,
 }
 
-/// How one run ended, read from the child's exit code ([`Failure`]) and report.
-#[derive(Debug)]
-enum Verdict {
-    Passed,
-    /// The report has violations or failed steps (exit 1): the summary lines.
-    Failed(Vec<String>),
-    /// The scenario is invalid (exit 2): what is wrong.
-    Invalid(String),
-    /// The run crashed, timed out or exited without a report: what happened.
-    Crashed(String),
-}
-
-impl Verdict {
-    /// The exit code this verdict would give `dovetail run` (0 when it passed).
-    fn exit_code(&self) -> u8 {
-        match self {
-            Verdict::Passed => 0,
-            Verdict::Failed(_) => Failure::INVARIANT,
-            Verdict::Invalid(_) => Failure::INVALID_INPUT,
-            Verdict::Crashed(_) => Failure::CRASH,
-        }
-    }
-}
-
 /// Runs the sweep. Fails with the most severe class among its runs, a crash (exit 3) over
 /// an invalid scenario (2) over a violated invariant (1); its own bad arguments are
 /// invalid input.
@@ -135,14 +123,13 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Failure> {
     let scenarios = scenario_files(&args.paths).map_err(Failure::InvalidInput)?;
     let mut jobs = Vec::new();
     for scenario in &scenarios {
-        let stem = scenario.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let stem = stem_of(scenario);
         for &seed in &args.seeds.0 {
             jobs.push(Job { scenario: scenario.clone(), stem: stem.clone(), seed });
         }
     }
     if let Some(shard) = args.shard {
-        jobs =
-            jobs.into_iter().enumerate().filter(|(i, _)| i % shard.count == shard.index - 1).map(|(_, j)| j).collect();
+        jobs = jobs.into_iter().enumerate().filter(|(i, _)| i % shard.count == shard.index).map(|(_, j)| j).collect();
     }
     let exe = std::env::current_exe().context("finding the dovetail binary to run children").map_err(Failure::Crash)?;
     let total = jobs.len();
@@ -155,6 +142,9 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Failure> {
         args.out.display()
     );
 
+    // A record left by an earlier sweep into the same directory must not outlive it: only
+    // a finished sweep has one.
+    let _ = std::fs::remove_file(args.out.join(sweep_record::RECORD_FILE));
     let queue = Arc::new(Mutex::new(jobs.into_iter().collect::<VecDeque<_>>()));
     let (tx, rx) = mpsc::channel::<(Job, Verdict)>();
     // Wall time measures the sweep's throughput for the user; runs never see it.
@@ -187,72 +177,36 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Failure> {
     let wall = started.elapsed();
 
     let mut results = results;
+    // Finished in any order; recorded in sweep order so the record is the same bytes.
     results.sort_by(|(a, _), (b, _)| (&a.stem, a.seed).cmp(&(&b.stem, b.seed)));
-    let mut failed = 0;
-    let mut worst = 0;
-    for (job, verdict) in &results {
-        let lines = match verdict {
-            Verdict::Passed => continue,
-            Verdict::Failed(lines) => lines.clone(),
-            Verdict::Invalid(why) => vec![format!("invalid scenario: {why}")],
-            Verdict::Crashed(why) => vec![format!("crashed: {why}")],
-        };
-        failed += 1;
-        worst = worst.max(verdict.exit_code());
-        println!("FAIL {} seed {}", job.stem, job.seed);
-        for line in lines.iter().take(5) {
-            println!("    {line}");
-        }
-        if lines.len() > 5 {
-            println!("    ... {} more in {}", lines.len() - 5, report_path(&args.out, job).display());
-        }
-        println!("    reproduce: {}", reproduce_command(&job.scenario, job.seed));
-        let html = html_path(&args.out, job);
-        if html.is_file() {
-            println!("    timeline:  {}", html.display());
-        }
-    }
-    print!("{}", gap_lines(&results, &args.out));
+    let record = SweepRecord {
+        shard: args.shard.map(|s| ShardRecord { index: s.index, count: s.count }),
+        seeds: args.seeds.0.clone(),
+        scenarios: scenarios.iter().map(|p| ScenarioRecord { name: stem_of(p), path: p.clone() }).collect(),
+        runs: results
+            .into_iter()
+            .map(|(job, verdict)| RunRecord { scenario: job.stem, seed: job.seed, verdict })
+            .collect(),
+    };
+    let located: Vec<Located<'_>> = record
+        .runs
+        .iter()
+        .map(|run| Located { run, path: record.path_of(&run.scenario).unwrap_or(Path::new("?")), dir: &args.out })
+        .collect();
+    print!("{}", sweep_record::summary(&located));
     let minutes = wall.as_secs_f64() / 60.0;
     println!(
-        "{} runs, {} passed, {failed} failed in {:.1}s ({:.1} seeds/min on {workers} workers)",
-        results.len(),
-        results.len() - failed,
+        "wall {:.1}s ({:.1} seeds/min on {workers} workers)",
         wall.as_secs_f64(),
-        results.len() as f64 / minutes.max(1e-9)
+        located.len() as f64 / minutes.max(1e-9)
     );
-    match worst {
-        0 => Ok(()),
-        Failure::INVARIANT => Err(Failure::Invariant),
-        Failure::INVALID_INPUT => {
-            Err(Failure::invalid(anyhow::anyhow!("{failed} runs failed; some scenarios are invalid")))
-        }
-        _ => Err(Failure::crash(anyhow::anyhow!("{failed} runs failed; some crashed or timed out"))),
-    }
+    record.write(&args.out).map_err(Failure::Crash)?;
+    sweep_record::outcome(&located)
 }
 
-/// The cost gap over the sweep's reports (a quality metric, never a failure): one line for
-/// the whole sweep, one per scenario.
-fn gap_lines(results: &[(Job, Verdict)], out: &Path) -> String {
-    let mut all = Vec::new();
-    let mut per: std::collections::BTreeMap<&str, Vec<(String, f64)>> = std::collections::BTreeMap::new();
-    for (job, _) in results {
-        let report =
-            std::fs::read_to_string(report_path(out, job)).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok());
-        if let Some(gap) = report.as_ref().and_then(GapStats::gap_of) {
-            let run = format!("{} seed {}", job.stem, job.seed);
-            all.push((run.clone(), gap));
-            per.entry(&job.stem).or_default().push((run, gap));
-        }
-    }
-    let Some(total) = GapStats::of(all) else { return String::new() };
-    let mut text = format!("cost gap to the LP bound: {total}\n");
-    for (stem, gaps) in per {
-        if let Some(s) = GapStats::of(gaps) {
-            text.push_str(&format!("  {stem}: {s}\n"));
-        }
-    }
-    text
+/// A scenario's report directory name: its file stem.
+fn stem_of(path: &Path) -> String {
+    path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 /// The scenario files named by `paths`: files as given, directories' `*.yaml` sorted.
@@ -280,7 +234,7 @@ pub fn scenario_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 fn report_path(out: &Path, job: &Job) -> PathBuf {
-    out.join(&job.stem).join(format!("{}.json", job.seed))
+    sweep_record::report_path(out, &job.stem, job.seed)
 }
 
 /// The run's HTML timeline, next to its report (kept only when the run failed).
@@ -483,10 +437,13 @@ mod tests {
     }
 
     #[test]
-    fn shards_are_one_based() {
-        assert_eq!("2/4".parse::<Shard>().unwrap(), Shard { index: 2, count: 4 });
-        assert!("0/4".parse::<Shard>().is_err());
-        assert!("5/4".parse::<Shard>().is_err());
+    fn shards_are_zero_based_as_a_kubernetes_indexed_job() {
+        assert_eq!("0/4".parse::<Shard>().unwrap(), Shard { index: 0, count: 4 });
+        assert_eq!("3/4".parse::<Shard>().unwrap(), Shard { index: 3, count: 4 });
+        let past = "4/4".parse::<Shard>().unwrap_err();
+        assert!(past.contains("0-based") && past.contains("0/4 to 3/4"), "{past}");
+        assert!("0/0".parse::<Shard>().unwrap_err().contains("at least 1"));
         assert!("4".parse::<Shard>().is_err());
+        assert!("-1/4".parse::<Shard>().is_err());
     }
 }

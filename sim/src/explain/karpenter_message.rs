@@ -7,8 +7,10 @@
 
 use std::fmt;
 
-/// One reason Karpenter published for not disrupting a node.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// One reason Karpenter published for not disrupting a node. Serialised as its variant's
+/// name (`"nominated"`) or `{"variant": value}`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub enum KarpenterReason {
     /// Pods were nominated to the node within the nomination window.
     Nominated,

@@ -25,7 +25,8 @@ use crate::apiserver::store::Store;
 use crate::oracle::view::{NODEPOOL_LABEL, key, read_pods};
 
 /// One NodeClaim and why it is (not) being disrupted.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NodeExplanation {
     /// The NodeClaim.
     pub claim: String,
@@ -42,20 +43,24 @@ pub struct NodeExplanation {
 }
 
 /// One pending pod and why.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PodExplanation {
     /// `namespace/name`.
     pub pod: String,
     /// Pending since (its creation).
+    #[serde(serialize_with = "as_sim_duration")]
     pub since: Duration,
     /// The verdict.
     pub status: PodStatus,
 }
 
 /// One disruption step Karpenter announced on a NodeClaim.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Decision {
     /// When.
+    #[serde(serialize_with = "as_sim_duration")]
     pub at: Duration,
     /// `DisruptionTerminating` or `DisruptionLaunching`.
     pub kind: String,
@@ -65,10 +70,14 @@ pub struct Decision {
     pub message: String,
 }
 
-/// Everything `explain` says about one moment of a run.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Everything `explain` says about one moment of a run. It serialises (into the run
+/// report's `explanation`, and `dovetail serve`'s explain endpoint) with typed statuses,
+/// times as simulated durations (`12m3s`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Explanation {
     /// The simulated time explained.
+    #[serde(serialize_with = "as_sim_duration")]
     pub at: Duration,
     /// Every NodeClaim, by name.
     pub nodes: Vec<NodeExplanation>,
@@ -76,6 +85,14 @@ pub struct Explanation {
     pub pending: Vec<PodExplanation>,
     /// Disruption decisions up to `at`, oldest first.
     pub decisions: Vec<Decision>,
+}
+
+/// Serialises a simulated time as its [`SimDuration`] text (`1h2m3s`).
+///
+/// # Errors
+/// The serializer's.
+pub fn as_sim_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&SimDuration(*d))
 }
 
 /// Explains the store's state at simulated time `now`.

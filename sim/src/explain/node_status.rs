@@ -20,14 +20,17 @@ pub const BLOCKED_CURRENT_FOR: Duration = Duration::from_secs(150);
 /// The same for a NodePool's budget block (deduped for 1 minute).
 pub const BUDGET_BLOCKED_CURRENT_FOR: Duration = Duration::from_secs(90);
 
-/// Why one NodeClaim is not being disrupted (or that it is).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Why one NodeClaim is not being disrupted (or that it is). Serialised with its variant
+/// as `kind`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
 pub enum NodeStatus {
     /// Being deleted: Karpenter's disruption reason (or `deleted` without one) and since when.
     Disrupting {
         /// `Underutilized`, `Empty`, `Drifted`, `Expired`, an interruption, or `deleted`.
         reason: String,
         /// The claim's deletionTimestamp.
+        #[serde(serialize_with = "super::as_sim_duration")]
         since: Duration,
     },
     /// Launched but not initialized yet: never a disruption candidate.
@@ -45,6 +48,7 @@ pub enum NodeStatus {
         /// The reason, typed.
         reason: KarpenterReason,
         /// When it was last published.
+        #[serde(serialize_with = "super::as_sim_duration")]
         at: Duration,
     },
     /// The `Consolidatable` condition is not True: `consolidateAfter` has not elapsed since

@@ -9,14 +9,16 @@ use dovetail_world::SimDuration;
 
 use super::events::EventIndex;
 
-/// Why one pod has no node.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Why one pod has no node. Serialised with its variant as `kind`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
 pub enum PodStatus {
     /// Karpenter nominated it to a NodeClaim or Node that still exists.
     Nominated {
         /// `nodeclaim/x`, `node/y` or both, as Karpenter wrote it.
         target: String,
         /// When last nominated.
+        #[serde(serialize_with = "super::as_sim_duration")]
         at: Duration,
     },
     /// Karpenter nominated it to a NodeClaim that is gone since.
@@ -24,6 +26,7 @@ pub enum PodStatus {
         /// The claim.
         claim: String,
         /// When last nominated.
+        #[serde(serialize_with = "super::as_sim_duration")]
         at: Duration,
     },
     /// Karpenter could not schedule it (its `FailedScheduling` message: no offering, limits,
@@ -32,6 +35,7 @@ pub enum PodStatus {
         /// Karpenter's message.
         message: String,
         /// When last published (deduped for 5 minutes).
+        #[serde(serialize_with = "super::as_sim_duration")]
         at: Duration,
     },
     /// Karpenter has said nothing about it yet: waiting for the batch window or the next

@@ -289,6 +289,10 @@ fn assemble(
         }
     }
     let resource_version = store.resource_version();
+    // Why every node is still there and every pending pod pending, at the end (a world
+    // with Karpenter only: without it there is nothing to explain).
+    let explanation =
+        matches!(loaded.scenario.controller, ControllerSpec::Run(_)).then(|| crate::explain::explain(&store, end));
     drop(store);
     let mut api_calls: BTreeMap<String, u64> = BTreeMap::new();
     let mut fault_effects: BTreeMap<String, u64> = BTreeMap::new();
@@ -382,6 +386,7 @@ fn assemble(
         watch_events_observed: watch_events,
         actions: log.actions.load(Ordering::Relaxed),
         failures: log.failures.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        explanation,
     }
 }
 

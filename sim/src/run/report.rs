@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::explain::Explanation;
 use crate::scenario::SimDuration;
 
 /// One run's report.
@@ -67,6 +68,11 @@ pub struct Report {
     /// Actions that failed, with the API's answer. An action whose failure the scenario
     /// expects (`expectCode`) is not listed.
     pub failures: Vec<String>,
+    /// At the end of the run, why every NodeClaim is (not) being disrupted, why every
+    /// pending pod is pending, and the disruption decisions taken: the value `dovetail
+    /// explain` prints (see [`crate::explain`]). Left out when no controller ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Explanation>,
 }
 
 /// Invariants.
