@@ -155,6 +155,21 @@ pub fn import(inputs: &[Input], options: &Options, output: &Path) -> Result<Impo
         )
         .into());
     }
+    // Namespaces the workloads and PDBs live in, beyond those every cluster starts with:
+    // the simulated API server refuses objects in a namespace that does not exist.
+    let namespaces: std::collections::BTreeSet<&str> = imported
+        .iter()
+        .map(|w| w.namespace.as_str())
+        .chain(pdbs.iter().filter_map(|p| match p {
+            crate::scenario::Workload::Pdb(p) => Some(p.namespace.as_str()),
+            _ => None,
+        }))
+        .filter(|ns| !crate::apiserver::store::INITIAL_NAMESPACES.contains(ns))
+        .collect();
+    let namespace_manifests: Vec<Value> = namespaces
+        .iter()
+        .map(|ns| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+        .collect();
     let workloads: Vec<crate::scenario::Workload> =
         priority.into_iter().chain(imported.into_iter().map(|w| w.workload)).chain(pdbs).collect();
     let (fault_block, duration) = faults::block(options.faults);
@@ -167,7 +182,7 @@ pub fn import(inputs: &[Input], options: &Options, output: &Path) -> Result<Impo
         "name": options.name,
         "description": format!("imported from {} ({})", files.join(", "), summary.join(", ")),
         "duration": duration.to_string(),
-        "manifests": manifests.into_iter().map(|(_, m)| m).collect::<Vec<_>>(),
+        "manifests": namespace_manifests.into_iter().chain(manifests.into_iter().map(|(_, m)| m)).collect::<Vec<_>>(),
         "workloads": serde_json::to_value(&workloads).expect("workload entries serialise"),
     });
     let yaml = serde_saphyr::to_string(&body).expect("a JSON value serialises as YAML");
