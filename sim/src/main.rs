@@ -130,8 +130,11 @@ enum Command {
     /// the format cannot hold is listed on stderr and at the top of the scenario.
     Import {
         /// Dump files (YAML `kind: List`, a multi-document stream, or JSON).
-        #[arg(required = true)]
+        #[arg(required_unless_present = "kubeconfig")]
         dumps: Vec<PathBuf>,
+        /// Also read the same kinds live from the cluster this kubeconfig points at.
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
         /// Write the scenario here (atomically; default stdout).
         #[arg(long, short)]
         out: Option<PathBuf>,
@@ -184,8 +187,8 @@ fn main() -> ExitCode {
         Command::Shrink { scenario, seed, invariant, out, max_runs } => {
             cli::shrink::shrink(&cli::shrink::ShrinkArgs { scenario, seed, invariant, out, max_runs })
         }
-        Command::Import { dumps, out, name, no_faults } => {
-            cli::import::import(&cli::import::ImportArgs { dumps, out, name, no_faults })
+        Command::Import { dumps, kubeconfig, out, name, no_faults } => {
+            cli::import::import(&cli::import::ImportArgs { dumps, kubeconfig, out, name, no_faults })
         }
         Command::Bench { what, samples } => {
             cli::bench::bench(what, samples);

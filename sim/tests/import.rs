@@ -12,8 +12,10 @@ fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/import").join(name)
 }
 
+/// `shared/data/karpenter-examples`, found the way the fake cloud finds `shared/data/ec2`
+/// (beside the clone, or `$DOVETAIL_EC2_DATA/..`).
 fn examples_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/karpenter-examples")
+    dovetail_fakecloud::data_dir().expect("shared/data/ec2").join("../karpenter-examples")
 }
 
 fn input(path: &Path) -> Input {
@@ -39,7 +41,7 @@ fn import_to(dir: &Path, name: &str, files: &[PathBuf]) -> (import::Imported, Pa
 
 fn example_files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(examples_dir())
-        .expect("../shared/data/karpenter-examples beside the repository")
+        .expect("shared/data/karpenter-examples")
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();
@@ -53,7 +55,7 @@ fn the_fixture_cluster_imports_runs_and_lists_what_it_cannot_simulate() {
     let (imported, out) = import_to(&dir, "my-cluster", &[fixture("karpenter.yaml"), fixture("workloads.yaml")]);
     let unsupported: Vec<String> = imported.findings.of(Class::Unsupported).map(ToString::to_string).collect();
     for expected in [
-        "NodeOverlay//spot-discount: *:",
+        "NodeOverlay/spot-discount: *:",
         "PodDisruptionBudget/shop/shop-all: spec.selector.matchExpressions:",
         "PodDisruptionBudget/shop/cache: spec.unhealthyPodEvictionPolicy:",
         "StatefulSet/shop/cache: kind:",
@@ -62,7 +64,6 @@ fn the_fixture_cluster_imports_runs_and_lists_what_it_cannot_simulate() {
         "DaemonSet/monitoring/node-exporter: spec.template.spec.containers[0].ports[0].hostPort:",
         "Job/shop/migrate-v3: *:",
     ] {
-        let expected = expected.replace("NodeOverlay//", "NodeOverlay/");
         assert!(unsupported.iter().any(|u| u.starts_with(&expected)), "{expected} not listed in {unsupported:#?}");
     }
     // Everything listed is also at the top of the file, as comments.
@@ -113,6 +114,7 @@ fn upstream_examples_run_end_to_end_with_the_workload_dump() {
     let dir = scratch("examples-run");
     let only = std::env::var("DOVETAIL_IMPORT_EXAMPLES").ok();
     let mut ran = 0;
+    let mut failed = Vec::new();
     for f in example_files() {
         let stem = f.file_stem().unwrap().to_string_lossy().into_owned();
         if let Some(only) = &only
@@ -127,15 +129,21 @@ fn upstream_examples_run_end_to_end_with_the_workload_dump() {
         let loaded = dovetail_sim::scenario::Loaded::from_file(&out).unwrap();
         let report = run(&loaded, 1).unwrap().report;
         eprintln!("{stem}: {}", report.summary());
-        assert!(report.failures.is_empty(), "{stem}: {:?}", report.failures);
-        assert!(!report.invariants.checked.is_empty(), "{stem}: no invariant judged");
-        assert!(report.launches >= 1, "{stem}: no instance launched");
+        if !report.failures.is_empty() || report.invariants.checked.is_empty() || report.launches == 0 {
+            failed.push(format!(
+                "{stem}: failures {:?}, {} invariants checked, {} launches",
+                report.failures,
+                report.invariants.checked.len(),
+                report.launches
+            ));
+        }
         ran += 1;
     }
     assert!(ran >= 1, "no example selected");
+    assert!(failed.is_empty(), "{failed:#?}");
 }
 
-/// The examples run by default (each is a 41-minute simulated run); set
+/// The examples run by default (each is a 41-minute simulated run, about 35 s of wall time in the dev profile); set
 /// `DOVETAIL_IMPORT_EXAMPLES=all` (or a comma-separated list of stems) for the others.
 const RUN_BY_DEFAULT: &[&str] = &["general-purpose", "spot", "multiple-arch", "bottlerocket"];
 

@@ -13,6 +13,8 @@ use super::failure::Failure;
 pub struct ImportArgs {
     /// Dump files (`kubectl get ... -A -o yaml` or `-o json`), read in order.
     pub dumps: Vec<PathBuf>,
+    /// A kubeconfig to read the same kinds from, live (after the dumps).
+    pub kubeconfig: Option<PathBuf>,
     /// Where to write the scenario (default: stdout).
     pub out: Option<PathBuf>,
     /// The scenario's name (default: the output file's stem, else `imported`).
@@ -29,6 +31,18 @@ pub fn import(args: &ImportArgs) -> Result<(), Failure> {
             .with_context(|| format!("{}: cannot read the dump", path.display()))
             .map_err(Failure::invalid)?;
         inputs.push(Input { path: path.clone(), text });
+    }
+    if let Some(kubeconfig) = &args.kubeconfig {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("starting the runtime for the live read")
+            .map_err(Failure::crash)?;
+        let fetched = rt.block_on(import::live::fetch(kubeconfig)).map_err(Failure::invalid)?;
+        if !fetched.not_served.is_empty() {
+            eprintln!("not served by the cluster (skipped): {}", fetched.not_served.join(", "));
+        }
+        inputs.push(fetched.input);
     }
     let name = args.name.clone().unwrap_or_else(|| {
         args.out

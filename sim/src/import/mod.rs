@@ -11,6 +11,7 @@ pub mod dump;
 pub mod error;
 pub mod faults;
 pub mod findings;
+pub mod live;
 pub mod manifests;
 pub mod names;
 pub mod output;
