@@ -189,7 +189,9 @@ fn a_malformed_dump_names_file_item_and_field_and_writes_nothing() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("bad-dump.yaml: items[0] (Deployment default/web): spec.template.spec.containers[0].resources.requests.cpu"),
+        stderr.contains(
+            "bad-dump.yaml: items[0] (Deployment default/web): spec.template.spec.containers[0].resources.requests.cpu"
+        ),
         "{stderr}"
     );
     assert!(!out.exists(), "nothing written");

@@ -45,7 +45,9 @@ fn a_served_cluster_imports_back_through_its_kubeconfig() {
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
     assert!(last.contains("wrote"), "{last}");
-    for expected in ["1 NodePool", "1 EC2NodeClass", "3 Deployment", "1 DaemonSet", "2 PodDisruptionBudget", "2 PriorityClass"] {
+    for expected in
+        ["1 NodePool", "1 EC2NodeClass", "3 Deployment", "1 DaemonSet", "2 PodDisruptionBudget", "2 PriorityClass"]
+    {
         assert!(last.contains(expected), "{expected} not in: {last}");
     }
     assert!(last.contains("not served by the cluster (skipped): nodeoverlays.karpenter.sh"), "{last}");

@@ -60,7 +60,12 @@ pub fn import(args: &ImportArgs) -> Result<(), Failure> {
             import::output::write_atomic(out, &imported.text)
                 .with_context(|| format!("{}: cannot write the scenario", out.display()))
                 .map_err(Failure::crash)?;
-            eprintln!("wrote {} ({}); run it: dovetail run {} --seed 1", out.display(), counts.join(", "), out.display());
+            eprintln!(
+                "wrote {} ({}); run it: dovetail run {} --seed 1",
+                out.display(),
+                counts.join(", "),
+                out.display()
+            );
         }
         None => {
             std::io::stdout().write_all(imported.text.as_bytes()).context("writing stdout").map_err(Failure::crash)?;

@@ -64,7 +64,8 @@ impl Item {
 pub fn parse(file: &Path, text: &str) -> Result<Vec<Item>, ImportError> {
     let trimmed = text.trim_start();
     let docs: Vec<Value> = if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        let v: Value = serde_json::from_str(text).map_err(|e| ImportError::file(file, format!("not valid JSON: {e}")))?;
+        let v: Value =
+            serde_json::from_str(text).map_err(|e| ImportError::file(file, format!("not valid JSON: {e}")))?;
         match v {
             Value::Array(a) => a,
             v => vec![v],
@@ -82,8 +83,8 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<Item>, ImportError> {
             continue;
         }
         let at = if many { format!("document {}", d + 1) } else { String::new() };
-        let is_list = doc.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List"))
-            && doc.get("items").is_some();
+        let is_list =
+            doc.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List")) && doc.get("items").is_some();
         if is_list {
             let items = match doc.get("items") {
                 Some(Value::Array(items)) => items.clone(),
@@ -120,7 +121,9 @@ fn check(item: Item) -> Result<Item, ImportError> {
     }
     match item.object.pointer("/metadata/name") {
         Some(Value::String(s)) if !s.is_empty() => {}
-        Some(v) => return Err(item.error("metadata.name", format!("must be a non-empty string (found {})", type_name(v)))),
+        Some(v) => {
+            return Err(item.error("metadata.name", format!("must be a non-empty string (found {})", type_name(v))));
+        }
         None => return Err(item.error("metadata.name", "Required value")),
     }
     Ok(item)
@@ -146,17 +149,23 @@ mod tests {
     fn lists_and_streams_flatten_with_their_positions() {
         let list = "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: A, metadata: {name: a}}\n- {apiVersion: v1, kind: B, metadata: {name: b, namespace: x}}\n";
         let items = parse(Path::new("d.yaml"), list).unwrap();
-        assert_eq!(items.iter().map(|i| (i.at.as_str(), i.label())).collect::<Vec<_>>(), [("items[0]", "A/a".to_string()), ("items[1]", "B/x/b".to_string())]);
-        let stream = "apiVersion: v1\nkind: A\nmetadata: {name: a}\n---\napiVersion: v1\nkind: B\nmetadata: {name: b}\n";
+        assert_eq!(
+            items.iter().map(|i| (i.at.as_str(), i.label())).collect::<Vec<_>>(),
+            [("items[0]", "A/a".to_string()), ("items[1]", "B/x/b".to_string())]
+        );
+        let stream =
+            "apiVersion: v1\nkind: A\nmetadata: {name: a}\n---\napiVersion: v1\nkind: B\nmetadata: {name: b}\n";
         let items = parse(Path::new("d.yaml"), stream).unwrap();
         assert_eq!(items[1].at, "document 2");
-        let json = r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"A","metadata":{"name":"a"}}]}"#;
+        let json =
+            r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"A","metadata":{"name":"a"}}]}"#;
         assert_eq!(parse(Path::new("d.json"), json).unwrap()[0].at, "items[0]");
     }
 
     #[test]
     fn a_nameless_item_is_named_by_file_position_and_field() {
-        let list = "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: apps/v1, kind: Deployment, metadata: {namespace: x}}\n";
+        let list =
+            "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: apps/v1, kind: Deployment, metadata: {namespace: x}}\n";
         let err = parse(Path::new("d.yaml"), list).unwrap_err();
         assert_eq!(err.to_string(), "d.yaml: items[0] (Deployment x/): metadata.name: Required value");
         let err = parse(Path::new("d.yaml"), "a: [b\n").unwrap_err();

@@ -23,7 +23,13 @@ pub struct ImportError {
 impl ImportError {
     /// An error about the file as a whole.
     pub fn file(file: impl Into<PathBuf>, problem: impl Into<String>) -> Self {
-        Self { file: file.into(), item: String::new(), object: String::new(), field: String::new(), problem: problem.into() }
+        Self {
+            file: file.into(),
+            item: String::new(),
+            object: String::new(),
+            field: String::new(),
+            problem: problem.into(),
+        }
     }
 }
 

@@ -3,9 +3,9 @@
 //! scenarios' syntax (`scenarios/spot-storm.yaml`, `scenarios/steady-web.yaml`), then the
 //! phases and a duration that leave the liveness invariants their full window.
 
-use crate::scenario::liveness_window;
-use crate::scenario::invariants::InvariantConfig;
 use crate::scenario::SimDuration;
+use crate::scenario::invariants::InvariantConfig;
+use crate::scenario::liveness_window;
 use std::time::Duration;
 
 /// When the default faults heal.

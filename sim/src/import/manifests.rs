@@ -18,8 +18,16 @@ use super::findings::{Class, Findings};
 /// The cluster name the simulated cloud tags its subnets and security groups with.
 pub const SIM_CLUSTER: &str = "dovetail";
 
-const SERVER_METADATA: &[&str] =
-    &["uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"];
+const SERVER_METADATA: &[&str] = &[
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "managedFields",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+];
 
 const SERVER_ANNOTATIONS: &[&str] = &[
     "kubectl.kubernetes.io/last-applied-configuration",
@@ -63,16 +71,27 @@ pub fn fit_to_cloud(node_class: &mut Value, object: &str, findings: &mut Finding
     for field in ["subnetSelectorTerms", "securityGroupSelectorTerms"] {
         if spec.get(field) != Some(&discovery) {
             let was = spec.get(field).map_or_else(|| "unset".to_string(), compact);
-            findings.push(Class::Changed, object, format!("spec.{field}"), format!("{was} became [{{tags: {{karpenter.sh/discovery: {SIM_CLUSTER}}}}}]"));
+            findings.push(
+                Class::Changed,
+                object,
+                format!("spec.{field}"),
+                format!("{was} became [{{tags: {{karpenter.sh/discovery: {SIM_CLUSTER}}}}}]"),
+            );
             spec.insert(field.into(), discovery.clone());
         }
     }
     let al2023 = spec.get("amiSelectorTerms").and_then(Value::as_array).is_some_and(|terms| {
-        !terms.is_empty() && terms.iter().all(|t| t.get("alias").and_then(Value::as_str).is_some_and(|a| a.starts_with("al2023@")))
+        !terms.is_empty()
+            && terms.iter().all(|t| t.get("alias").and_then(Value::as_str).is_some_and(|a| a.starts_with("al2023@")))
     });
     if !al2023 {
         let was = spec.get("amiSelectorTerms").map_or_else(|| "unset".to_string(), compact);
-        findings.push(Class::Changed, object, "spec.amiSelectorTerms", format!("{was} became [{{alias: al2023@latest}}]: the simulated cloud has only the EKS AL2023 AMIs"));
+        findings.push(
+            Class::Changed,
+            object,
+            "spec.amiSelectorTerms",
+            format!("{was} became [{{alias: al2023@latest}}]: the simulated cloud has only the EKS AL2023 AMIs"),
+        );
         spec.insert("amiSelectorTerms".into(), json!([{"alias": "al2023@latest"}]));
         if spec.remove("userData").is_some() {
             findings.push(Class::Changed, object, "spec.userData", "dropped with the AMI family it was written for");
@@ -100,7 +119,10 @@ mod tests {
             "spec": {"limits": {"cpu": "10"}}, "status": {"resources": {}},
         });
         strip(&mut np);
-        assert_eq!(np, json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "a", "annotations": {"team": "x"}}, "spec": {"limits": {"cpu": "10"}}}));
+        assert_eq!(
+            np,
+            json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "a", "annotations": {"team": "x"}}, "spec": {"limits": {"cpu": "10"}}})
+        );
     }
 
     #[test]

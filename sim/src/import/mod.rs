@@ -112,11 +112,21 @@ pub fn import(inputs: &[Input], options: &Options, output: &Path) -> Result<Impo
                         return Err(item
                             .error(
                                 "metadata.name",
-                                format!("a different {} named {} is already in {} {}", item.kind(), item.name(), first.file.display(), first.at),
+                                format!(
+                                    "a different {} named {} is already in {} {}",
+                                    item.kind(),
+                                    item.name(),
+                                    first.file.display(),
+                                    first.at
+                                ),
                             )
                             .into());
                     }
-                    findings.unsupported(&object, "*", format!("the same object is also in {} {}: imported once", first.file.display(), first.at));
+                    findings.unsupported(
+                        &object,
+                        "*",
+                        format!("the same object is also in {} {}: imported once", first.file.display(), first.at),
+                    );
                     continue;
                 }
                 *counts.entry(item.kind().to_string()).or_default() += 1;

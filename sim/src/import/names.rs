@@ -29,7 +29,9 @@ impl Names {
                 Class::Changed,
                 object,
                 "metadata.name",
-                format!("renamed {candidate}: another {kind} entry is already named {name} (scenario names are per kind)"),
+                format!(
+                    "renamed {candidate}: another {kind} entry is already named {name} (scenario names are per kind)"
+                ),
             );
         }
         self.taken.insert((kind.to_string(), candidate.clone()));

@@ -16,7 +16,8 @@ pub fn validate(path: &Path, text: &str) -> Result<Loaded, LoadError> {
 /// Writes `text` to `path` atomically.
 pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "scenario.yaml".into());
+    let file_name =
+        path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "scenario.yaml".into());
     let tmp = dir.join(format!(".{file_name}.import-{}.tmp", std::process::id()));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;

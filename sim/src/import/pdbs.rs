@@ -15,7 +15,12 @@ use super::workloads::Imported;
 use crate::scenario::workloads::{PdbSpec, Workload};
 
 /// Converts one PDB; `Ok(None)` when it cannot be expressed (listed).
-pub fn convert(item: &Item, workloads: &[Imported], names: &mut Names, findings: &mut Findings) -> Result<Option<Workload>, ImportError> {
+pub fn convert(
+    item: &Item,
+    workloads: &[Imported],
+    names: &mut Names,
+    findings: &mut Findings,
+) -> Result<Option<Workload>, ImportError> {
     let object = item.label();
     let namespace = item.namespace().unwrap_or("default").to_string();
     let spec = item.object.get("spec").ok_or_else(|| item.error("spec", "Required value"))?;
@@ -23,8 +28,13 @@ pub fn convert(item: &Item, workloads: &[Imported], names: &mut Names, findings:
         match spec.get(field) {
             None | Some(Value::Null) => Ok(None),
             Some(v @ Value::Number(n)) if n.as_u64().is_some() => Ok(Some(v.clone())),
-            Some(Value::String(s)) if s.ends_with('%') && s[..s.len() - 1].parse::<u32>().is_ok() => Ok(Some(Value::String(s.clone()))),
-            Some(v) => Err(item.error(format!("spec.{field}"), format!("{v} is neither a non-negative integer nor a percentage like \"20%\""))),
+            Some(Value::String(s)) if s.ends_with('%') && s[..s.len() - 1].parse::<u32>().is_ok() => {
+                Ok(Some(Value::String(s.clone())))
+            }
+            Some(v) => Err(item.error(
+                format!("spec.{field}"),
+                format!("{v} is neither a non-negative integer nor a percentage like \"20%\""),
+            )),
         }
     };
     let (max_unavailable, min_available) = (budget("maxUnavailable")?, budget("minAvailable")?);
@@ -40,14 +50,22 @@ pub fn convert(item: &Item, workloads: &[Imported], names: &mut Names, findings:
     }
     let selector = spec.get("selector");
     if selector.and_then(|s| s.get("matchExpressions")).and_then(Value::as_array).is_some_and(|e| !e.is_empty()) {
-        findings.unsupported(&object, "spec.selector.matchExpressions", "the format takes matchLabels only: not imported");
+        findings.unsupported(
+            &object,
+            "spec.selector.matchExpressions",
+            "the format takes matchLabels only: not imported",
+        );
         return Ok(None);
     }
     let match_labels: BTreeMap<String, String> = match selector.and_then(|s| s.get("matchLabels")) {
         None | Some(Value::Null) => BTreeMap::new(),
         Some(Value::Object(m)) => m
             .iter()
-            .map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())).ok_or_else(|| item.error(format!("spec.selector.matchLabels.{k}"), "must be a string")))
+            .map(|(k, v)| {
+                v.as_str()
+                    .map(|s| (k.clone(), s.to_string()))
+                    .ok_or_else(|| item.error(format!("spec.selector.matchLabels.{k}"), "must be a string"))
+            })
             .collect::<Result<_, _>>()?,
         Some(_) => return Err(item.error("spec.selector.matchLabels", "must be a mapping")),
     };
@@ -62,9 +80,19 @@ pub fn convert(item: &Item, workloads: &[Imported], names: &mut Names, findings:
         (Some(only.workload.name().to_string()), None)
     } else {
         if matched.is_empty() {
-            findings.push(Class::Changed, &object, "spec.selector", "selects no imported workload's pods: kept as it is");
+            findings.push(
+                Class::Changed,
+                &object,
+                "spec.selector",
+                "selects no imported workload's pods: kept as it is",
+            );
         } else if match_labels.contains_key("app") {
-            findings.push(Class::Changed, &object, "spec.selector.matchLabels.app", "imported pods are labelled app: <workload name>: check it still selects them");
+            findings.push(
+                Class::Changed,
+                &object,
+                "spec.selector.matchLabels.app",
+                "imported pods are labelled app: <workload name>: check it still selects them",
+            );
         }
         (None, Some(match_labels))
     };

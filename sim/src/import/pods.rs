@@ -62,8 +62,13 @@ const INERT: &[&str] = &[
 
 /// Labels the API server or a workload controller puts on templates; they name the live
 /// object (a Job's uid) and are dropped.
-const SERVER_LABELS: &[&str] =
-    &["controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name", "pod-template-hash"];
+const SERVER_LABELS: &[&str] = &[
+    "controller-uid",
+    "batch.kubernetes.io/controller-uid",
+    "job-name",
+    "batch.kubernetes.io/job-name",
+    "pod-template-hash",
+];
 
 /// Converts `template` (the object's `spec.template`, found at `path`) for workload `name`
 /// (pods labelled `app: <name>` in the scenario). `object` names it in findings.
@@ -85,18 +90,32 @@ pub fn template(
     }
     let (req, others) = requests::pod(spec, &spec_path)?;
     for r in others {
-        findings.unsupported(object, format!("{spec_path}.containers[*].resources[{r}]"), "only cpu and memory requests are simulated");
+        findings.unsupported(
+            object,
+            format!("{spec_path}.containers[*].resources[{r}]"),
+            "only cpu and memory requests are simulated",
+        );
     }
     let cpu = if req.cpu_milli > 0 {
         req.cpu_milli
     } else {
-        findings.push(Class::Assumed, object, format!("{spec_path}.containers[*].resources.requests.cpu"), "none set; 1m (the format needs a positive request)");
+        findings.push(
+            Class::Assumed,
+            object,
+            format!("{spec_path}.containers[*].resources.requests.cpu"),
+            "none set; 1m (the format needs a positive request)",
+        );
         1
     };
     let memory = if req.memory > 0 {
         req.memory
     } else {
-        findings.push(Class::Assumed, object, format!("{spec_path}.containers[*].resources.requests.memory"), "none set; 1Mi (the format needs a positive request)");
+        findings.push(
+            Class::Assumed,
+            object,
+            format!("{spec_path}.containers[*].resources.requests.memory"),
+            "none set; 1Mi (the format needs a positive request)",
+        );
         1 << 20
     };
     unsupported_spec_fields(spec, &spec_path, object, findings);
@@ -117,7 +136,8 @@ pub fn template(
         labels.remove("app");
     }
     labels.remove("app");
-    let mut annotations = string_map(template.pointer("/metadata/annotations"), &format!("{path}.metadata.annotations"))?;
+    let mut annotations =
+        string_map(template.pointer("/metadata/annotations"), &format!("{path}.metadata.annotations"))?;
     let do_not_disrupt = annotations.remove(DO_NOT_DISRUPT).is_some_and(|v| v == "true");
     let node_selector = string_map(spec.get("nodeSelector"), &format!("{spec_path}.nodeSelector"))?;
     let tolerations = match spec.get("tolerations") {
@@ -130,7 +150,8 @@ pub fn template(
         Some(Value::Array(a)) => a.clone(),
         Some(_) => return Err(FieldProblem::new(format!("{spec_path}.topologySpreadConstraints"), "must be a list")),
     };
-    let affinity = spec.get("affinity").filter(|a| !a.is_null() && a.as_object().is_none_or(|m| !m.is_empty())).cloned();
+    let affinity =
+        spec.get("affinity").filter(|a| !a.is_null() && a.as_object().is_none_or(|m| !m.is_empty())).cloned();
     let priority_class_name = match spec.get("priorityClassName") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
@@ -179,14 +200,25 @@ fn unsupported_spec_fields(spec: &Value, path: &str, object: &str, findings: &mu
     }
     for (i, vol) in map.get("volumes").and_then(Value::as_array).map_or(&[][..], Vec::as_slice).iter().enumerate() {
         if vol.get("persistentVolumeClaim").is_some() || vol.get("ephemeral").is_some() {
-            findings.unsupported(object, format!("{path}.volumes[{i}]"), "volumes and their zone topology are not simulated");
+            findings.unsupported(
+                object,
+                format!("{path}.volumes[{i}]"),
+                "volumes and their zone topology are not simulated",
+            );
         }
     }
     for list in ["containers", "initContainers"] {
-        for (c, container) in map.get(list).and_then(Value::as_array).map_or(&[][..], Vec::as_slice).iter().enumerate() {
-            for (p, port) in container.get("ports").and_then(Value::as_array).map_or(&[][..], Vec::as_slice).iter().enumerate() {
+        for (c, container) in map.get(list).and_then(Value::as_array).map_or(&[][..], Vec::as_slice).iter().enumerate()
+        {
+            for (p, port) in
+                container.get("ports").and_then(Value::as_array).map_or(&[][..], Vec::as_slice).iter().enumerate()
+            {
                 if port.get("hostPort").is_some_and(|h| !h.is_null()) {
-                    findings.unsupported(object, format!("{path}.{list}[{c}].ports[{p}].hostPort"), "host ports are not simulated");
+                    findings.unsupported(
+                        object,
+                        format!("{path}.{list}[{c}].ports[{p}].hostPort"),
+                        "host ports are not simulated",
+                    );
                 }
             }
         }
@@ -201,10 +233,15 @@ fn string_map(v: Option<&Value>, path: &str) -> Result<BTreeMap<String, String>,
             .iter()
             .map(|(k, v)| match v {
                 Value::String(s) => Ok((k.clone(), s.clone())),
-                other => Err(FieldProblem::new(format!("{path}.{k}"), format!("must be a string (found {})", super::dump::type_name(other)))),
+                other => Err(FieldProblem::new(
+                    format!("{path}.{k}"),
+                    format!("must be a string (found {})", super::dump::type_name(other)),
+                )),
             })
             .collect(),
-        Some(other) => Err(FieldProblem::new(path, format!("must be a mapping (found {})", super::dump::type_name(other)))),
+        Some(other) => {
+            Err(FieldProblem::new(path, format!("must be a mapping (found {})", super::dump::type_name(other))))
+        }
     }
 }
 

@@ -20,9 +20,15 @@ pub fn convert(item: &Item, names: &mut Names, findings: &mut Findings) -> Resul
         .and_then(|v| i32::try_from(v).ok())
         .ok_or_else(|| item.error("value", "must be a 32-bit integer"))?;
     if item.object.get("globalDefault").and_then(Value::as_bool) == Some(true) {
-        findings.unsupported(&object, "globalDefault", "not in the scenario format: pods without a priorityClassName get priority 0");
+        findings.unsupported(
+            &object,
+            "globalDefault",
+            "not in the scenario format: pods without a priorityClassName get priority 0",
+        );
     }
-    if let Some(p) = item.object.get("preemptionPolicy").and_then(Value::as_str).filter(|p| *p != "PreemptLowerPriority") {
+    if let Some(p) =
+        item.object.get("preemptionPolicy").and_then(Value::as_str).filter(|p| *p != "PreemptLowerPriority")
+    {
         findings.unsupported(&object, "preemptionPolicy", format!("{p} is not in the scenario format"));
     }
     let name = names.claim("priorityClass", item.name(), "", &object, findings);

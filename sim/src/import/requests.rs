@@ -47,7 +47,12 @@ pub fn container(c: &Value, path: &str) -> Result<(Requests, Vec<String>), Field
         let text = match v {
             Value::String(s) => s.clone(),
             Value::Number(n) => n.to_string(),
-            other => return Err(FieldProblem::new(field, format!("must be a quantity (found {})", super::dump::type_name(other)))),
+            other => {
+                return Err(FieldProblem::new(
+                    field,
+                    format!("must be a quantity (found {})", super::dump::type_name(other)),
+                ));
+            }
         };
         let parsed = if milli { parse_milli(&text) } else { parse_value(&text) };
         match parsed {
@@ -119,7 +124,8 @@ mod tests {
 
     #[test]
     fn app_containers_sum_and_an_init_container_counts_when_larger() {
-        let spec = json!({"containers": [req("250m", "256Mi"), req("500m", "256Mi")], "initContainers": [req("2", "64Mi")]});
+        let spec =
+            json!({"containers": [req("250m", "256Mi"), req("500m", "256Mi")], "initContainers": [req("2", "64Mi")]});
         let (r, _) = pod(&spec, "spec").unwrap();
         assert_eq!(r, Requests { cpu_milli: 2000, memory: 512 << 20 });
     }

@@ -14,9 +14,9 @@ use super::error::{FieldProblem, ImportError};
 use super::findings::{Class, Findings};
 use super::names::Names;
 use super::pods;
+use crate::scenario::SimDuration;
 use crate::scenario::dist::Dist;
 use crate::scenario::workloads::{DaemonSetSpec, DeploymentSpec, JobSpec, Replicas, Workload};
-use crate::scenario::SimDuration;
 
 /// How long an imported Job's pods run.
 pub const DEFAULT_RUN_FOR: std::time::Duration = std::time::Duration::from_secs(600);
@@ -60,9 +60,17 @@ pub fn convert(item: &Item, names: &mut Names, findings: &mut Findings) -> Resul
     let workload = match kind {
         "Deployment" | "StatefulSet" => {
             if kind == "StatefulSet" {
-                findings.unsupported(&object, "kind", "simulated as a Deployment of the same pods (no ordinal names or ordered start)");
+                findings.unsupported(
+                    &object,
+                    "kind",
+                    "simulated as a Deployment of the same pods (no ordinal names or ordered start)",
+                );
                 if spec.get("volumeClaimTemplates").and_then(Value::as_array).is_some_and(|v| !v.is_empty()) {
-                    findings.unsupported(&object, "spec.volumeClaimTemplates", "volumes and their zone topology are not simulated");
+                    findings.unsupported(
+                        &object,
+                        "spec.volumeClaimTemplates",
+                        "volumes and their zone topology are not simulated",
+                    );
                 }
             }
             if spec.get("paused").and_then(Value::as_bool) == Some(true) {
@@ -70,23 +78,26 @@ pub fn convert(item: &Item, names: &mut Names, findings: &mut Findings) -> Resul
             }
             let replicas = match spec.get("replicas") {
                 None | Some(Value::Null) => 1,
-                Some(v) => v
-                    .as_u64()
-                    .and_then(|n| u32::try_from(n).ok())
-                    .ok_or_else(|| item.error("spec.replicas", format!("must be a non-negative integer (found {v})")))?,
+                Some(v) => v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(|| {
+                    item.error("spec.replicas", format!("must be a non-negative integer (found {v})"))
+                })?,
             };
-            Workload::Deployment(DeploymentSpec { name, namespace: namespace.clone(), replicas: Replicas::Constant(replicas), spikes: Vec::new(), pod })
+            Workload::Deployment(DeploymentSpec {
+                name,
+                namespace: namespace.clone(),
+                replicas: Replicas::Constant(replicas),
+                spikes: Vec::new(),
+                pod,
+            })
         }
         "DaemonSet" => Workload::DaemonSet(DaemonSetSpec { name, namespace: namespace.clone(), pod }),
         "Job" => {
             let count = |field: &str| -> Result<Option<u32>, ImportError> {
                 match spec.get(field) {
                     None | Some(Value::Null) => Ok(None),
-                    Some(v) => v
-                        .as_u64()
-                        .and_then(|n| u32::try_from(n).ok())
-                        .map(Some)
-                        .ok_or_else(|| item.error(format!("spec.{field}"), format!("must be a non-negative integer (found {v})"))),
+                    Some(v) => v.as_u64().and_then(|n| u32::try_from(n).ok()).map(Some).ok_or_else(|| {
+                        item.error(format!("spec.{field}"), format!("must be a non-negative integer (found {v})"))
+                    }),
                 }
             };
             let parallelism = count("parallelism")?;
@@ -94,18 +105,33 @@ pub fn convert(item: &Item, names: &mut Names, findings: &mut Findings) -> Resul
             // the format's closest is `parallelism` completions at once.
             let completions = count("completions")?.or(parallelism).unwrap_or(1);
             if spec.get("completions").is_none_or(Value::is_null) && parallelism.is_some_and(|p| p > 1) {
-                findings.push(Class::Assumed, &object, "spec.completions", format!("unset (a work queue): {completions}, one per parallel pod"));
+                findings.push(
+                    Class::Assumed,
+                    &object,
+                    "spec.completions",
+                    format!("unset (a work queue): {completions}, one per parallel pod"),
+                );
             }
             findings.push(
                 Class::Assumed,
                 &object,
                 "runFor",
-                format!("{} per pod, starting at 0s (a dump has no run times or arrival schedule)", SimDuration(DEFAULT_RUN_FOR)),
+                format!(
+                    "{} per pod, starting at 0s (a dump has no run times or arrival schedule)",
+                    SimDuration(DEFAULT_RUN_FOR)
+                ),
             );
-            if item.object.pointer("/metadata/ownerReferences").and_then(Value::as_array).is_some_and(|o| {
-                o.iter().any(|r| r.get("kind").and_then(Value::as_str) == Some("CronJob"))
-            }) {
-                findings.unsupported(&object, "metadata.ownerReferences", "its CronJob's schedule is not in the dump: one run is replayed");
+            if item
+                .object
+                .pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .is_some_and(|o| o.iter().any(|r| r.get("kind").and_then(Value::as_str) == Some("CronJob")))
+            {
+                findings.unsupported(
+                    &object,
+                    "metadata.ownerReferences",
+                    "its CronJob's schedule is not in the dump: one run is replayed",
+                );
             }
             Workload::Job(JobSpec {
                 name,
