@@ -64,7 +64,7 @@ fn the_fixture_cluster_imports_runs_and_lists_what_it_cannot_simulate() {
         "DaemonSet/monitoring/node-exporter: spec.template.spec.containers[0].ports[0].hostPort:",
         "Job/shop/migrate-v3: *:",
     ] {
-        assert!(unsupported.iter().any(|u| u.starts_with(&expected)), "{expected} not listed in {unsupported:#?}");
+        assert!(unsupported.iter().any(|u| u.starts_with(expected)), "{expected} not listed in {unsupported:#?}");
     }
     // Everything listed is also at the top of the file, as comments.
     for u in &unsupported {
