@@ -11,6 +11,7 @@ pub mod controller_host;
 pub mod explain;
 pub mod faults;
 pub mod generate;
+pub mod import;
 pub mod invariants;
 pub mod kube_client;
 pub mod oracle;

@@ -133,6 +133,26 @@ enum Command {
         #[arg(long, value_parser = dovetail_sim::scenario::SimDuration::parse)]
         at: Option<dovetail_sim::scenario::SimDuration>,
     },
+    /// Turn a cluster dump (`kubectl get nodepools,ec2nodeclasses,nodeoverlays,deployments,
+    /// statefulsets,daemonsets,jobs,pdbs,priorityclasses -A -o yaml`) into a scenario; what
+    /// the format cannot hold is listed on stderr and at the top of the scenario.
+    Import {
+        /// Dump files (YAML `kind: List`, a multi-document stream, or JSON).
+        #[arg(required_unless_present = "kubeconfig")]
+        dumps: Vec<PathBuf>,
+        /// Also read the same kinds live from the cluster this kubeconfig points at.
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+        /// Write the scenario here (atomically; default stdout).
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+        /// The scenario's name (default: the output file's stem).
+        #[arg(long)]
+        name: Option<String>,
+        /// Leave out the default fault mix (spot storm, API-server errors).
+        #[arg(long)]
+        no_faults: bool,
+    },
     /// Measure the simulator's speed.
     Bench {
         /// What to measure.
@@ -179,6 +199,9 @@ fn main() -> ExitCode {
         }
         Command::Shrink { scenario, seed, invariant, out, max_runs } => {
             cli::shrink::shrink(&cli::shrink::ShrinkArgs { scenario, seed, invariant, out, max_runs })
+        }
+        Command::Import { dumps, kubeconfig, out, name, no_faults } => {
+            cli::import::import(&cli::import::ImportArgs { dumps, kubeconfig, out, name, no_faults })
         }
         Command::Bench { what, samples } => {
             cli::bench::bench(what, samples);

@@ -5,6 +5,7 @@ pub mod compare;
 pub mod explain;
 pub mod failure;
 pub mod gap_stats;
+pub mod import;
 pub mod merge;
 pub mod run;
 pub mod serve;
