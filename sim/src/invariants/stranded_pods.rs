@@ -1,7 +1,9 @@
 //! `strandedPods`: after faults heal, a pending pod that some allowed offering could host
 //! (a NodePool it tolerates, whose requirements and the pod's node selector and required
 //! affinity agree, with room after DaemonSet overhead) is bound within `boundWithin`
-//! (counted from the heal or its creation, whichever is later). A pod with a
+//! (counted from the heal, its creation, or when it last became hostable, whichever is
+//! latest: a pod no offering could host — its pool at its limits, say — is not Karpenter's
+//! to place until one can, re-checked every [`RECHECK`]). A pod with a
 //! `DoNotSchedule` zone spread is hostable only in a zone that keeps the skew as Karpenter
 //! counts it ([`crate::oracle::zone_spread`], with the upstream lines): Karpenter leaves a
 //! pod pending when only zones no pool of its can launch in would keep it. An offering
@@ -30,6 +32,10 @@ pub type PoolOfferings = Vec<(String, Vec<Offering>)>;
 #[derive(Default)]
 pub struct StrandedPods {
     reported: BTreeSet<String>,
+    /// Pod uid → since when it has been hostable without a break (as last re-checked).
+    hostable_since: std::collections::BTreeMap<String, Duration>,
+    /// When every waiting pod was last re-checked.
+    checked_at: Option<Duration>,
     /// Offerings per pool, refreshed at most once a minute (prices and capacity drift).
     offerings: Option<(Duration, PoolOfferings)>,
 }
@@ -44,6 +50,9 @@ impl StrandedPods {
         hosting_offering(ctx, per_pool, pod)
     }
 }
+
+/// How often each waiting pod's hostability is re-checked.
+const RECHECK: Duration = Duration::from_secs(10);
 
 /// The offerings each NodePool allows now.
 pub fn pool_offerings(ctx: &Ctx<'_>) -> PoolOfferings {
@@ -188,11 +197,27 @@ impl Invariant for StrandedPods {
         let Some(healed) = ctx.healed_at else { return };
         let limit = ctx.config.stranded_pods.bound_within.0;
         let now = ctx.view.now;
+        if self.checked_at.is_none_or(|at| now >= at + RECHECK) {
+            // A pod first found hostable now may have been since it was created, if that
+            // was after the previous check.
+            let previous = self.checked_at.replace(now).unwrap_or_default();
+            let waiting: Vec<&PodView> =
+                ctx.pods.iter().filter(|p| waits_for_a_node(p) && !self.reported.contains(&p.uid)).collect();
+            let mut since = std::collections::BTreeMap::new();
+            for pod in waiting {
+                if self.hosting_offering(ctx, pod).is_some() {
+                    let first = pod.created.max(previous);
+                    since.insert(pod.uid.clone(), self.hostable_since.get(&pod.uid).copied().unwrap_or(first));
+                }
+            }
+            self.hostable_since = since;
+        }
+        let clock = |p: &PodView, hostable: Duration| p.created.max(healed).max(hostable);
         let overdue: Vec<&PodView> = ctx
             .pods
             .iter()
             .filter(|p| waits_for_a_node(p))
-            .filter(|p| now.saturating_sub(p.created.max(healed)) > limit)
+            .filter(|p| self.hostable_since.get(&p.uid).is_some_and(|h| now.saturating_sub(clock(p, *h)) > limit))
             .filter(|p| !self.reported.contains(&p.uid))
             .collect();
         for pod in overdue {
@@ -203,9 +228,10 @@ impl Invariant for StrandedPods {
                 at: now,
                 objects: vec![format!("Pod {}", pod.key)],
                 message: format!(
-                    "pod {} pending for {} after faults healed (limit {}) though offering {offering} could host it",
+                    "pod {} pending for {} after faults healed and while hostable (limit {}) though offering \
+                     {offering} could host it",
                     pod.key,
-                    format_duration(now.saturating_sub(pod.created.max(healed))),
+                    format_duration(now.saturating_sub(clock(pod, self.hostable_since[&pod.uid]))),
                     format_duration(limit)
                 ),
                 trace_position: ctx.view.trace_position,
