@@ -192,12 +192,16 @@ fn run_job(job: Job) -> (Option<String>, Vec<(String, &'static str)>) {
 /// `cargo test` (issue 19, "volume by default"), and back behind `--ignored` until issue 18's
 /// over-provisioning findings are closed (see the attribute).
 #[test]
-#[ignore = "issue 18 findings open. Session 7 (s7/wave) re-ran the 16 stories that failed at base seed 716913148: \
-            12 pass now (the zone anti-affinity packing, the duplicate judged once the earlier claim's fate is known, first_fit.rs, and the per-claim wave bound); still failing: \
-            overProvisioning waves 716913160 (hostname ScheduleAnyway spread: one new claim per pass), 716913169, \
-            716913177; strandedPods/convergence 716913162, 716913167, 716913170 (zone spread \
-            DoNotSchedule on a spot-only pool; not triaged); the duplicates 716913156, 716913171 pass since \
-            over_provisioning.rs ripe(): 12 of 16 pass. The 50-story sweep was not re-run. \
+#[ignore = "issue 18 findings open. Session 8 (s8/gen), 50-story sweep at base seed 716913148 (+ 7 recorded files): \
+            6 failing (was 16), 491 s wall on 2 cores. Closed by oracle fixes with upstream lines: 716913162 (pool at its \
+            CPU limit: stranded clock from when the pod became hostable) and 716913167 (DoNotSchedule zone spread over \
+            Karpenter's all-pool zone universe, oracle/zone_spread.rs); 716913169 passes. Still failing: \
+            strandedPods/convergence 716913170 (controller finding: its spread always picks the first min-count zone, \
+            us-east-1e, which the pod's pool cannot launch in, every pass; upstream's map order is random and would try \
+            us-east-1f); overProvisioning waves 716913160, 716913171, 716913177, 716913184 (not traced) and the \
+            recorded 428dd0df6df1b9bb.yaml (3 claims for 19 pods where the packing needs 1 + 1: 3 app pods at 0 s got a \
+            claim sized for them before 16 Job pods came at 1 m, and the packing packs all 19 as one pass). Base seed 1: \
+            8 failing (that recorded file + stories 6, 12, 19, 26, 42, 44, 45), all overProvisioning waves, 326 s wall. \
             Run: cargo test -p dovetail-tests --test generated -- --ignored"]
 fn recorded_and_generated_stories_hold_every_invariant() {
     let (base, source) = base_seed();

@@ -366,3 +366,75 @@ fn a_move_to_a_claim_the_pods_preference_ranks_higher_is_no_duplicate_but_leaves
         ours(&report)
     );
 }
+
+/// An unmanaged Node carrying Karpenter's `karpenter.sh/disrupted` taint, as a disruption
+/// command leaves its candidates while their replacements launch.
+fn disrupted_node(name: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name},
+        "spec": {"taints": [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]}
+    })
+}
+
+/// Puts the `karpenter.sh/disrupted` taint back on the Node `outsider`.
+async fn taint(nodes: &kube::Api<k8s_openapi::api::core::v1::Node>) -> Result<(), String> {
+    let patch = json!({"spec": {"taints": [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]}});
+    nodes
+        .patch("outsider", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch))
+        .await
+        .map_err(|e| e.to_string())
+        .map(drop)
+}
+
+/// The per-claim judgement and its replacement excuse, from outside the controller. Four
+/// arm64 pods wait (nothing here can host them, so their wave may have no node but the
+/// pool's slack). While a Node carries the `karpenter.sh/disrupted` taint (the rogue keeps
+/// putting it back: the controller strips it from a node no command holds), a second
+/// autoscaler creates four NodeClaims: they are judged as disruption replacements, not the
+/// wave's (core `disruption/queue.go` taints the candidates before it launches their
+/// replacements), and none is named. Once the taint is gone the excuse no longer applies:
+/// each of three more NodeClaims is judged when it is created, and the second is over the
+/// wave's bound.
+#[test]
+fn node_claims_created_after_the_disrupted_taint_is_gone_are_judged_against_the_wave() {
+    let (mut sim, server, cloud) = karpenter_world_full(35, Duration::from_secs(240), ClientFaults::default());
+    sim.client("rogue-autoscaler", async move {
+        tokio::time::sleep(Duration::from_secs(40)).await;
+        let client = client();
+        install(&client, &[disrupted_node("outsider")]).await?;
+        let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client.clone());
+        // Karpenter strips the taint from a node no disruption command holds (as core's
+        // disruption controller does), so the rogue puts it back every 100 ms while it
+        // creates its claims and a few seconds after.
+        for n in 0..40 {
+            taint(&nodes).await?;
+            if n % 5 == 0 && n < 20 {
+                create_claim(&client, &format!("replacement-{}", n / 5), "general-purpose").await?;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        nodes.delete("outsider", &DeleteParams::default()).await.map_err(|e| e.to_string())?;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        for n in 0..3 {
+            create_claim(&client, &format!("rogue-{n}"), "general-purpose").await?;
+        }
+        Ok(())
+    });
+    let driver = async move {
+        let client = client();
+        install(&client, &karpenter_crds()).await?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        install(&client, &[node_class(), pool("general-purpose", json!({"consolidateAfter": "Never"}))]).await?;
+        install(&client, &[pod("stuck-0"), pod("stuck-1"), pod("stuck-2"), pod("stuck-3")]).await?;
+        tokio::time::sleep(Duration::from_secs(220)).await;
+        Ok(())
+    };
+    let report = run(sim, &server, &cloud, InvariantConfig::default(), driver);
+    assert!(names(&report, "NodeClaim rogue-", "first-fit-decreasing"), "{:#?}", ours(&report));
+    assert!(
+        !report.violations.iter().any(|v| v.invariant == NAME && v.objects.iter().any(|o| o.contains("replacement-"))),
+        "claims created while a Node carries the disrupted taint are replacements: {:#?}",
+        ours(&report)
+    );
+}

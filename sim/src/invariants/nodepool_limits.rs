@@ -101,7 +101,7 @@ impl Invariant for NodePoolLimits {
 /// doc): false once its NodeClaim is deleting or `InstanceTerminating`, or its Node is
 /// deleting or carries the disruption taint; an instance with neither a claim nor a Node
 /// has no state node and no usage.
-fn counts_for_limits(view: &View, instance: &InstanceView) -> bool {
+pub(crate) fn counts_for_limits(view: &View, instance: &InstanceView) -> bool {
     let claim = instance
         .nodeclaim
         .as_deref()

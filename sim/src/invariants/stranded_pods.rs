@@ -1,16 +1,29 @@
 //! `strandedPods`: after faults heal, a pending pod that some allowed offering could host
 //! (a NodePool it tolerates, whose requirements and the pod's node selector and required
 //! affinity agree, with room after DaemonSet overhead) is bound within `boundWithin`
-//! (counted from the heal or its creation, whichever is later).
+//! (counted from the heal, its creation, or when it last became hostable, whichever is
+//! latest: a pod no offering could host — its pool at its limits, say — is not Karpenter's
+//! to place until one can, re-checked every [`RECHECK`]). A pod with a
+//! `DoNotSchedule` zone spread is hostable only in a zone that keeps the skew as Karpenter
+//! counts it ([`crate::oracle::zone_spread`], with the upstream lines): Karpenter leaves a
+//! pod pending when only zones no pool of its can launch in would keep it. An offering
+//! whose capacity is more than what its NodePool's `spec.limits` leave is no host either:
+//! Karpenter drops every instance type whose capacity exceeds the pool's remaining
+//! resources (core `pkg/controllers/provisioning/scheduling/scheduler.go`
+//! `filterByRemainingResources`, l. 1069–1085; the remainder is the limits minus each
+//! state node's capacity, `updateRemainingResources`, l. 835–842).
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use super::{Ctx, Invariant, Violation, format_duration};
+use crate::actors::quantity::{parse_milli, parse_value};
 use crate::oracle::resources::{
-    Offering, allowed_offerings, daemonset_overhead, pod_allows, pool_node_labels, tolerates_pool,
+    Offering, allowed_offerings, capacity, daemonset_overhead, pod_allows, pool_node_labels, pool_requirements,
+    priced_offerings, tolerates_pool,
 };
 use crate::oracle::view::PodView;
+use crate::oracle::zone_spread::{self, usable_zones};
 
 /// Each NodePool's name with the offerings it allows.
 pub type PoolOfferings = Vec<(String, Vec<Offering>)>;
@@ -19,6 +32,10 @@ pub type PoolOfferings = Vec<(String, Vec<Offering>)>;
 #[derive(Default)]
 pub struct StrandedPods {
     reported: BTreeSet<String>,
+    /// Pod uid → since when it has been hostable without a break (as last re-checked).
+    hostable_since: std::collections::BTreeMap<String, Duration>,
+    /// When every waiting pod was last re-checked.
+    checked_at: Option<Duration>,
     /// Offerings per pool, refreshed at most once a minute (prices and capacity drift).
     offerings: Option<(Duration, PoolOfferings)>,
 }
@@ -34,6 +51,9 @@ impl StrandedPods {
     }
 }
 
+/// How often each waiting pod's hostability is re-checked.
+const RECHECK: Duration = Duration::from_secs(10);
+
 /// The offerings each NodePool allows now.
 pub fn pool_offerings(ctx: &Ctx<'_>) -> PoolOfferings {
     let now = ctx.view.now;
@@ -45,13 +65,21 @@ pub fn pool_offerings(ctx: &Ctx<'_>) -> PoolOfferings {
 /// DaemonSet overhead; `None` when no allowed offering could host it.
 pub fn hosting_offering(ctx: &Ctx<'_>, per_pool: &PoolOfferings, pod: &PodView) -> Option<String> {
     let overhead = daemonset_pod_overhead(ctx);
+    let zones = spread_zones(ctx, pod);
     for (name, offerings) in per_pool {
         let pool = &ctx.view.pools.get(name)?.object;
         if !tolerates_pool(&pod.object, pool) {
             continue;
         }
         let extra = pool_node_labels(pool);
+        let remaining = remaining_under_limits(ctx, name, pool);
         for o in offerings {
+            if zones.as_ref().is_some_and(|zs| !zs.contains(&o.zone)) {
+                continue;
+            }
+            if !within(remaining, ctx, &o.instance_type) {
+                continue;
+            }
             let mut labels = (*o.labels).clone();
             labels.extend(extra.clone());
             if !pod_allows(&pod.object, &labels) {
@@ -65,6 +93,79 @@ pub fn hosting_offering(ctx: &Ctx<'_>, per_pool: &PoolOfferings, pod: &PodView) 
         }
     }
     None
+}
+
+/// What `pool`'s `spec.limits` on CPU (millicores) and memory (bytes) leave after the
+/// capacity of its live instances Karpenter's state counts
+/// ([`super::nodepool_limits::counts_for_limits`]); `None` for a resource without a limit.
+fn remaining_under_limits(ctx: &Ctx<'_>, name: &str, pool: &serde_json::Value) -> (Option<f64>, Option<f64>) {
+    let limit = |resource: &str| -> Option<f64> {
+        let v = pool.pointer(&format!("/spec/limits/{resource}"))?;
+        let text = v.as_str().map(str::to_string).or_else(|| v.as_i64().map(|n| n.to_string()))?;
+        let parsed = if resource == "cpu" { parse_milli(&text) } else { parse_value(&text) };
+        parsed.ok().map(|v| v as f64)
+    };
+    let (cpu, memory) = (limit("cpu"), limit("memory"));
+    if cpu.is_none() && memory.is_none() {
+        return (None, None);
+    }
+    let mut used = crate::oracle::resources::Resources::default();
+    for i in ctx.view.instances.iter().filter(|i| i.live && i.nodepool.as_deref() == Some(name)) {
+        if !super::nodepool_limits::counts_for_limits(ctx.view, i) {
+            continue;
+        }
+        if let Some(info) = ctx.cloud.catalog().get(&i.instance_type) {
+            used.add(&capacity(info));
+        }
+    }
+    (cpu.map(|c| c - used.cpu), memory.map(|m| m - used.memory))
+}
+
+/// Whether an instance type's capacity fits what the pool's limits leave.
+fn within(remaining: (Option<f64>, Option<f64>), ctx: &Ctx<'_>, instance_type: &str) -> bool {
+    ctx.cloud.catalog().get(instance_type).is_none_or(|info| fits_remaining(&capacity(info), remaining))
+}
+
+/// Whether `capacity` is at most what is `remaining` (CPU, memory) under a pool's limits.
+fn fits_remaining(capacity: &crate::oracle::resources::Resources, remaining: (Option<f64>, Option<f64>)) -> bool {
+    remaining.0.is_none_or(|r| capacity.cpu <= r) && remaining.1.is_none_or(|r| capacity.memory <= r)
+}
+
+/// The zones the pod's `DoNotSchedule` zone spreads leave it ([`usable_zones`]), over
+/// Karpenter's universe of zones: every zone any NodePool's allowed instance types are
+/// offered in (available or not) or its requirements name; `None` without such a spread.
+fn spread_zones(ctx: &Ctx<'_>, pod: &PodView) -> Option<std::collections::BTreeSet<String>> {
+    if zone_spread::zone_spreads(&pod.object).is_empty() {
+        return None;
+    }
+    let mut universe = std::collections::BTreeSet::new();
+    for p in ctx.view.pools.values() {
+        universe.extend(priced_offerings(ctx.cloud, &p.object, ctx.view.now).into_iter().map(|(o, _)| o.zone));
+        for r in pool_requirements(&p.object) {
+            if r.key == crate::oracle::first_fit::ZONE_KEY && r.operator == "In" {
+                universe.extend(r.values.iter().cloned());
+            }
+        }
+    }
+    let placed: Vec<zone_spread::Placed<'_>> = ctx
+        .pods
+        .iter()
+        .filter(|p| p.active() && !p.daemonset)
+        .filter_map(|p| {
+            let node = ctx.view.nodes.get(p.node_name.as_deref()?)?;
+            Some(zone_spread::Placed {
+                namespace: p.object["metadata"]["namespace"].as_str().unwrap_or("default"),
+                labels: p.object["metadata"]["labels"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                    .collect(),
+                node_labels: &node.labels,
+            })
+        })
+        .collect();
+    usable_zones(&pod.object, &universe, &placed)
 }
 
 /// DaemonSet overhead a new node carries: one pod's requests per DaemonSet whose pods
@@ -96,11 +197,27 @@ impl Invariant for StrandedPods {
         let Some(healed) = ctx.healed_at else { return };
         let limit = ctx.config.stranded_pods.bound_within.0;
         let now = ctx.view.now;
+        if self.checked_at.is_none_or(|at| now >= at + RECHECK) {
+            // A pod first found hostable now may have been since it was created, if that
+            // was after the previous check.
+            let previous = self.checked_at.replace(now).unwrap_or_default();
+            let waiting: Vec<&PodView> =
+                ctx.pods.iter().filter(|p| waits_for_a_node(p) && !self.reported.contains(&p.uid)).collect();
+            let mut since = std::collections::BTreeMap::new();
+            for pod in waiting {
+                if self.hosting_offering(ctx, pod).is_some() {
+                    let first = pod.created.max(previous);
+                    since.insert(pod.uid.clone(), self.hostable_since.get(&pod.uid).copied().unwrap_or(first));
+                }
+            }
+            self.hostable_since = since;
+        }
+        let clock = |p: &PodView, hostable: Duration| p.created.max(healed).max(hostable);
         let overdue: Vec<&PodView> = ctx
             .pods
             .iter()
             .filter(|p| waits_for_a_node(p))
-            .filter(|p| now.saturating_sub(p.created.max(healed)) > limit)
+            .filter(|p| self.hostable_since.get(&p.uid).is_some_and(|h| now.saturating_sub(clock(p, *h)) > limit))
             .filter(|p| !self.reported.contains(&p.uid))
             .collect();
         for pod in overdue {
@@ -111,13 +228,32 @@ impl Invariant for StrandedPods {
                 at: now,
                 objects: vec![format!("Pod {}", pod.key)],
                 message: format!(
-                    "pod {} pending for {} after faults healed (limit {}) though offering {offering} could host it",
+                    "pod {} pending for {} after faults healed and while hostable (limit {}) though offering \
+                     {offering} could host it",
                     pod.key,
-                    format_duration(now.saturating_sub(pod.created.max(healed))),
+                    format_duration(now.saturating_sub(clock(pod, self.hostable_since[&pod.uid]))),
                     format_duration(limit)
                 ),
                 trace_position: ctx.view.trace_position,
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fits_remaining;
+    use crate::oracle::resources::Resources;
+
+    /// Story 716913162: pool-0's limit of 11 CPUs with 10 in use leaves 1000m, so a 4-CPU
+    /// c1.xlarge is no host (Karpenter filters it out); with the limit unset or room left (the
+    /// excuse does not apply) it is.
+    #[test]
+    fn an_instance_type_larger_than_what_the_limits_leave_hosts_nothing() {
+        let xlarge = Resources { cpu: 4000.0, memory: 7.0 * 1024.0 * 1024.0 * 1024.0, pods: 58.0 };
+        assert!(!fits_remaining(&xlarge, (Some(1000.0), None)));
+        assert!(!fits_remaining(&xlarge, (None, Some(1024.0 * 1024.0 * 1024.0))));
+        assert!(fits_remaining(&xlarge, (None, None)));
+        assert!(fits_remaining(&xlarge, (Some(4000.0), Some(8.0 * 1024.0 * 1024.0 * 1024.0))));
     }
 }

@@ -14,6 +14,7 @@
 //! | which pending pods one provisioning pass can have seen under watch lag | [`batches`] |
 //! | the pods Karpenter nominated to NodeClaims, from its Events | [`nomination`] |
 //! | the NodeClaims Karpenter launched as replacements or disrupted, from its Events | [`disruption_events`] |
+//! | the zones a `DoNotSchedule` zone spread leaves a pending pod | [`zone_spread`] |
 
 pub mod batches;
 pub mod budget;
@@ -30,3 +31,4 @@ pub mod resources;
 pub mod template_drift;
 pub mod timestamp;
 pub mod view;
+pub mod zone_spread;
