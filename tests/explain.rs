@@ -148,6 +148,10 @@ fn check_node(
             agrees_with_oracle(&["inside consolidateAfter"]);
             "consolidateAfter"
         }
+        NodeStatus::ConsolidationDisabled => {
+            agrees_with_oracle(&["consolidateAfter: Never"]);
+            "consolidation disabled"
+        }
         NodeStatus::Karpenter { reason, .. } => {
             assert!(
                 !untaken.iter().any(|m| m.contains(&node)),

@@ -230,9 +230,41 @@ impl InstanceTypeFacts {
             found.insert(labels::INSTANCE_GPU_COUNT_LABEL.to_owned(), gpus.to_string());
         }
         found.extend(self.extra_labels.clone());
-        Requirements::from_labels(&found)
+        let mut requirements = Requirements::from_labels(&found);
+        for key in ABSENT_UNLESS_KNOWN {
+            if !requirements.has(key) {
+                requirements.add(key, Requirement::does_not_exist());
+            }
+        }
+        requirements
     }
 }
+
+/// AWS labels an instance type without the fact does *not* have: `DoesNotExist` rather than
+/// unconstrained, so a NodePool requiring e.g. `instance-local-nvme Gt 300` or
+/// `instance-gpu-count Exists` never gets a type without local NVMe or GPUs (which its claim
+/// would then drift from at once). aws/karpenter-provider-aws
+/// `pkg/providers/instancetype/types.go` `computeRequirements` starts every one of these as
+/// `DoesNotExist` and inserts the type's value when it has one.
+const ABSENT_UNLESS_KNOWN: [&str; 17] = [
+    labels::WINDOWS_BUILD_LABEL,
+    labels::INSTANCE_CPU_MANUFACTURER_LABEL,
+    labels::INSTANCE_CPU_SUSTAINED_CLOCK_SPEED_MHZ_LABEL,
+    labels::INSTANCE_EBS_BANDWIDTH_LABEL,
+    labels::INSTANCE_NETWORK_BANDWIDTH_LABEL,
+    labels::INSTANCE_CATEGORY_LABEL,
+    labels::INSTANCE_FAMILY_LABEL,
+    labels::INSTANCE_GENERATION_LABEL,
+    labels::INSTANCE_LOCAL_NVME_LABEL,
+    labels::INSTANCE_SIZE_LABEL,
+    labels::INSTANCE_GPU_NAME_LABEL,
+    labels::INSTANCE_GPU_MANUFACTURER_LABEL,
+    labels::INSTANCE_GPU_COUNT_LABEL,
+    labels::INSTANCE_GPU_MEMORY_LABEL,
+    labels::INSTANCE_ACCELERATOR_NAME_LABEL,
+    labels::INSTANCE_ACCELERATOR_MANUFACTURER_LABEL,
+    labels::INSTANCE_ACCELERATOR_COUNT_LABEL,
+];
 
 /// The EC2NodeClass settings that change capacity and overhead (§2.4), resolved once per class.
 #[derive(Clone, Debug, PartialEq)]
@@ -376,6 +408,39 @@ mod tests {
             available: true,
             reservation_id: None,
         }
+    }
+
+    /// aws `computeRequirements`: a type without local NVMe (or GPUs) has `DoesNotExist` for
+    /// those labels, so a pool asking for them never gets it; one with them keeps its value.
+    #[test]
+    fn facts_a_type_lacks_are_does_not_exist_not_unconstrained() {
+        use crate::apis::requirements::{NodeSelectorOperator, NodeSelectorRequirementWithMinValues};
+        let pool = |key: &str, operator, values: &[&str]| {
+            Requirements::from_node_selector(&[NodeSelectorRequirementWithMinValues::with_values(
+                key,
+                operator,
+                values.iter().copied(),
+            )])
+        };
+        let nvme_over_300 = pool(labels::INSTANCE_LOCAL_NVME_LABEL, NodeSelectorOperator::Gt, &["300"]);
+        let gpus = pool(labels::INSTANCE_GPU_COUNT_LABEL, NodeSelectorOperator::Exists, &[]);
+        let plain = m5_large().requirements();
+        assert!(plain.compatible(&nvme_over_300).is_err(), "m5.large has no local NVMe");
+        assert!(plain.compatible(&gpus).is_err(), "m5.large has no GPU");
+        assert!(
+            plain.compatible(&pool(labels::INSTANCE_GPU_COUNT_LABEL, NodeSelectorOperator::DoesNotExist, &[])).is_ok()
+        );
+        let mut m5d = m5_large();
+        m5d.name = "m5d.large".to_owned();
+        m5d.extra_labels.insert(labels::INSTANCE_LOCAL_NVME_LABEL.to_owned(), "75".to_owned());
+        assert!(m5d.requirements().compatible(&nvme_over_300).is_err(), "75 GB is not over 300");
+        m5d.extra_labels.insert(labels::INSTANCE_LOCAL_NVME_LABEL.to_owned(), "900".to_owned());
+        assert!(m5d.requirements().compatible(&nvme_over_300).is_ok());
+        assert_eq!(
+            m5d.requirements().single_valued_labels().get(labels::INSTANCE_LOCAL_NVME_LABEL).map(String::as_str),
+            Some("900")
+        );
+        assert!(!plain.single_valued_labels().contains_key(labels::INSTANCE_GPU_COUNT_LABEL));
     }
 
     #[test]

@@ -51,6 +51,10 @@ pub enum NodeStatus {
         #[serde(serialize_with = "super::as_sim_duration")]
         at: Duration,
     },
+    /// Its NodePool has `consolidateAfter: Never`: Karpenter never marks it Consolidatable
+    /// (core `nodeclaim/disruption/consolidation.go`), so only drift, expiry and interruption
+    /// can remove it.
+    ConsolidationDisabled,
     /// The `Consolidatable` condition is not True: `consolidateAfter` has not elapsed since
     /// the last pod change on the node.
     ConsolidateAfterPending,
@@ -68,6 +72,7 @@ impl fmt::Display for NodeStatus {
             Self::DoNotDisruptNode => write!(f, "karpenter.sh/do-not-disrupt on the node"),
             Self::DoNotDisruptPod { pod } => write!(f, "pod {pod} has karpenter.sh/do-not-disrupt"),
             Self::Karpenter { reason, at } => write!(f, "{reason} (Karpenter, {})", dovetail_world::SimDuration(*at)),
+            Self::ConsolidationDisabled => write!(f, "its NodePool has consolidateAfter: Never"),
             Self::ConsolidateAfterPending => write!(f, "consolidateAfter has not elapsed since its last pod change"),
             Self::NoReasonPublished => write!(f, "no reason published: a candidate Karpenter has not acted on"),
         }
@@ -123,6 +128,9 @@ pub fn status_of(cx: &NodeContext<'_>) -> NodeStatus {
     }
     if let Some(block) = budget_block(cx) {
         return block;
+    }
+    if cx.pool.is_some_and(|p| p["spec"]["disruption"]["consolidateAfter"] == "Never") {
+        return NodeStatus::ConsolidationDisabled;
     }
     if !condition_true(cx.claim, "Consolidatable") {
         return NodeStatus::ConsolidateAfterPending;
