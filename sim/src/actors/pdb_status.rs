@@ -402,7 +402,7 @@ mod tests {
 
     #[test]
     fn no_matching_pods_allows_no_disruption() {
-        let out = compute_status(&pdb(Some(IntOrString::Int(0)), None), &[], &deployment_of_5, at(0));
+        let out = compute_status(&pdb(Some(IntOrString::Int(0)), None), &[] as &[Pod], &deployment_of_5, at(0));
         assert_eq!((out.status.expected_pods, out.status.disruptions_allowed), (0, 0));
     }
 
