@@ -89,12 +89,23 @@ impl Store {
         key: &'a ResourceKey,
         namespace: Option<&'a str>,
     ) -> impl Iterator<Item = &'a Arc<Value>> + 'a {
+        // The type's objects are looked up once, and each dependent through one reused
+        // (namespace, name) key rather than two fresh strings per dependent: controllers
+        // call this for every owner on every pass.
+        let objects = self.objects.get(key);
+        let mut probe = (String::new(), String::new());
         self.dependents
             .get(owner_uid)
             .into_iter()
             .flatten()
             .filter(move |r| &r.key == key && namespace.is_none_or(|n| n == r.namespace))
-            .filter_map(move |r| self.objects.get(&r.key)?.get(&(r.namespace.clone(), r.name.clone())))
+            .filter_map(move |r| {
+                probe.0.clear();
+                probe.0.push_str(&r.namespace);
+                probe.1.clear();
+                probe.1.push_str(&r.name);
+                objects?.get(&probe)
+            })
             .map(|s| &s.obj)
     }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -61,7 +62,7 @@ impl KubeScheduler {
 
     fn on_node(&mut self, msg: WatchMsg, now: Duration) {
         let WatchMsg::Event(kind, obj, _) = msg else { return };
-        let Ok(node) = serde_json::from_value::<Node>((*obj).clone()) else { return };
+        let Ok(node) = Node::deserialize(&*obj) else { return };
         let name = node.metadata.name.clone().unwrap_or_default();
         let cache = self.scheduler.cache_mut();
         let event = match kind {
@@ -83,7 +84,7 @@ impl KubeScheduler {
 
     fn on_pod(&mut self, msg: WatchMsg, now: Duration) {
         let WatchMsg::Event(kind, obj, _) = msg else { return };
-        let Ok(pod) = serde_json::from_value::<Pod>((*obj).clone()) else { return };
+        let Ok(pod) = Pod::deserialize(&*obj) else { return };
         let key = PodKey::of(&pod);
         let spec = pod.spec.as_ref();
         let bound = spec.and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty());
@@ -161,7 +162,7 @@ impl Reconciler for KubeScheduler {
                 self.queue.delete(&key);
                 continue;
             };
-            let Ok(pod) = serde_json::from_value::<Pod>((*obj).clone()) else {
+            let Ok(pod) = Pod::deserialize(&*obj) else {
                 self.queue.delete(&key);
                 continue;
             };

@@ -11,7 +11,7 @@ use rand::Rng;
 use serde_json::{Value, json};
 
 use super::runtime::Reconciler;
-use super::workloads::RUN_DURATION;
+use super::workloads::{RUN_DURATION, at};
 use crate::apiserver::resources::ResourceKey;
 use crate::apiserver::store::{DeleteOptions, EventType, Part, Store, WriteOptions};
 use crate::scenario::SimDuration;
@@ -82,7 +82,7 @@ impl Reconciler for Kubelets {
     fn wakes_on(&mut self, key: &ResourceKey, event: EventType, obj: &Value) -> bool {
         key.plural != "pods"
             || event == EventType::Deleted
-            || obj.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty())
+            || at(obj, &["spec", "nodeName"]).and_then(Value::as_str).is_some_and(|n| !n.is_empty())
     }
 
     fn reconcile(&mut self, store: &mut Store, now: Duration) -> Option<Duration> {
@@ -95,31 +95,31 @@ impl Reconciler for Kubelets {
         // Shared handles, not deep copies: this runs on every pod change.
         let pods: Vec<Arc<Value>> = store
             .iter(&pods_t.key(), None)
-            .filter(|p| p.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty()))
+            .filter(|p| at(p, &["spec", "nodeName"]).and_then(Value::as_str).is_some_and(|n| !n.is_empty()))
             .cloned()
             .collect();
         let mut live = BTreeSet::new();
         for pod in pods {
+            let node = pod["spec"]["nodeName"].as_str().unwrap_or("");
+            let Some(&ready) = ready_nodes.get(node) else { continue };
+            let phase = at(&pod, &["status", "phase"]).and_then(Value::as_str).unwrap_or("Pending");
+            let want = if at(&pod, &["metadata", "deletionTimestamp"]).is_some() {
+                Some(Action::Stop)
+            } else if phase == "Pending" && ready {
+                Some(Action::Start)
+            } else if phase == "Running" && at(&pod, &["metadata", "annotations", RUN_DURATION]).is_some() {
+                Some(Action::Complete)
+            } else {
+                None
+            };
+            // Most bound pods are running with nothing to do: the key (three strings) is
+            // built only for pods with a pending action.
+            let Some(want) = want else { continue };
             let key = (
                 pod["metadata"]["namespace"].as_str().unwrap_or("").to_string(),
                 pod["metadata"]["name"].as_str().unwrap_or("").to_string(),
                 pod["metadata"]["uid"].as_str().unwrap_or("").to_string(),
             );
-            let node = pod["spec"]["nodeName"].as_str().unwrap_or("");
-            let Some(&ready) = ready_nodes.get(node) else { continue };
-            let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending").to_string();
-            let want = if pod.pointer("/metadata/deletionTimestamp").is_some() {
-                Some(Action::Stop)
-            } else if phase == "Pending" && ready {
-                Some(Action::Start)
-            } else if phase == "Running"
-                && pod.pointer(&format!("/metadata/annotations/{}", RUN_DURATION.replace('/', "~1"))).is_some()
-            {
-                Some(Action::Complete)
-            } else {
-                None
-            };
-            let Some(want) = want else { continue };
             let due = match self.timers.get(&key) {
                 Some((due, action)) if *action == want => *due,
                 _ => {
@@ -153,7 +153,7 @@ impl Reconciler for Kubelets {
 /// When a job pod that started at `status.startTime` finishes.
 fn completion_time(pod: &Value) -> Option<Duration> {
     let started = pod.pointer("/status/startTime").and_then(Value::as_str).and_then(parse_rfc3339)?;
-    let run = pod.pointer(&format!("/metadata/annotations/{}", RUN_DURATION.replace('/', "~1")))?.as_str()?;
+    let run = at(pod, &["metadata", "annotations", RUN_DURATION])?.as_str()?;
     let run = SimDuration::parse(run).ok()?.0;
     Some(started.duration_since(sim_epoch()).unwrap_or_default() + run)
 }

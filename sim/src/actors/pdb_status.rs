@@ -17,6 +17,7 @@
 //! - the `DisruptionAllowed` condition: `SufficientPods`/`InsufficientPods`, or `SyncFailed`
 //!   (with `disruptionsAllowed` forced to 0) when the expected scale cannot be determined.
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -103,12 +104,13 @@ pub fn scaled_value(value: &IntOrString, total: i32) -> Result<i32, PdbStatusErr
 }
 
 /// Pods of `pods` that the PDB selects (same namespace, selector match).
-pub fn selected_pods<'a>(pdb: &PodDisruptionBudget, pods: &'a [Pod]) -> Vec<&'a Pod> {
+pub fn selected_pods<'a, P: Borrow<Pod>>(pdb: &PodDisruptionBudget, pods: &'a [P]) -> Vec<&'a Pod> {
     let namespace = pdb.metadata.namespace.as_deref().unwrap_or("default");
     let selector = PodSelector::from_label_selector(pdb.spec.as_ref().and_then(|s| s.selector.as_ref()));
     let empty = BTreeMap::new();
     pods.iter()
-        .filter(|p| p.metadata.namespace.as_deref().unwrap_or("default") == namespace)
+        .map(Borrow::borrow)
+        .filter(|p: &&Pod| p.metadata.namespace.as_deref().unwrap_or("default") == namespace)
         .filter(|p| selector.matches(p.metadata.labels.as_ref().unwrap_or(&empty)))
         .collect()
 }
@@ -166,9 +168,11 @@ fn condition(status: &str, reason: &str, message: String, generation: Option<i64
 /// Computes the PDB's status at `now` from all pods of its namespace. `scale_of` resolves a
 /// pod's controller reference (and namespace) to its top-level controller's scale, or `None`
 /// for kinds the disruption controller does not know.
-pub fn compute_status(
+/// `pods` may be owned or shared (`Arc<Pod>`: the disruption controller keeps decoded pods
+/// between passes).
+pub fn compute_status<P: Borrow<Pod>>(
     pdb: &PodDisruptionBudget,
-    pods: &[Pod],
+    pods: &[P],
     scale_of: &dyn Fn(&OwnerReference, &str) -> Option<ControllerScale>,
     now: Timestamp,
 ) -> PdbStatusOutcome {
@@ -398,7 +402,7 @@ mod tests {
 
     #[test]
     fn no_matching_pods_allows_no_disruption() {
-        let out = compute_status(&pdb(Some(IntOrString::Int(0)), None), &[], &deployment_of_5, at(0));
+        let out = compute_status(&pdb(Some(IntOrString::Int(0)), None), &[] as &[Pod], &deployment_of_5, at(0));
         assert_eq!((out.status.expected_pods, out.status.disruptions_allowed), (0, 0));
     }
 

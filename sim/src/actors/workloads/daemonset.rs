@@ -2,6 +2,7 @@
 //! `metadata.name` and placed by the scheduler, as Kubernetes has done since 1.12.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -34,12 +35,13 @@ impl Reconciler for DaemonSetController {
     fn reconcile(&mut self, store: &mut Store, _now: Duration) -> Option<Duration> {
         let dst = ty(store, "apps", "daemonsets");
         let nodes_t = ty(store, "", "nodes");
-        let nodes: Vec<Value> = store
+        // Shared handles to the pass-start objects, not deep copies.
+        let nodes: Vec<Arc<Value>> = store
             .iter(&nodes_t.key(), None)
             .filter(|n| at(n, &["metadata", "deletionTimestamp"]).is_none())
-            .map(|n| (**n).clone())
+            .cloned()
             .collect();
-        let all: Vec<Value> = store.iter(&dst.key(), None).map(|d| (**d).clone()).collect();
+        let all: Vec<Arc<Value>> = store.iter(&dst.key(), None).cloned().collect();
         for ds in all {
             if at(&ds, &["metadata", "deletionTimestamp"]).is_none() {
                 reconcile_one(store, &ds, &nodes);
@@ -63,18 +65,18 @@ fn pinned_node(pod: &Value) -> Option<String> {
     })
 }
 
-fn reconcile_one(store: &mut Store, ds: &Value, nodes: &[Value]) {
+fn reconcile_one(store: &mut Store, ds: &Value, nodes: &[Arc<Value>]) {
     let ns = ds["metadata"]["namespace"].as_str().unwrap_or("").to_string();
     let uid = ds["metadata"]["uid"].as_str().unwrap_or("").to_string();
     let pods_t = ty(store, "", "pods");
-    let mut by_node: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let mut by_node: BTreeMap<String, Vec<Arc<Value>>> = BTreeMap::new();
     for p in controlled(store, &pods_t.key(), &ns, &uid).filter(|p| is_active(p)) {
         if let Some(n) = pinned_node(p) {
-            by_node.entry(n).or_default().push((**p).clone());
+            by_node.entry(n).or_default().push(p.clone());
         }
     }
     let template = &ds["spec"]["template"];
-    let eligible: Vec<&Value> = nodes.iter().filter(|n| should_run(template, n)).collect();
+    let eligible: Vec<&Value> = nodes.iter().map(|n| &**n).filter(|n| should_run(template, n)).collect();
     let eligible_names: Vec<String> =
         eligible.iter().map(|n| n["metadata"]["name"].as_str().unwrap_or("").to_string()).collect();
     for node in &eligible_names {
@@ -95,7 +97,7 @@ fn reconcile_one(store: &mut Store, ds: &Value, nodes: &[Value]) {
         }
     }
     let scheduled = by_node.keys().filter(|n| eligible_names.contains(n)).count();
-    let ready = by_node.iter().filter(|(n, ps)| eligible_names.contains(n) && ps.iter().any(is_ready)).count();
+    let ready = by_node.iter().filter(|(n, ps)| eligible_names.contains(n) && ps.iter().any(|p| is_ready(p))).count();
     let status = json!({
         "desiredNumberScheduled": eligible_names.len(),
         "currentNumberScheduled": scheduled,

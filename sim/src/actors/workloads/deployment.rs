@@ -1,14 +1,15 @@
 //! The Deployment controller: one ReplicaSet per pod template, rolled with maxSurge and
 //! maxUnavailable (or Recreate), old ReplicaSets scaled down as new pods become ready.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::pods::{
-    at, controlled, controller_ref, int_or_percent, is_active, is_ready, owned_pods, pod_change_matters, ty,
-    write_status,
+    PodCounts, at, controlled, controller_ref, int_or_percent, pod_change_matters, pod_counts, ty, write_status,
 };
 use crate::actors::runtime::Reconciler;
 use crate::apiserver::resources::ResourceKey;
@@ -39,7 +40,9 @@ impl Reconciler for DeploymentController {
 
     fn reconcile(&mut self, store: &mut Store, _now: Duration) -> Option<Duration> {
         let dt = ty(store, "apps", "deployments");
-        let all: Vec<Value> = store.iter(&dt.key(), None).map(|d| (**d).clone()).collect();
+        // Shared handles to the pass-start objects, not deep copies (the store replaces an
+        // object on write, so these stay what the pass started from).
+        let all: Vec<Arc<Value>> = store.iter(&dt.key(), None).cloned().collect();
         for d in all {
             if at(&d, &["metadata", "deletionTimestamp"]).is_none() {
                 reconcile_one(store, &d);
@@ -64,7 +67,7 @@ fn reconcile_one(store: &mut Store, d: &Value) {
     let replicas = at(d, &["spec", "replicas"]).and_then(Value::as_i64).unwrap_or(1).max(0);
     let hash = template_hash(&d["spec"]["template"]);
     let new_name = format!("{name}-{hash}");
-    let mut owned: Vec<Value> = controlled(store, &rst.key(), &ns, &uid).map(|r| (**r).clone()).collect();
+    let mut owned: Vec<Arc<Value>> = controlled(store, &rst.key(), &ns, &uid).cloned().collect();
     let recreate = at(d, &["spec", "strategy", "type"]).and_then(Value::as_str) == Some("Recreate");
 
     if !owned.iter().any(|r| r["metadata"]["name"] == new_name.as_str()) {
@@ -81,22 +84,27 @@ fn reconcile_one(store: &mut Store, d: &Value) {
             "spec": {"replicas": initial, "selector": selector, "template": template},
         });
         match store.create(&rst, &ns, rs, WriteOptions::default()) {
-            Ok(created) => owned.push((*created).clone()),
+            Ok(created) => owned.push(created),
             Err(e) => tracing::warn!(deployment = %name, "creating ReplicaSet failed: {e}"),
         }
     }
-    let (new, old): (Vec<Value>, Vec<Value>) =
+    // Each ReplicaSet's pods, counted once: nothing below writes a pod (scaling writes
+    // ReplicaSets, pruning deletes only ReplicaSets without pods, status writes the
+    // Deployment), so the counts hold for the whole pass.
+    let counts: BTreeMap<String, PodCounts> = owned
+        .iter()
+        .filter_map(|r| r["metadata"]["uid"].as_str())
+        .map(|u| (u.to_string(), pod_counts(store, &ns, u)))
+        .collect();
+    let count_of = |r: &Value| -> PodCounts {
+        r["metadata"]["uid"].as_str().and_then(|u| counts.get(u)).copied().unwrap_or_default()
+    };
+    let (new, old): (Vec<Arc<Value>>, Vec<Arc<Value>>) =
         owned.into_iter().partition(|r| r["metadata"]["name"] == new_name.as_str());
     let Some(new) = new.into_iter().next() else { return };
     let spec_replicas = |r: &Value| at(r, &["spec", "replicas"]).and_then(Value::as_i64).unwrap_or(0);
-    let ready_of = |store: &Store, r: &Value| -> i64 {
-        let uid = r["metadata"]["uid"].as_str().unwrap_or("");
-        owned_pods(store, &ns, uid).iter().filter(|p| is_active(p) && is_ready(p)).count() as i64
-    };
-    let active_of = |store: &Store, r: &Value| -> i64 {
-        let uid = r["metadata"]["uid"].as_str().unwrap_or("");
-        owned_pods(store, &ns, uid).iter().filter(|p| is_active(p)).count() as i64
-    };
+    let ready_of = |_: &Store, r: &Value| -> i64 { count_of(r).ready };
+    let active_of = |_: &Store, r: &Value| -> i64 { count_of(r).active };
 
     if recreate {
         let old_pods: i64 = old.iter().map(|r| active_of(store, r)).sum();
@@ -111,7 +119,7 @@ fn reconcile_one(store: &mut Store, d: &Value) {
         let unavailable =
             int_or_percent(&d["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], replicas, false, "25%");
         let (surge, unavailable) = if surge == 0 && unavailable == 0 { (1, 0) } else { (surge, unavailable) };
-        let old_total: i64 = old.iter().map(spec_replicas).sum();
+        let old_total: i64 = old.iter().map(|r| spec_replicas(r)).sum();
         if old_total == 0 {
             scale(store, &new, replicas);
         } else {
@@ -162,7 +170,7 @@ fn reconcile_one(store: &mut Store, d: &Value) {
             }
         }
     }
-    prune_history(store, d, &old);
+    prune_history(store, d, &old, &count_of);
     let new_ready = ready_of(store, &new);
     let total_active: i64 = active_of(store, &new) + old.iter().map(|r| active_of(store, r)).sum::<i64>();
     let total_ready: i64 = new_ready + old.iter().map(|r| ready_of(store, r)).sum::<i64>();
@@ -198,17 +206,14 @@ fn scale(store: &mut Store, rs: &Value, replicas: i64) {
 }
 
 /// Deletes empty old ReplicaSets beyond `revisionHistoryLimit`.
-fn prune_history(store: &mut Store, d: &Value, old: &[Value]) {
+fn prune_history(store: &mut Store, d: &Value, old: &[Arc<Value>], count_of: &dyn Fn(&Value) -> PodCounts) {
     let limit =
         at(d, &["spec", "revisionHistoryLimit"]).and_then(Value::as_u64).map_or(DEFAULT_HISTORY, |l| l as usize);
     let rst = ty(store, "apps", "replicasets");
     let mut empty: Vec<&Value> = old
         .iter()
-        .filter(|r| {
-            let uid = r["metadata"]["uid"].as_str().unwrap_or("");
-            let ns = r["metadata"]["namespace"].as_str().unwrap_or("");
-            at(r, &["spec", "replicas"]).and_then(Value::as_i64) == Some(0) && owned_pods(store, ns, uid).is_empty()
-        })
+        .map(|r| &**r)
+        .filter(|r| at(r, &["spec", "replicas"]).and_then(Value::as_i64) == Some(0) && count_of(r).all == 0)
         .collect();
     if empty.len() <= limit {
         return;

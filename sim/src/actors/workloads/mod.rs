@@ -13,6 +13,8 @@ pub use deployment::{DeploymentController, POD_TEMPLATE_HASH, template_hash};
 pub use job::{JobController, RUN_DURATION};
 pub use replicaset::ReplicaSetController;
 
+pub(crate) use pods::at;
+
 use super::runtime::Reconciler;
 
 /// Every workload controller, in a fixed order.

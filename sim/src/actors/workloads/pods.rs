@@ -87,6 +87,29 @@ pub(crate) fn owned_pods(store: &Store, namespace: &str, owner_uid: &str) -> Vec
     controlled(store, &pods, namespace, owner_uid).cloned().collect()
 }
 
+/// How many pods a controller has: all it controls, the active ones, the active and ready ones.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PodCounts {
+    pub(crate) all: i64,
+    pub(crate) active: i64,
+    pub(crate) ready: i64,
+}
+
+/// [`PodCounts`] of the pods in `namespace` controlled by `owner_uid`, counted in one walk of
+/// the ownerReference index (no list of pods built).
+pub(crate) fn pod_counts(store: &Store, namespace: &str, owner_uid: &str) -> PodCounts {
+    let pods = ty(store, "", "pods").key();
+    let mut c = PodCounts::default();
+    for p in controlled(store, &pods, namespace, owner_uid) {
+        c.all += 1;
+        if is_active(p) {
+            c.active += 1;
+            c.ready += i64::from(is_ready(p));
+        }
+    }
+    c
+}
+
 /// Not terminating and not finished: counts towards a controller's replicas.
 pub(crate) fn is_active(pod: &Value) -> bool {
     at(pod, &["metadata", "deletionTimestamp"]).is_none()

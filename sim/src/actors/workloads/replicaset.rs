@@ -1,11 +1,12 @@
 //! The ReplicaSet controller: keep `spec.replicas` active pods, report status.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::pods::{
-    at, create_from_template, delete_pod, deletion_rank, is_active, is_ready, owned_pods, pod_change_matters, ty,
+    at, create_from_template, delete_pod, deletion_rank, is_active, owned_pods, pod_change_matters, pod_counts, ty,
     write_status,
 };
 use crate::actors::runtime::Reconciler;
@@ -31,7 +32,8 @@ impl Reconciler for ReplicaSetController {
 
     fn reconcile(&mut self, store: &mut Store, _now: Duration) -> Option<Duration> {
         let rst = ty(store, "apps", "replicasets");
-        let all: Vec<Value> = store.iter(&rst.key(), None).map(|r| (**r).clone()).collect();
+        // Shared handles to the pass-start objects, not deep copies.
+        let all: Vec<Arc<Value>> = store.iter(&rst.key(), None).cloned().collect();
         for rs in all {
             if at(&rs, &["metadata", "deletionTimestamp"]).is_some() {
                 continue;
@@ -58,11 +60,11 @@ fn reconcile_one(store: &mut Store, rs: &Value) {
             delete_pod(store, pod);
         }
     }
-    let pods: Vec<_> = owned_pods(store, &ns, &uid).into_iter().filter(|p| is_active(p)).collect();
-    let ready = pods.iter().filter(|p| is_ready(p)).count();
+    let counts = pod_counts(store, &ns, &uid);
+    let ready = counts.ready;
     let status = json!({
-        "replicas": pods.len(),
-        "fullyLabeledReplicas": pods.len(),
+        "replicas": counts.active,
+        "fullyLabeledReplicas": counts.active,
         "readyReplicas": ready,
         "availableReplicas": ready,
         "observedGeneration": rs["metadata"]["generation"],
