@@ -24,8 +24,11 @@ pub struct DisruptionController {
     /// every pod of the namespace each time was most of a Deployment-shaped run's CPU; a
     /// pod is decoded again only when the store holds a different object for it (every
     /// write replaces the stored `Arc`, so pointer equality means the same version).
-    decoded: BTreeMap<String, BTreeMap<String, (Arc<Value>, Arc<Pod>)>>,
+    decoded: BTreeMap<String, DecodedPods>,
 }
+
+/// One namespace's pods by name: the stored object and its decoding.
+type DecodedPods = BTreeMap<String, (Arc<Value>, Arc<Pod>)>;
 
 /// Decoded pods of one namespace, in the store's (name) order: the cached decoding of
 /// every pod whose stored object is unchanged since `prev` was filled, a fresh one for the
@@ -35,8 +38,8 @@ fn decode_namespace(
     store: &Store,
     pods_t: &crate::apiserver::resources::ResourceType,
     ns: &str,
-    mut prev: BTreeMap<String, (Arc<Value>, Arc<Pod>)>,
-    fresh: &mut BTreeMap<String, (Arc<Value>, Arc<Pod>)>,
+    mut prev: DecodedPods,
+    fresh: &mut DecodedPods,
 ) -> Vec<Arc<Pod>> {
     let mut out = Vec::new();
     for obj in store.iter(&pods_t.key(), Some(ns)) {
