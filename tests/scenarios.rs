@@ -41,8 +41,9 @@ const FEWER_SEEDS: &[(&str, u64)] = &[
     ("crash-mid-drain", 3),
     ("drift-rollout", 3),
     ("web-diurnal", 3),
-    // 7-10 CPU s a seed.
+    // 5-10 CPU s a seed.
     ("apiserver-brownout", 5),
+    ("price-list", 5),
     ("consolidation-scale-down", 5),
     ("steady-web", 5),
 ];

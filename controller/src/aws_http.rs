@@ -42,7 +42,7 @@ pub enum AwsSetupError {
          `cargo build --release --features tls`"
     )]
     NeedsTls {
-        /// `ec2`, `sqs` or `ssm`.
+        /// `ec2`, `sqs`, `ssm` or `pricing`.
         service: &'static str,
         /// The same, upper-case, for the variable name.
         service_upper: String,
@@ -186,6 +186,18 @@ client_builder!(
     /// An SSM client (AMI alias resolution).
     ssm_client, aws_sdk_ssm, Duration::from_secs(30), Duration::from_secs(45)
 );
+client_builder!(
+    /// A Price List API client in `conn`'s region (use [`pricing_client`]).
+    pricing_client_in_region, aws_sdk_pricing, Duration::from_secs(30), Duration::from_secs(45)
+);
+
+/// A Price List API client for a cluster in `conn`'s region: the API lives in a few regions
+/// only, so it dials the nearest (aws `pkg/providers/pricing/pricing.go` `NewAPI`).
+pub fn pricing_client(endpoint: Option<&str>, conn: &AwsConnection) -> aws_sdk_pricing::Client {
+    let mut conn = conn.clone();
+    conn.region = crate::cloudprovider::aws::price_list::pricing_region(&conn.region).to_owned();
+    pricing_client_in_region(endpoint, &conn)
+}
 
 #[cfg(test)]
 mod tests {

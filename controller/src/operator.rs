@@ -11,7 +11,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 
 use crate::cloudprovider::CloudProvider;
-use crate::cloudprovider::aws::AwsCloudProvider;
+use crate::cloudprovider::aws::{AwsCloudProvider, price_list};
 use crate::disruption::Disruption;
 use crate::disruption::consolidatable::ConsolidatableController;
 use crate::disruption::drift::DriftController;
@@ -44,6 +44,8 @@ pub struct Clients {
     pub sqs: aws_sdk_sqs::Client,
     /// SSM (AMI alias resolution).
     pub ssm: aws_sdk_ssm::Client,
+    /// The AWS Price List API (on-demand prices), at [`price_list::pricing_region`]'s endpoint.
+    pub pricing: aws_sdk_pricing::Client,
 }
 
 /// What the controller takes from its environment besides clients.
@@ -78,6 +80,37 @@ async fn refresh_catalog(cloud: Arc<AwsCloudProvider>, clock: SharedClock) {
         }
     }
 }
+
+/// Keeps on-demand prices fresh from the Price List API: at start, then every
+/// [`CATALOG_REFRESH`] (aws `pkg/controllers/providers/pricing/controller.go`: `RequeueAfter:
+/// 12 * time.Hour`). A failure keeps the previous prices and is retried with
+/// controller-runtime's per-item backoff (5 ms doubling to 1000 s), as the upstream singleton
+/// reconciler's error is.
+async fn refresh_on_demand_prices(cloud: Arc<AwsCloudProvider>) {
+    let mut failures: u32 = 0;
+    loop {
+        match cloud.refresh_on_demand_prices().await {
+            Ok(result) => {
+                if failures > 0 || !matches!(result, price_list::OnDemandPrices::Fetched(_)) {
+                    tracing::info!(?result, "on-demand pricing refreshed");
+                }
+                failures = 0;
+                tokio::time::sleep(CATALOG_REFRESH).await;
+            }
+            Err(error) => {
+                let backoff = PRICING_BACKOFF_BASE.saturating_mul(1 << failures.min(30)).min(PRICING_BACKOFF_MAX);
+                failures = failures.saturating_add(1);
+                tracing::warn!(%error, ?backoff, "updating on-demand pricing; keeping the previous prices");
+                tokio::time::sleep(backoff).await;
+            }
+        }
+    }
+}
+
+/// controller-runtime's default per-item failure backoff (client-go `workqueue`
+/// `DefaultTypedControllerRateLimiter`: 5 ms doubling, at most 1000 s).
+const PRICING_BACKOFF_BASE: Duration = Duration::from_millis(5);
+const PRICING_BACKOFF_MAX: Duration = Duration::from_secs(1000);
 
 /// Sweeps expired ICE entries every [`ICE_SWEEP`], so their offerings become available again.
 async fn sweep_unavailable_offerings(cloud: Arc<dyn CloudProvider>) {
@@ -194,8 +227,13 @@ pub async fn run(clients: Clients, settings: Settings, env: Environment) -> anyh
     let cluster = Arc::new(Cluster::new());
     watch::spawn_watchers(&clients.kube, &cluster, &env.rng);
     let settings = Arc::new(settings);
-    let aws =
-        Arc::new(AwsCloudProvider::new(clients.ec2.clone(), clients.ssm.clone(), settings.clone(), env.clock.clone()));
+    let aws = Arc::new(AwsCloudProvider::new(
+        clients.ec2.clone(),
+        clients.ssm.clone(),
+        clients.pricing.clone(),
+        settings.clone(),
+        env.clock.clone(),
+    ));
     let cloud: Arc<dyn CloudProvider> = aws.clone();
     let renv = Env {
         cluster: cluster.clone(),
@@ -232,6 +270,7 @@ pub async fn run(clients: Clients, settings: Settings, env: Environment) -> anyh
     let mut tasks = vec![
         Task::new("catalog.refresh", refresh_catalog(aws.clone(), env.clock.clone())),
         Task::new("offerings.ice_sweep", sweep_unavailable_offerings(cloud.clone())),
+        Task::new("pricing.on_demand", refresh_on_demand_prices(aws.clone())),
         Task::controller(NodeClassController::new(aws.clone()), &renv),
         Task::controller(NodePoolStatusController::new(registration_health.clone()), &renv),
         Task::controller(

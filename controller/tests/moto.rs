@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
 use dovetail_controller::apis::{EC2NodeClass, NodeClaim, NodePool};
-use dovetail_controller::aws_http::{AwsConnection, ec2_client, ssm_client};
+use dovetail_controller::aws_http::{AwsConnection, ec2_client, pricing_client, ssm_client};
 use dovetail_controller::cloudprovider::CloudProvider;
 use dovetail_controller::cloudprovider::aws::AwsCloudProvider;
 use dovetail_controller::runtime::{Settings, SharedClock, SystemClock};
@@ -65,6 +65,7 @@ async fn the_aws_provider_launches_describes_and_terminates_through_moto() {
     let conn = AwsConnection::plain_http("us-east-1", credentials);
     let ec2 = ec2_client(Some(&endpoint), &conn);
     let ssm = ssm_client(Some(&endpoint), &conn);
+    let pricing = pricing_client(Some(&endpoint), &conn);
 
     // The account a user would have: a tagged subnet and security group, and an AMI.
     let discovery = |resource| {
@@ -104,7 +105,7 @@ async fn the_aws_provider_launches_describes_and_terminates_through_moto() {
         ..Settings::default()
     };
     let clock: SharedClock = Arc::new(SystemClock);
-    let provider = AwsCloudProvider::new(ec2.clone(), ssm, Arc::new(settings), clock);
+    let provider = AwsCloudProvider::new(ec2.clone(), ssm, pricing, Arc::new(settings), clock);
     let types = provider.refresh_instance_types().await.expect("DescribeInstanceTypes and offerings");
     assert!(types > 100, "moto describes the EC2 catalog, got {types} types");
 

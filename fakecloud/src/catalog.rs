@@ -1,8 +1,9 @@
 //! The instance-type catalog: what exists, where it is offered, and what it costs.
 //!
 //! Loaded at runtime from `../shared/data/ec2` (see its README for the source of every
-//! column), or narrowed and re-priced by a scenario. The catalog is immutable while the
-//! cloud runs; everything that changes over time (capacity, spot prices) lives elsewhere.
+//! column), or narrowed and re-priced by a scenario. While the cloud runs only an on-demand
+//! re-price changes it (`FakeCloud::set_on_demand_price`, an AWS price change); everything
+//! else that changes over time (capacity, spot prices) lives elsewhere.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -179,3 +179,27 @@ pub fn ssm_config(opts: &SdkOptions) -> aws_sdk_ssm::Config {
 pub fn ssm_client(opts: &SdkOptions) -> aws_sdk_ssm::Client {
     aws_sdk_ssm::Client::from_conf(ssm_config(opts))
 }
+
+/// The Price List API counterpart of [`ec2_config`] (Karpenter reads on-demand prices from
+/// it). The simulator serves it at the same `aws` endpoint as EC2, told apart by the
+/// `X-Amz-Target: AWSPriceListService.*` header.
+pub fn pricing_config(opts: &SdkOptions) -> aws_sdk_pricing::Config {
+    aws_sdk_pricing::Config::builder()
+        .behavior_version(aws_sdk_pricing::config::BehaviorVersion::latest())
+        .region(aws_sdk_pricing::config::Region::new(opts.region.clone()))
+        .endpoint_url(opts.endpoint_url.clone())
+        .credentials_provider(credentials())
+        .http_client(sim_http_client())
+        .sleep_impl(SharedAsyncSleep::new(TokioSleep::new()))
+        .time_source(SimTimeSource)
+        .retry_config(opts.retry())
+        .retry_partition(aws_sdk_pricing::config::retry::RetryPartition::custom("dovetail-sim-pricing").build())
+        .interceptor(ThreadRngReseed::new(opts.thread_rng_seed))
+        .timeout_config(opts.timeouts())
+        .build()
+}
+
+/// A Price List API client for the simulator (see [`pricing_config`]).
+pub fn pricing_client(opts: &SdkOptions) -> aws_sdk_pricing::Client {
+    aws_sdk_pricing::Client::from_conf(pricing_config(opts))
+}

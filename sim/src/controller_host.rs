@@ -5,9 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use dovetail_controller::cloudprovider::aws::price_list;
 use dovetail_controller::operator::{self, Clients, Environment};
 use dovetail_controller::runtime::{Clock, EventRecorder, Settings, SharedRng};
-use dovetail_fakecloud::sdk::{SdkOptions, ec2_client, sqs_client, ssm_client};
+use dovetail_fakecloud::sdk::{SdkOptions, ec2_client, pricing_client, sqs_client, ssm_client};
 
 use crate::apiserver::API_PORT;
 use crate::kube_client::ClientFaults;
@@ -49,10 +50,10 @@ pub fn default_settings(region: &str) -> Settings {
 /// reseeds the thread-local generator (retry jitter, invocation ids, idempotency tokens)
 /// from its own seeded sequence at every operation start, so the log filter cannot shift
 /// what it draws (`dovetail_fakecloud::sdk::SdkOptions::thread_rng_seed`).
-fn sdk_thread_rng_seeds(seed: u64, index: u8) -> [u64; 3] {
+fn sdk_thread_rng_seeds(seed: u64, index: u8) -> [u64; 4] {
     use rand::RngCore;
     let mut rng = Stream::SdkRetry(index).rng(seed);
-    [rng.next_u64(), rng.next_u64(), rng.next_u64()]
+    [rng.next_u64(), rng.next_u64(), rng.next_u64(), rng.next_u64()]
 }
 
 /// Adds the controller host whose kube client injects `faults` (the world around the
@@ -71,6 +72,10 @@ pub(crate) fn add_controller_host(sim: &mut turmoil::Sim<'_>, seed: u64, setting
                 ec2: ec2_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_thread_rng_seed(rng_seeds[0])),
                 sqs: sqs_client(&SdkOptions::sqs(AWS_ENDPOINT, &region).with_thread_rng_seed(rng_seeds[1])),
                 ssm: ssm_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_thread_rng_seed(rng_seeds[2])),
+                pricing: pricing_client(
+                    &SdkOptions::ec2(AWS_ENDPOINT, price_list::pricing_region(&region))
+                        .with_thread_rng_seed(rng_seeds[3]),
+                ),
             };
             let env = Environment {
                 clock: Arc::new(SimClock),
@@ -154,6 +159,10 @@ pub(crate) fn add_controller_replicas(
                     ec2: ec2_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_thread_rng_seed(rng_seeds[0])),
                     sqs: sqs_client(&SdkOptions::sqs(AWS_ENDPOINT, &region).with_thread_rng_seed(rng_seeds[1])),
                     ssm: ssm_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_thread_rng_seed(rng_seeds[2])),
+                    pricing: pricing_client(
+                        &SdkOptions::ec2(AWS_ENDPOINT, price_list::pricing_region(&region))
+                            .with_thread_rng_seed(rng_seeds[3]),
+                    ),
                 };
                 let env = Environment {
                     clock: Arc::new(SimClock),

@@ -85,6 +85,9 @@ async fn run(settings: Settings, process: ProcessOptions) -> anyhow::Result<()> 
     aws_http::check_endpoint("ec2", endpoints.ec2.as_deref())?;
     aws_http::check_endpoint("sqs", endpoints.sqs.as_deref())?;
     aws_http::check_endpoint("ssm", endpoints.ssm.as_deref())?;
+    if !settings.isolated_vpc {
+        aws_http::check_endpoint("pricing", endpoints.pricing.as_deref())?;
+    }
 
     let kube_config = kube::Config::infer()
         .await
@@ -98,6 +101,7 @@ async fn run(settings: Settings, process: ProcessOptions) -> anyhow::Result<()> 
         ec2: aws_http::ec2_client(endpoints.ec2.as_deref(), &aws),
         sqs: aws_http::sqs_client(endpoints.sqs.as_deref(), &aws),
         ssm: aws_http::ssm_client(endpoints.ssm.as_deref(), &aws),
+        pricing: aws_http::pricing_client(endpoints.pricing.as_deref(), &aws),
     };
 
     let metrics = Metrics::new();

@@ -61,6 +61,32 @@ impl FakeCloud {
         &self.node_auth
     }
 
+    /// Admission control for a call to a service other than EC2, SQS and SSM (the Price List
+    /// API): only scripted errors apply. `ec2Throttling` and `ec2Errors` model EC2's own
+    /// limits and brownouts, and the Price List API is a separate regional service.
+    pub fn admit_scripted(&mut self, action: &str) -> ApiResult<()> {
+        if let Some(pos) = self.faults.scripted.iter().position(|s| s.count > 0 && s.action.as_deref() == Some(action))
+        {
+            let s = &mut self.faults.scripted[pos];
+            s.count -= 1;
+            let err = ApiError::server(&s.code, format!("Injected {} for {action}.", s.code), s.status);
+            self.faults.scripted.retain(|s| s.count > 0);
+            return Err(err);
+        }
+        Ok(())
+    }
+
+    /// Re-prices `instance_type` on demand from now on: billing, CreateFleet's
+    /// lowest-price order and the Price List API all read the new price (an AWS price
+    /// change; the catalog is otherwise fixed while the cloud runs).
+    ///
+    /// # Errors
+    /// An unknown instance type.
+    pub fn set_on_demand_price(&mut self, instance_type: &str, price: f64) -> crate::error::Result<()> {
+        let spot = self.catalog.get(instance_type).and_then(|t| t.spot_price_estimate);
+        self.catalog.set_prices(instance_type, Some(price), spot)
+    }
+
     /// Admission control for one wire call of `action`: scripted errors, throttling, then
     /// random server errors. Direct Rust calls from the world skip this.
     pub fn admit(&mut self, action: &str) -> ApiResult<()> {

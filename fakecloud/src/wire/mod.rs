@@ -8,6 +8,7 @@
 
 mod ec2;
 mod instance_type_xml;
+mod pricing_json;
 mod query;
 mod sqs_json;
 mod xml;
@@ -81,6 +82,7 @@ impl Server {
         match target.as_deref().and_then(|t| t.split_once('.')) {
             Some(("AmazonSQS", op)) => self.handle_sqs(op, &body).await,
             Some(("AmazonSSM", op)) => self.handle_ssm(op, &body),
+            Some(("AWSPriceListService", op)) => self.handle_pricing(op, &body),
             _ => self.handle_ec2(&body),
         }
     }
@@ -156,6 +158,20 @@ impl Server {
         let action = format!("SSM.{op}");
         let mut cloud = self.cloud.advance();
         let result = cloud.admit(&action).and_then(|()| sqs_json::dispatch_ssm(&mut cloud, op, &value));
+        cloud.log_call(&action, result.as_ref().err());
+        match result {
+            Ok(v) => respond(StatusCode::OK, "application/x-amz-json-1.1", v.to_string(), None),
+            Err(e) => json_error(&e),
+        }
+    }
+}
+
+impl Server {
+    fn handle_pricing(&self, op: &str, body: &[u8]) -> Response<Full<Bytes>> {
+        let value: serde_json::Value = serde_json::from_slice(body).unwrap_or(serde_json::Value::Null);
+        let action = format!("Pricing.{op}");
+        let mut cloud = self.cloud.advance();
+        let result = cloud.admit_scripted(&action).and_then(|()| pricing_json::dispatch(&mut cloud, op, &value));
         cloud.log_call(&action, result.as_ref().err());
         match result {
             Ok(v) => respond(StatusCode::OK, "application/x-amz-json-1.1", v.to_string(), None),

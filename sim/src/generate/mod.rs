@@ -44,6 +44,7 @@ pub fn story(seed: u64) -> Scenario {
         duration: mins(6),
         region: "us-east-1".into(),
         zones: Vec::new(),
+        on_demand_prices: std::collections::BTreeMap::new(),
         controller: ControllerSpec::default(),
         install: Vec::new(),
         manifests: cluster.manifests,

@@ -40,6 +40,10 @@ pub struct ControllerConfig {
     /// `--feature-gates`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub feature_gates: Option<FeatureGatesSpec>,
+    /// `--isolated-vpc` (false): no Price List API calls, so on-demand prices stay the
+    /// controller's built-in table.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub isolated_vpc: bool,
     /// Rolling upgrades: at each time the settings change and every replica restarts, one
     /// at a time, 30 s apart.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -90,6 +94,7 @@ impl ControllerConfig {
     /// Applies the initial settings over `base`.
     pub fn apply_to(&self, base: &mut dovetail_controller::runtime::Settings) {
         apply(base, self.batch_idle_duration, self.batch_max_duration, self.feature_gates.as_ref());
+        base.isolated_vpc = self.isolated_vpc;
     }
 }
 

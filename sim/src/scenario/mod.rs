@@ -14,12 +14,14 @@
 //! duration: 30m                   # required; Go-style durations everywhere (90s, 1h30m, 250ms)
 //! region: us-east-1               # the fake cloud's region (default us-east-1)
 //! zones: [us-east-1a, us-east-1b] # zones the cluster's subnets span (default: every zone of the region)
+//! onDemandPrices: {c7a.large: 0.05} # on-demand USD/h the cloud bills and its Price List API reports
 //!
 //! controller: none                # API server only: no actors, cloud or controller (API-level stories)
 //! controller:                     # or the production controller (the default when omitted: 1 replica, defaults)
 //!   replicas: 2                   # 1 or 2; two replicas elect a leader on a Lease (kube-system/karpenter-leader-election)
 //!   batchIdleDuration: 1s
 //!   batchMaxDuration: 10s
+//!   isolatedVpc: false            # true: no Price List API calls (on-demand prices stay the built-in table)
 //!   featureGates: {spotToSpotConsolidation: true, nodeRepair: false, reservedCapacity: true}
 //!   upgrades:                     # rolling upgrade: new settings, each replica restarted 30 s apart
 //!     - {at: 10m, featureGates: {spotToSpotConsolidation: false}}
@@ -122,6 +124,7 @@ pub mod plan;
 pub mod render;
 pub mod workloads;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -152,6 +155,11 @@ pub struct Scenario {
     /// Zones the cluster's subnets span (default: every zone of the region).
     #[serde(default)]
     pub zones: Vec<String>,
+    /// On-demand prices (USD/h) that differ from the catalog's, per instance type: the
+    /// region's prices as AWS bills them and the Price List API reports them, while the
+    /// controller's built-in table keeps the catalog's.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub on_demand_prices: BTreeMap<String, f64>,
     /// `none`, or the controller's settings.
     #[serde(default)]
     pub controller: ControllerSpec,
@@ -350,13 +358,23 @@ impl Loaded {
 
 impl Scenario {
     /// The zones the run uses: the listed ones (checked against the region), or every zone
-    /// of the region. API-only scenarios have none.
+    /// of the region. API-only scenarios have none. Checks `onDemandPrices` against the
+    /// region's catalog on the way.
     pub fn resolve_zones(&self) -> Result<Vec<String>, FieldError> {
         if self.controller == ControllerSpec::None {
             return Ok(self.zones.clone());
         }
         let catalog =
             dovetail_fakecloud::Catalog::load(&self.region).map_err(|e| FieldError::new("region", e.to_string()))?;
+        for (instance_type, price) in &self.on_demand_prices {
+            let field = format!("onDemandPrices.{instance_type}");
+            if catalog.get(instance_type).is_none() {
+                return Err(FieldError::new(field, format!("unknown instance type in {}", self.region)));
+            }
+            if !(price.is_finite() && *price > 0.0) {
+                return Err(FieldError::new(field, format!("price must be a positive USD/hour amount, got {price}")));
+            }
+        }
         let known: Vec<String> = catalog.zones().iter().map(|z| z.name.clone()).collect();
         for z in &self.zones {
             if !known.contains(z) {

@@ -80,6 +80,14 @@ impl ScenarioWorld<'_> {
             builder.cloud(&loaded.scenario.region).zones(zones).controller_replicas(settings, config.replicas);
         }
         let mut world = builder.build()?;
+        if let Some(cloud) = &world.cloud {
+            let mut cloud = dovetail_fakecloud::cloud::lock(cloud);
+            for (instance_type, price) in &loaded.scenario.on_demand_prices {
+                cloud
+                    .set_on_demand_price(instance_type, *price)
+                    .map_err(|e| anyhow::anyhow!("onDemandPrices.{instance_type}: {e}"))?;
+            }
+        }
         world.streams.extend([Stream::FaultWiring, Stream::ScenarioSteps]);
         world.streams.extend((0..loaded.scenario.workloads.len()).map(Stream::Workload));
         world.streams.extend((0..loaded.scenario.faults.len()).map(Stream::Fault));

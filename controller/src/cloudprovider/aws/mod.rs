@@ -10,6 +10,7 @@ pub mod fleet_batcher;
 pub mod instance_types;
 pub mod instances;
 pub mod launch_template;
+pub mod price_list;
 pub mod pricing;
 pub mod user_data;
 
@@ -49,6 +50,8 @@ const EXOTIC_LABELS: [&str; 5] = [
 pub struct AwsCloudProvider {
     ec2: aws_sdk_ec2::Client,
     ssm: aws_sdk_ssm::Client,
+    /// The Price List API (on-demand prices); never called in an isolated VPC.
+    price_list: aws_sdk_pricing::Client,
     settings: Arc<Settings>,
     unavailable: UnavailableOfferings,
     pricing: PricingProvider,
@@ -72,6 +75,7 @@ impl AwsCloudProvider {
     pub fn new(
         ec2: aws_sdk_ec2::Client,
         ssm: aws_sdk_ssm::Client,
+        price_list: aws_sdk_pricing::Client,
         settings: Arc<Settings>,
         clock: SharedClock,
     ) -> Self {
@@ -79,6 +83,7 @@ impl AwsCloudProvider {
             fleets: fleet_batcher::FleetBatcher::new(ec2.clone()),
             ec2,
             ssm,
+            price_list,
             settings,
             unavailable: UnavailableOfferings::new(clock.clone()),
             pricing: PricingProvider::new(),
@@ -106,6 +111,21 @@ impl AwsCloudProvider {
     /// The EC2 error.
     pub async fn refresh_spot_prices(&self, clock: &SharedClock) -> Result<usize, CloudError> {
         self.pricing.refresh_spot(&self.ec2, clock).await
+    }
+
+    /// Reloads on-demand prices from the Price List API (unless the VPC is isolated or the
+    /// region is GovCloud); keeps the previous prices on failure. Returns how many changed.
+    ///
+    /// # Errors
+    /// The Price List API's error, or no price found.
+    pub async fn refresh_on_demand_prices(&self) -> Result<price_list::OnDemandPrices, CloudError> {
+        let fetched =
+            price_list::fetch_on_demand(&self.price_list, &self.settings.region, self.settings.isolated_vpc).await?;
+        if let price_list::OnDemandPrices::Fetched(prices) = &fetched {
+            let changed = self.pricing.merge_on_demand(prices.clone());
+            tracing::debug!(instance_types = prices.len(), changed, "updated on-demand pricing");
+        }
+        Ok(fetched)
     }
 
     async fn ensure_catalog(&self) -> Result<(), CloudError> {

@@ -1,5 +1,6 @@
 //! Prices (karpenter-behaviour.md §3.4): on-demand from a built-in table (Karpenter's static
-//! fallback; the Pricing API is not called), spot from `DescribeSpotPriceHistory`.
+//! fallback) until the Price List API answers (`price_list.rs`, merged in with
+//! [`PricingProvider::merge_on_demand`]), spot from `DescribeSpotPriceHistory`.
 //!
 //! Until the first spot update a spot offering costs what on-demand costs; after it, a
 //! (type, zone) with no spot price has no price, so its offering is unavailable.
@@ -88,6 +89,22 @@ impl PricingProvider {
         self.prices.read().expect("prices").seq
     }
 
+    /// Merges fetched on-demand prices over the known ones (upstream `lo.Assign`: a type the
+    /// API no longer lists keeps its last price). Returns how many prices changed.
+    pub fn merge_on_demand(&self, fetched: BTreeMap<String, f64>) -> usize {
+        let mut prices = self.prices.write().expect("prices");
+        let mut changed = 0;
+        for (instance_type, price) in fetched {
+            if prices.on_demand.insert(instance_type, price) != Some(price) {
+                changed += 1;
+            }
+        }
+        if changed > 0 {
+            prices.seq += 1;
+        }
+        changed
+    }
+
     /// Replaces the spot prices.
     pub fn set_spot(&self, spot: BTreeMap<(String, String), f64>) {
         let mut prices = self.prices.write().expect("prices");
@@ -160,6 +177,23 @@ mod tests {
         assert!(pricing.seq() > seq);
         assert_eq!(pricing.spot("m5.large", "us-east-1a"), Some(0.035));
         assert_eq!(pricing.spot("m5.large", "us-east-1b"), None);
+    }
+
+    #[test]
+    fn fetched_on_demand_prices_merge_over_the_table() {
+        let pricing = PricingProvider::new();
+        let seq = pricing.seq();
+        let changed = pricing.merge_on_demand(BTreeMap::from([
+            ("m5.large".to_owned(), 0.2),
+            ("c5.large".to_owned(), pricing.on_demand("c5.large").expect("priced")),
+        ]));
+        assert_eq!(changed, 1, "c5.large kept its price");
+        assert!(pricing.seq() > seq, "instance types rebuild after a change");
+        assert_eq!(pricing.on_demand("m5.large"), Some(0.2));
+        assert!(pricing.on_demand("m5.xlarge").is_some(), "a type the API did not list keeps its price");
+        let seq = pricing.seq();
+        assert_eq!(pricing.merge_on_demand(BTreeMap::from([("m5.large".to_owned(), 0.2)])), 0);
+        assert_eq!(pricing.seq(), seq, "nothing changed, nothing to rebuild");
     }
 
     #[test]

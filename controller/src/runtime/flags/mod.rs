@@ -130,6 +130,9 @@ pub struct Flags {
     /// SSM endpoint, overriding `--aws-endpoint-url`.
     #[arg(long, env = "AWS_ENDPOINT_URL_SSM")]
     pub aws_endpoint_url_ssm: Option<String>,
+    /// Price List API endpoint, overriding `--aws-endpoint-url` (not called with `--isolated-vpc`).
+    #[arg(long, env = "AWS_ENDPOINT_URL_PRICING")]
+    pub aws_endpoint_url_pricing: Option<String>,
 }
 
 impl Flags {
@@ -215,6 +218,7 @@ impl Flags {
             ec2: endpoint("aws-endpoint-url-ec2", "AWS_ENDPOINT_URL_EC2", &self.aws_endpoint_url_ec2)?,
             sqs: endpoint("aws-endpoint-url-sqs", "AWS_ENDPOINT_URL_SQS", &self.aws_endpoint_url_sqs)?,
             ssm: endpoint("aws-endpoint-url-ssm", "AWS_ENDPOINT_URL_SSM", &self.aws_endpoint_url_ssm)?,
+            pricing: endpoint("aws-endpoint-url-pricing", "AWS_ENDPOINT_URL_PRICING", &self.aws_endpoint_url_pricing)?,
         };
         let namespace = self.leader_election_namespace.clone().unwrap_or_else(|| self.system_namespace.clone());
         if !self.disable_leader_election {
@@ -337,6 +341,7 @@ mod tests {
         assert_eq!(process.aws_endpoints.ec2.as_deref(), Some("http://localhost:5000"));
         assert_eq!(process.aws_endpoints.sqs.as_deref(), Some("http://localhost:9324"));
         assert_eq!(process.aws_endpoints.ssm.as_deref(), Some("http://localhost:5000"));
+        assert_eq!(process.aws_endpoints.pricing.as_deref(), Some("http://localhost:5000"));
     }
 
     #[test]

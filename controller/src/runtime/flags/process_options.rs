@@ -40,6 +40,8 @@ pub struct AwsEndpoints {
     pub sqs: Option<String>,
     /// SSM.
     pub ssm: Option<String>,
+    /// The Price List API.
+    pub pricing: Option<String>,
 }
 
 /// Leader election options.
