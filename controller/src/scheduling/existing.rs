@@ -82,7 +82,7 @@ impl ExistingNodeState {
             .compatible_strict(pod_requirements)
             .map_err(|e| AddError::permanent(format!("incompatible requirements, {e}")))?;
         let topology_requirements = topology
-            .add_requirements(shape_id, shape, pod_requirements, &self.requirements)
+            .add_requirements(shape_id, shape, pod_requirements, &self.requirements, None)
             .map_err(|e| AddError { message: e.message, permanent: e.permanent })?;
         self.requirements
             .compatible(&topology_requirements)

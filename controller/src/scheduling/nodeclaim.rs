@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use super::instance_selection::{MinValuesPolicy, min_values_shortfall};
 use super::pod::{HostPort, PodShape};
-use super::requirements::Requirements;
+use super::requirements::{Requirement, Requirements};
 use super::resources::Resources;
 use super::taints::untolerated;
 use super::template::NodeClaimTemplate;
@@ -102,8 +102,7 @@ impl PlannedClaim {
     /// by the pool's remaining limits.
     pub fn new(template_index: usize, template: &NodeClaimTemplate, hostname: String, options: Vec<u32>) -> Self {
         let mut requirements = template.requirements.clone();
-        requirements
-            .add(crate::apis::labels::HOSTNAME_LABEL, super::requirements::Requirement::in_values([hostname.clone()]));
+        requirements.add(crate::apis::labels::HOSTNAME_LABEL, Requirement::in_values([hostname.clone()]));
         let floor = FloorAllocatable::of(options.iter().map(|i| template.daemons.available(*i)));
         Self {
             template: template_index,
@@ -142,8 +141,21 @@ impl PlannedClaim {
         if self.requirements.is_narrowed_by(pod_requirements) {
             requirements.to_mut().add_all(pod_requirements);
         }
+        let total = self.requests.plus(&shape.requests);
+        // Breaks a spread tie toward a domain this claim can launch in (see
+        // `Topology::add_requirements`): the same test as the option filter below.
+        let launchable = |key: &str, domain: &str| {
+            let mut narrowed = requirements.as_ref().clone();
+            narrowed.add(key, Requirement::in_values([domain.to_owned()]));
+            self.options.iter().any(|i| {
+                let it = &template.instance_types[*i as usize];
+                total.fits_in(template.daemons.available(*i))
+                    && it.requirements.intersects(&narrowed).is_ok()
+                    && it.has_compatible_offering(&narrowed)
+            })
+        };
         let topology_requirements = topology
-            .add_requirements(shape_id, shape, pod_requirements, &requirements)
+            .add_requirements(shape_id, shape, pod_requirements, &requirements, Some(&launchable))
             .map_err(|e| AddError { message: e.message, permanent: e.permanent })?;
         if !topology_requirements.is_empty() {
             requirements
@@ -154,7 +166,6 @@ impl PlannedClaim {
             }
         }
         let narrowed = matches!(requirements, Cow::Owned(_));
-        let total = self.requests.plus(&shape.requests);
         // A pod binding a host port a type's DaemonSets bind cannot use that type (core
         // `nodeclaim.go` l. 562-565 skips the group).
         let ports = !shape.host_ports.is_empty() && template.daemons.has_host_ports();

@@ -103,6 +103,11 @@ pub struct TopologyError {
     pub permanent: bool,
 }
 
+/// Whether a new NodeClaim could launch in a domain (`(topology key, domain)`): some instance
+/// type option left on the claim allows the domain, has an available offering there and room
+/// for the pod. Used only to break a topology-spread tie (see [`Topology::add_requirements`]).
+pub type Launchable<'a> = &'a dyn Fn(&str, &str) -> bool;
+
 /// Domain counts for every constraint in the pass.
 #[derive(Clone, Debug, Default)]
 pub struct Topology {
@@ -173,12 +178,25 @@ impl Topology {
 
     /// The topology requirements for placing a pod of `shape` on a node with `node`
     /// requirements (core `AddRequirements`): one `key In [domains]` per constraint.
+    ///
+    /// `launchable` (new NodeClaims only) breaks a topology-spread tie between min-count
+    /// domains: core returns "any random domain" among them (`topologygroup.go`
+    /// `nextDomainTopologySpread`, Go map order over `t.domains`), and the zone universe comes
+    /// from every NodePool (`topology.go` `buildDomainGroups`), so the pick may be a zone the
+    /// claim's own instance types cannot launch in. Core then fails that pass
+    /// (`filterInstanceTypesByRequirements` finds no type) and, its map order changing, picks
+    /// another tied zone on a later pass until one launches. Picking, within the pass, the
+    /// first tied domain some option can launch in reaches that same state deterministically
+    /// (name order otherwise, as before). It never picks a domain core could not: only the
+    /// minimum-count domains are candidates, so a single min-count domain that cannot launch
+    /// still fails, as it does in core on every pass.
     pub fn add_requirements(
         &mut self,
         shape_id: usize,
         shape: &PodShape,
         pod: &Requirements,
         node: &Requirements,
+        launchable: Option<Launchable>,
     ) -> Result<Requirements, TopologyError> {
         let groups = self.groups_for(shape_id, shape);
         if groups.own.is_empty() && groups.inverse_checks.is_empty() {
@@ -192,7 +210,7 @@ impl Topology {
             let pod_domains = pod.get(key);
             let node_domains = node.get(key);
             let domains = match group.key.kind {
-                GroupKind::Spread => self.next_spread(group, shape, pod_domains, node_domains),
+                GroupKind::Spread => self.next_spread(group, shape, pod_domains, node_domains, launchable),
                 GroupKind::Affinity => self.next_affinity(group, shape, pod_domains, node_domains),
                 GroupKind::AntiAffinity => self.next_anti_affinity(group, pod_domains, node_domains),
             };
@@ -235,9 +253,12 @@ impl Topology {
         shape: &PodShape,
         pod: Option<&Requirement>,
         node: Option<&Requirement>,
+        launchable: Option<Launchable>,
     ) -> Requirement {
         let key = group.key.topology_key.as_str();
         let allows = |r: Option<&Requirement>, d: &str| r.is_none_or(|r| r.has(d));
+        // Hostname spreads have one candidate per new claim: no tie to break.
+        let launchable = launchable.filter(|_| key != HOSTNAME_LABEL);
         let min = if key == HOSTNAME_LABEL {
             // A new hostname can always be created, so the global minimum is zero.
             0
@@ -251,18 +272,34 @@ impl Topology {
             if eligible == 0 || group.key.min_domains.is_some_and(|m| eligible < m) { 0 } else { min }
         };
         let self_selecting = i32::from(group.selects(shape));
-        let mut best: Option<(&String, i32)> = None;
+        // The first min-count domain in name order; on a tie, the first one `launchable` accepts
+        // (asked lazily, only when a tie appears; the third field caches its answer for `best`).
+        let mut best: Option<(&String, i32, Option<bool>)> = None;
         for domain in self.candidates(key, node) {
             if !allows(node, domain) || !allows(pod, domain) {
                 continue;
             }
             let count = group.count(domain) + self_selecting;
-            if count - min <= group.key.max_skew && best.is_none_or(|(_, c)| count < c) {
-                best = Some((domain, count));
+            if count - min > group.key.max_skew {
+                continue;
             }
+            best = match (best, launchable) {
+                (None, _) => Some((domain, count, None)),
+                (Some((_, c, _)), _) if count < c => Some((domain, count, None)),
+                (Some((b, c, known)), Some(launches)) if count == c && known != Some(true) => {
+                    if known.unwrap_or_else(|| launches(key, b)) {
+                        Some((b, c, Some(true)))
+                    } else if launches(key, domain) {
+                        Some((domain, c, Some(true)))
+                    } else {
+                        Some((b, c, Some(false)))
+                    }
+                }
+                (kept, _) => kept,
+            };
         }
         match best {
-            Some((domain, _)) => Requirement::in_values([domain.clone()]),
+            Some((domain, _, _)) => Requirement::in_values([domain.clone()]),
             None => Requirement::does_not_exist(),
         }
     }

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::stranded_pods::{hosting_offering, pool_offerings, waits_for_a_node};
+use super::stranded_pods::{HostingPass, hosting_offering, pool_offerings, waits_for_a_node};
 use super::{Ctx, Invariant, Phase, Violation, format_duration};
 use dovetail_world::SimDuration;
 
@@ -111,9 +111,10 @@ impl Invariant for Convergence {
         let waiting: Vec<_> = ctx.pods.iter().filter(|p| waits_for_a_node(p) && p.created <= cutoff).collect();
         if !waiting.is_empty() {
             let offerings = pool_offerings(ctx);
+            let pass = HostingPass::new(ctx);
             let hostable = waiting
                 .into_iter()
-                .filter_map(|p| hosting_offering(ctx, &offerings, p).map(|o| format!("Pod {} (fits {o})", p.key)))
+                .filter_map(|p| hosting_offering(&pass, &offerings, p).map(|o| format!("Pod {} (fits {o})", p.key)))
                 .collect();
             report("hostable pod(s) still pending".into(), hostable);
         }

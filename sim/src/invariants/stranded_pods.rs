@@ -41,13 +41,13 @@ pub struct StrandedPods {
 }
 
 impl StrandedPods {
-    fn hosting_offering(&mut self, ctx: &Ctx<'_>, pod: &PodView) -> Option<String> {
+    /// Refreshes the offerings cache when a minute old (at the first check of a tick that
+    /// checks a pod, as before the pass value existed, so the refresh times are unchanged).
+    fn refresh_offerings(&mut self, ctx: &Ctx<'_>) {
         let now = ctx.view.now;
         if self.offerings.as_ref().is_none_or(|(at, _)| now >= *at + Duration::from_secs(60)) {
             self.offerings = Some((now, pool_offerings(ctx)));
         }
-        let (_, per_pool) = self.offerings.as_ref()?;
-        hosting_offering(ctx, per_pool, pod)
     }
 }
 
@@ -60,19 +60,52 @@ pub fn pool_offerings(ctx: &Ctx<'_>) -> PoolOfferings {
     ctx.view.pools.iter().map(|(name, p)| (name.clone(), allowed_offerings(ctx.cloud, &p.object, now))).collect()
 }
 
+/// What every pod's hostability check in one pass (one tick, or the end of the run) shares:
+/// the cluster state it reads does not change within the pass, so it is computed once
+/// rather than per waiting pod (before, every 10 s, each waiting pod recomputed the zone
+/// universe — `priced_offerings` of every pool —, the placed pods, the DaemonSet overhead
+/// and each pool's remaining limits, a scan of every instance per pool).
+pub struct HostingPass<'a> {
+    ctx: &'a Ctx<'a>,
+    /// DaemonSet overhead a new node carries ([`daemonset_pod_overhead`]).
+    overhead: crate::oracle::resources::Resources,
+    /// Pool name → what its limits leave ([`remaining_under_limits`]).
+    remaining: std::collections::BTreeMap<&'a str, Remaining>,
+    /// Karpenter's zone universe and the placed pods, built at the first pod with a
+    /// `DoNotSchedule` zone spread ([`spread_zones`]).
+    spread: std::cell::OnceCell<(BTreeSet<String>, Vec<zone_spread::Placed<'a>>)>,
+}
+
+/// CPU (millicores) and memory (bytes) a pool's limits leave; `None` for no limit.
+type Remaining = (Option<f64>, Option<f64>);
+
+impl<'a> HostingPass<'a> {
+    /// The shared state of a pass over `ctx`.
+    pub fn new(ctx: &'a Ctx<'a>) -> Self {
+        let remaining = ctx
+            .view
+            .pools
+            .iter()
+            .map(|(name, p)| (name.as_str(), remaining_under_limits(ctx, name, &p.object)))
+            .collect();
+        Self { ctx, overhead: daemonset_pod_overhead(ctx), remaining, spread: std::cell::OnceCell::new() }
+    }
+}
+
 /// An offering (`type/zone/capacity-type`) of a NodePool the pod tolerates whose labels
 /// the pod's node selector and required affinity accept, with room for the pod after
 /// DaemonSet overhead; `None` when no allowed offering could host it.
-pub fn hosting_offering(ctx: &Ctx<'_>, per_pool: &PoolOfferings, pod: &PodView) -> Option<String> {
-    let overhead = daemonset_pod_overhead(ctx);
-    let zones = spread_zones(ctx, pod);
+pub fn hosting_offering(pass: &HostingPass<'_>, per_pool: &PoolOfferings, pod: &PodView) -> Option<String> {
+    let ctx = pass.ctx;
+    let overhead = pass.overhead;
+    let zones = spread_zones(pass, pod);
     for (name, offerings) in per_pool {
         let pool = &ctx.view.pools.get(name)?.object;
         if !tolerates_pool(&pod.object, pool) {
             continue;
         }
         let extra = pool_node_labels(pool);
-        let remaining = remaining_under_limits(ctx, name, pool);
+        let remaining = pass.remaining.get(name.as_str()).copied().unwrap_or((None, None));
         for o in offerings {
             if zones.as_ref().is_some_and(|zs| !zs.contains(&o.zone)) {
                 continue;
@@ -98,7 +131,7 @@ pub fn hosting_offering(ctx: &Ctx<'_>, per_pool: &PoolOfferings, pod: &PodView) 
 /// What `pool`'s `spec.limits` on CPU (millicores) and memory (bytes) leave after the
 /// capacity of its live instances Karpenter's state counts
 /// ([`super::nodepool_limits::counts_for_limits`]); `None` for a resource without a limit.
-fn remaining_under_limits(ctx: &Ctx<'_>, name: &str, pool: &serde_json::Value) -> (Option<f64>, Option<f64>) {
+fn remaining_under_limits(ctx: &Ctx<'_>, name: &str, pool: &serde_json::Value) -> Remaining {
     let limit = |resource: &str| -> Option<f64> {
         let v = pool.pointer(&format!("/spec/limits/{resource}"))?;
         let text = v.as_str().map(str::to_string).or_else(|| v.as_i64().map(|n| n.to_string()))?;
@@ -122,23 +155,29 @@ fn remaining_under_limits(ctx: &Ctx<'_>, name: &str, pool: &serde_json::Value) -
 }
 
 /// Whether an instance type's capacity fits what the pool's limits leave.
-fn within(remaining: (Option<f64>, Option<f64>), ctx: &Ctx<'_>, instance_type: &str) -> bool {
+fn within(remaining: Remaining, ctx: &Ctx<'_>, instance_type: &str) -> bool {
     ctx.cloud.catalog().get(instance_type).is_none_or(|info| fits_remaining(&capacity(info), remaining))
 }
 
 /// Whether `capacity` is at most what is `remaining` (CPU, memory) under a pool's limits.
-fn fits_remaining(capacity: &crate::oracle::resources::Resources, remaining: (Option<f64>, Option<f64>)) -> bool {
+fn fits_remaining(capacity: &crate::oracle::resources::Resources, remaining: Remaining) -> bool {
     remaining.0.is_none_or(|r| capacity.cpu <= r) && remaining.1.is_none_or(|r| capacity.memory <= r)
 }
 
 /// The zones the pod's `DoNotSchedule` zone spreads leave it ([`usable_zones`]), over
-/// Karpenter's universe of zones: every zone any NodePool's allowed instance types are
-/// offered in (available or not) or its requirements name; `None` without such a spread.
-fn spread_zones(ctx: &Ctx<'_>, pod: &PodView) -> Option<std::collections::BTreeSet<String>> {
+/// Karpenter's universe of zones ([`zone_universe`]); `None` without such a spread.
+fn spread_zones(pass: &HostingPass<'_>, pod: &PodView) -> Option<BTreeSet<String>> {
     if zone_spread::zone_spreads(&pod.object).is_empty() {
         return None;
     }
-    let mut universe = std::collections::BTreeSet::new();
+    let (universe, placed) = pass.spread.get_or_init(|| (zone_universe(pass.ctx), placed_pods(pass.ctx)));
+    usable_zones(&pod.object, universe, placed)
+}
+
+/// Every zone any NodePool's allowed instance types are offered in (available or not) or its
+/// requirements name.
+fn zone_universe(ctx: &Ctx<'_>) -> BTreeSet<String> {
+    let mut universe = BTreeSet::new();
     for p in ctx.view.pools.values() {
         universe.extend(priced_offerings(ctx.cloud, &p.object, ctx.view.now).into_iter().map(|(o, _)| o.zone));
         for r in pool_requirements(&p.object) {
@@ -147,8 +186,12 @@ fn spread_zones(ctx: &Ctx<'_>, pod: &PodView) -> Option<std::collections::BTreeS
             }
         }
     }
-    let placed: Vec<zone_spread::Placed<'_>> = ctx
-        .pods
+    universe
+}
+
+/// The active non-DaemonSet pods bound to a node, with that node's labels.
+fn placed_pods<'a>(ctx: &'a Ctx<'a>) -> Vec<zone_spread::Placed<'a>> {
+    ctx.pods
         .iter()
         .filter(|p| p.active() && !p.daemonset)
         .filter_map(|p| {
@@ -164,8 +207,7 @@ fn spread_zones(ctx: &Ctx<'_>, pod: &PodView) -> Option<std::collections::BTreeS
                 node_labels: &node.labels,
             })
         })
-        .collect();
-    usable_zones(&pod.object, &universe, &placed)
+        .collect()
 }
 
 /// DaemonSet overhead a new node carries: one pod's requests per DaemonSet whose pods
@@ -197,15 +239,21 @@ impl Invariant for StrandedPods {
         let Some(healed) = ctx.healed_at else { return };
         let limit = ctx.config.stranded_pods.bound_within.0;
         let now = ctx.view.now;
+        let mut pass: Option<HostingPass<'_>> = None;
         if self.checked_at.is_none_or(|at| now >= at + RECHECK) {
             // A pod first found hostable now may have been since it was created, if that
             // was after the previous check.
             let previous = self.checked_at.replace(now).unwrap_or_default();
             let waiting: Vec<&PodView> =
                 ctx.pods.iter().filter(|p| waits_for_a_node(p) && !self.reported.contains(&p.uid)).collect();
+            if !waiting.is_empty() {
+                self.refresh_offerings(ctx);
+            }
+            let per_pool = self.offerings.as_ref().map(|(_, o)| o);
             let mut since = std::collections::BTreeMap::new();
             for pod in waiting {
-                if self.hosting_offering(ctx, pod).is_some() {
+                let pass = pass.get_or_insert_with(|| HostingPass::new(ctx));
+                if per_pool.and_then(|o| hosting_offering(pass, o, pod)).is_some() {
                     let first = pod.created.max(previous);
                     since.insert(pod.uid.clone(), self.hostable_since.get(&pod.uid).copied().unwrap_or(first));
                 }
@@ -220,8 +268,13 @@ impl Invariant for StrandedPods {
             .filter(|p| self.hostable_since.get(&p.uid).is_some_and(|h| now.saturating_sub(clock(p, *h)) > limit))
             .filter(|p| !self.reported.contains(&p.uid))
             .collect();
+        if !overdue.is_empty() {
+            self.refresh_offerings(ctx);
+        }
         for pod in overdue {
-            let Some(offering) = self.hosting_offering(ctx, pod) else { continue };
+            let pass = pass.get_or_insert_with(|| HostingPass::new(ctx));
+            let per_pool = self.offerings.as_ref().map(|(_, o)| o);
+            let Some(offering) = per_pool.and_then(|o| hosting_offering(pass, o, pod)) else { continue };
             self.reported.insert(pod.uid.clone());
             out.push(Violation {
                 invariant: self.name().into(),

@@ -14,7 +14,44 @@ use std::sync::Arc;
 
 use dovetail_fakecloud::{CapacityType, InstanceTypeInfo};
 
-/// The well-known labels of an offering (what a NodePool requirement can select on).
+/// AWS labels an instance type carries only when it has the fact: a requirement on one of
+/// these is judged against an absent label as `DoesNotExist` (a type without local NVMe
+/// fails `instance-local-nvme Exists`/`Gt`/`In`), not skipped as an unknown key is.
+/// aws/karpenter-provider-aws `pkg/providers/instancetype/types.go` `computeRequirements`
+/// (v1.14, l. 348-370) starts each of them as `DoesNotExist` and inserts a value only when
+/// the type has it (l. 402-440): category/generation/family/size from the name (l. 403-412),
+/// local NVMe from the instance storage (l. 413-415), network bandwidth (l. 423-425), the GPU
+/// labels for a type with one GPU kind (l. 427-433), the accelerator labels only without
+/// Neuron devices (l. 434-440), CPU manufacturer, sustained clock speed and EBS bandwidth
+/// from the processor and EBS facts. Read from the catalog's own facts below.
+pub const ABSENT_UNLESS_KNOWN: [&str; 17] = [
+    "node.kubernetes.io/windows-build",
+    "karpenter.k8s.aws/instance-cpu-manufacturer",
+    "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz",
+    "karpenter.k8s.aws/instance-ebs-bandwidth",
+    "karpenter.k8s.aws/instance-network-bandwidth",
+    "karpenter.k8s.aws/instance-category",
+    "karpenter.k8s.aws/instance-family",
+    "karpenter.k8s.aws/instance-generation",
+    "karpenter.k8s.aws/instance-local-nvme",
+    "karpenter.k8s.aws/instance-size",
+    "karpenter.k8s.aws/instance-gpu-name",
+    "karpenter.k8s.aws/instance-gpu-manufacturer",
+    "karpenter.k8s.aws/instance-gpu-count",
+    "karpenter.k8s.aws/instance-gpu-memory",
+    "karpenter.k8s.aws/instance-accelerator-name",
+    "karpenter.k8s.aws/instance-accelerator-manufacturer",
+    "karpenter.k8s.aws/instance-accelerator-count",
+];
+
+/// Upstream's `lowerKabobCase` (`types.go`): lower case, spaces to dashes (`Radeon Pro V520`
+/// → `radeon-pro-v520`).
+fn lower_kabob_case(s: &str) -> String {
+    s.to_lowercase().replace(' ', "-")
+}
+
+/// The well-known labels of an offering (what a NodePool requirement can select on). A label
+/// of [`ABSENT_UNLESS_KNOWN`] is present only when the catalog gives the type that fact.
 pub fn offering_labels(t: &InstanceTypeInfo, zone: &str, zone_id: &str, ct: CapacityType) -> BTreeMap<String, String> {
     let category: String = t.family.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
     let generation: String = t.family[category.len()..].chars().take_while(char::is_ascii_digit).collect();
@@ -35,12 +72,50 @@ pub fn offering_labels(t: &InstanceTypeInfo, zone: &str, zone_id: &str, ct: Capa
     put("karpenter.k8s.aws/instance-size", size.into());
     put("karpenter.k8s.aws/instance-cpu", t.vcpu.to_string());
     put("karpenter.k8s.aws/instance-memory", t.memory_mib.to_string());
-    put("karpenter.k8s.aws/instance-gpu-count", t.gpu_count.to_string());
-    put("karpenter.k8s.aws/instance-cpu-manufacturer", t.cpu_manufacturer.to_lowercase());
+    if !t.cpu_manufacturer.is_empty() {
+        put("karpenter.k8s.aws/instance-cpu-manufacturer", t.cpu_manufacturer.to_lowercase());
+    }
     if let Some(h) = &t.hypervisor {
         put("karpenter.k8s.aws/instance-hypervisor", h.clone());
     }
+    if let Some(gb) = t.local_nvme_gb {
+        put("karpenter.k8s.aws/instance-local-nvme", gb.to_string());
+    }
+    if let Some(mbps) = t.ebs_max_bandwidth_mbps {
+        put("karpenter.k8s.aws/instance-ebs-bandwidth", mbps.to_string());
+    }
+    if t.network_baseline_gbps > 0.0 {
+        #[allow(clippy::cast_possible_truncation)]
+        put(
+            "karpenter.k8s.aws/instance-network-bandwidth",
+            ((t.network_baseline_gbps * 1000.0).round() as i64).to_string(),
+        );
+    }
+    if t.gpu_count > 0 {
+        put("karpenter.k8s.aws/instance-gpu-count", t.gpu_count.to_string());
+        if let Some(name) = &t.gpu_name {
+            put("karpenter.k8s.aws/instance-gpu-name", lower_kabob_case(name));
+        }
+        if let Some(manufacturer) = &t.gpu_manufacturer {
+            put("karpenter.k8s.aws/instance-gpu-manufacturer", lower_kabob_case(manufacturer));
+        }
+        // Per GPU, as EC2's `GpuInfo.Gpus[0].MemoryInfo.SizeInMiB` gives it.
+        put("karpenter.k8s.aws/instance-gpu-memory", (t.gpu_memory_mib / u64::from(t.gpu_count)).to_string());
+    }
+    // The catalog's accelerators are Neuron devices (Inferentia, Trainium), which upstream
+    // leaves without accelerator labels (`types.go` l. 434-435: `info.NeuronInfo == nil`).
     l
+}
+
+/// Whether a NodePool requirement allows an offering with `labels`: judged on the label when
+/// the offering has it, or when the label is one of [`ABSENT_UNLESS_KNOWN`] (absent means
+/// `DoesNotExist` there); a requirement on any other key only labels the node.
+pub fn requirement_allows(r: &super::resources::Requirement, labels: &BTreeMap<String, String>) -> bool {
+    match labels.get(&r.key) {
+        Some(value) => r.matches_value(Some(value)),
+        None if ABSENT_UNLESS_KNOWN.contains(&r.key.as_str()) => r.matches_value(None),
+        None => true,
+    }
 }
 
 /// One offering's node labels, shared.
@@ -108,5 +183,56 @@ mod tests {
         assert_eq!(c["karpenter.k8s.aws/instance-family"], "c5");
         let moved = shared_labels(&changed, "us-east-1a", "use1-az9", CapacityType::Spot);
         assert_eq!(moved["topology.k8s.aws/zone-id"], "use1-az9");
+    }
+
+    fn req(key: &str, operator: &str, values: &[&str]) -> super::super::resources::Requirement {
+        super::super::resources::Requirement {
+            key: key.into(),
+            operator: operator.into(),
+            values: values.iter().map(|v| (*v).to_string()).collect(),
+        }
+    }
+
+    fn labels_of(name: &str) -> BTreeMap<String, String> {
+        let catalog = dovetail_fakecloud::Catalog::load("us-east-1").expect("the shipped catalog");
+        offering_labels(catalog.get(name).expect(name), "us-east-1a", "use1-az1", CapacityType::OnDemand)
+    }
+
+    /// `instance-local-nvme` (the imported instance-store example's requirement): m5.large
+    /// has no local NVMe, so `Exists`/`Gt` exclude it and `DoesNotExist` keeps it; m5d.large
+    /// (75 GB) is kept by `Exists` and `Gt 50` and excluded by `Gt 100`.
+    #[test]
+    fn a_type_lacking_an_aws_label_fails_a_requirement_on_it() {
+        let nvme = "karpenter.k8s.aws/instance-local-nvme";
+        let (m5, m5d) = (labels_of("m5.large"), labels_of("m5d.large"));
+        assert!(!m5.contains_key(nvme));
+        assert!(!requirement_allows(&req(nvme, "Exists", &[]), &m5));
+        assert!(!requirement_allows(&req(nvme, "Gt", &["50"]), &m5));
+        assert!(requirement_allows(&req(nvme, "DoesNotExist", &[]), &m5));
+        assert!(requirement_allows(&req(nvme, "NotIn", &["75"]), &m5));
+        assert_eq!(m5d[nvme], "75");
+        assert!(requirement_allows(&req(nvme, "Exists", &[]), &m5d));
+        assert!(requirement_allows(&req(nvme, "Gt", &["50"]), &m5d));
+        assert!(!requirement_allows(&req(nvme, "Gt", &["100"]), &m5d));
+        // A key the oracle does not model stays unjudged (it only labels the node).
+        assert!(requirement_allows(&req("example.com/team", "In", &["a"]), &m5));
+    }
+
+    /// GPU labels exist only on GPU types (upstream: `DoesNotExist` otherwise, not "0"), with
+    /// upstream's lower-kebab names and the memory per GPU; Neuron accelerators get none.
+    #[test]
+    fn gpu_labels_only_on_gpu_types_and_no_accelerator_labels_for_neuron() {
+        let count = "karpenter.k8s.aws/instance-gpu-count";
+        let (m5, g4dn, inf1) = (labels_of("m5.large"), labels_of("g4dn.xlarge"), labels_of("inf1.xlarge"));
+        assert!(!requirement_allows(&req(count, "Exists", &[]), &m5));
+        assert!(requirement_allows(&req(count, "DoesNotExist", &[]), &m5));
+        assert_eq!(g4dn[count], "1");
+        assert_eq!(g4dn["karpenter.k8s.aws/instance-gpu-name"], "t4");
+        assert_eq!(g4dn["karpenter.k8s.aws/instance-gpu-manufacturer"], "nvidia");
+        assert_eq!(g4dn["karpenter.k8s.aws/instance-gpu-memory"], "16384");
+        assert!(requirement_allows(&req(count, "Gt", &["0"]), &g4dn));
+        assert!(!requirement_allows(&req("karpenter.k8s.aws/instance-accelerator-count", "Exists", &[]), &inf1));
+        assert_eq!(m5["karpenter.k8s.aws/instance-network-bandwidth"], "750");
+        assert_eq!(m5["karpenter.k8s.aws/instance-ebs-bandwidth"], "4750");
     }
 }

@@ -276,7 +276,9 @@ pub struct Listed {
 }
 
 /// Every (instance type, zone, capacity type) of `cloud`'s catalog that `requirements` allow
-/// (requirements on keys an offering does not label only label nodes), in catalog order.
+/// (requirements on keys an offering does not label only label nodes, except the AWS labels a
+/// type has only with the fact: absent there is `DoesNotExist`,
+/// [`super::offering_labels::requirement_allows`]), in catalog order.
 pub fn listed_offerings(cloud: &FakeCloud, requirements: &[Requirement]) -> Vec<Listed> {
     let mut out = Vec::new();
     for t in cloud.catalog().types() {
@@ -290,7 +292,7 @@ pub fn listed_offerings(cloud: &FakeCloud, requirements: &[Requirement]) -> Vec<
                     continue;
                 }
                 let labels = super::offering_labels::shared_labels(t, &zone.name, &zone.id, ct);
-                if !requirements.iter().all(|r| !labels.contains_key(&r.key) || r.matches(&labels)) {
+                if !requirements.iter().all(|r| super::offering_labels::requirement_allows(r, &labels)) {
                     continue;
                 }
                 out.push(Listed {

@@ -337,3 +337,37 @@ fn a_preferred_node_affinity_does_not_narrow_a_spread() {
     let counts = zones_of(&results);
     assert_eq!(counts.values().copied().collect::<Vec<_>>(), [2, 2, 2], "{counts:?}");
 }
+
+/// A spread tie between min-count zones goes to a zone the new claim can launch in (core's
+/// random pick reaches it on a later pass); a single min-count zone is kept even when it cannot
+/// launch, as in core, and without a `launchable` test the first in name order wins.
+#[test]
+fn spread_tie_prefers_a_launchable_zone_but_never_leaves_the_minimum() {
+    use crate::scheduling::topology::Topology;
+    let zone = labels::TOPOLOGY_ZONE_LABEL;
+    let mut p = labelled(pod("p", 100, 64), &[("app", "web")]);
+    p.shape.spreads.push(spread(zone, "web"));
+    let mut topology = Topology::new();
+    for z in ["zone-a", "zone-b", "zone-c"] {
+        topology.register_domain(zone, z);
+    }
+    let pod_reqs = Requirements::new();
+    let claim = Requirements::new();
+    let picked = |topology: &mut Topology, launchable: Option<crate::scheduling::topology::Launchable>| {
+        let reqs = topology.add_requirements(0, &p.shape, &pod_reqs, &claim, launchable).expect("a domain");
+        reqs.get(zone).and_then(|r| r.single_value()).expect("one zone").to_owned()
+    };
+    let not_a = |_: &str, d: &str| d != "zone-a";
+    let none = |_: &str, _: &str| false;
+    assert_eq!(picked(&mut topology, None), "zone-a");
+    assert_eq!(picked(&mut topology, Some(&not_a)), "zone-b");
+    assert_eq!(picked(&mut topology, Some(&none)), "zone-a", "no launchable tie: name order");
+    // zone-b and zone-c hold a pod each: zone-a is the only minimum, launchable or not.
+    let mut on = |z: &str| {
+        let node = requirements(serde_json::json!([{"key": zone, "operator": "In", "values": [z]}]));
+        topology.record(0, &p.shape, &node, &[]);
+    };
+    on("zone-b");
+    on("zone-c");
+    assert_eq!(picked(&mut topology, Some(&not_a)), "zone-a");
+}
