@@ -44,6 +44,7 @@ const FEWER_SEEDS: &[(&str, u64)] = &[
     // 7-10 CPU s a seed.
     ("apiserver-brownout", 5),
     ("consolidation-scale-down", 5),
+    ("node-repair", 5),
     ("steady-web", 5),
 ];
 
