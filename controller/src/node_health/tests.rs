@@ -194,8 +194,9 @@ fn ten_with_three_bad(pool: Option<&str>) -> (Vec<Node>, Vec<NodeClaim>) {
 #[test]
 fn blocks_when_more_than_a_fifth_of_the_nodepool_is_unhealthy() {
     let (nodes, claims) = ten_with_three_bad(Some("default"));
-    for i in 0..2 {
-        let v = judge(&nodes[i], &claims[i], &nodes, &fake_repair_policies(), at(60 * MINUTE));
+    // Upstream reconciles the first two nodes (both sick) and expects both blocked.
+    for (n, c) in nodes.iter().zip(&claims).take(2) {
+        let v = judge(n, c, &nodes, &fake_repair_policies(), at(60 * MINUTE));
         assert_eq!(v, Verdict::BlockedNodePool("default".into()));
     }
     assert_eq!(BLOCKED_REQUEUE, 5 * MINUTE, "upstream requeues a blocked repair after 5 minutes");
@@ -205,8 +206,8 @@ fn blocks_when_more_than_a_fifth_of_the_nodepool_is_unhealthy() {
 #[test]
 fn blocks_when_more_than_a_fifth_of_the_cluster_is_unhealthy() {
     let (nodes, claims) = ten_with_three_bad(None);
-    for i in 0..3 {
-        let v = judge(&nodes[i], &claims[i], &nodes, &fake_repair_policies(), at(60 * MINUTE));
+    for (n, c) in nodes.iter().zip(&claims).take(3) {
+        let v = judge(n, c, &nodes, &fake_repair_policies(), at(60 * MINUTE));
         assert_eq!(v, Verdict::BlockedCluster);
     }
 }
