@@ -22,7 +22,7 @@ use dovetail_sim::oracle::view::key;
 use dovetail_sim::run::{Outcome, RunOptions, run_world};
 use dovetail_sim::scenario::Loaded;
 use dovetail_sim::scenario::SimDuration;
-use dovetail_sim::scenario::controller::FeatureGatesSpec;
+use dovetail_sim::scenario::controller::{ControllerSpec, FeatureGatesSpec};
 use dovetail_sim::world::ScenarioWorld;
 use dovetail_sim::world::clock::SIM_EPOCH_UNIX_SECS;
 use serde_json::Value;
@@ -136,8 +136,8 @@ impl Watch {
 fn run(gate: bool, duration: Option<Duration>) -> (Watch, Outcome) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/node-repair.yaml");
     let mut loaded = Loaded::from_file(&path).expect("library scenario loads");
-    let gates = loaded.scenario.controller.feature_gates.get_or_insert_with(FeatureGatesSpec::default);
-    gates.node_repair = Some(gate);
+    let ControllerSpec::Run(config) = &mut loaded.scenario.controller else { panic!("the story runs a controller") };
+    config.feature_gates.get_or_insert_with(FeatureGatesSpec::default).node_repair = Some(gate);
     if let Some(d) = duration {
         loaded.scenario.duration = SimDuration(d);
     }
@@ -217,7 +217,8 @@ fn unhealthy_nodes_are_repaired_after_their_toleration_unless_too_much_of_the_po
         assert!(!node.is_empty() && w.nodes.contains(node), "{pod} is not on a live node ({node:?})");
         assert!(!sick_web.contains(node), "{pod} still on a repaired node");
     }
-    assert!(outcome.report.violations.is_empty(), "invariants: {:?}", outcome.report.violations);
+    let violations = &outcome.report.invariants.violations;
+    assert!(violations.is_empty(), "invariants: {violations:?}");
 }
 
 #[test]
