@@ -45,6 +45,7 @@ const FEWER_SEEDS: &[(&str, u64)] = &[
     ("apiserver-brownout", 5),
     ("price-list", 5),
     ("consolidation-scale-down", 5),
+    ("node-repair", 5),
     ("steady-web", 5),
 ];
 

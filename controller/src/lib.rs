@@ -12,6 +12,7 @@ pub mod disruption;
 pub mod garbage_collection;
 pub mod interruption;
 pub mod lifecycle;
+pub mod node_health;
 pub mod nodeclass;
 pub mod nodepool;
 pub mod operator;

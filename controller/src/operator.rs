@@ -19,6 +19,7 @@ use crate::disruption::expiration::Expiration;
 use crate::garbage_collection::GarbageCollection;
 use crate::interruption::{Interruption, InterruptionStats};
 use crate::lifecycle::Lifecycle;
+use crate::node_health::NodeHealth;
 use crate::nodeclass::NodeClassController;
 use crate::nodepool::NodePoolStatusController;
 use crate::nodepool::registration_health::RegistrationHealth;
@@ -295,6 +296,12 @@ pub async fn run(clients: Clients, settings: Settings, env: Environment) -> anyh
         Task::controller(disruption, &renv),
         Task::new("metrics.sync", sync_metrics(cluster.clone(), env.metrics.clone(), interruption_stats)),
     ];
+    // NodeRepair: only behind its gate and with a provider that has repair policies (core
+    // `pkg/controllers/controllers.go` l. 178).
+    let repair_policies = cloud.repair_policies();
+    if settings.feature_gates.node_repair && !repair_policies.is_empty() {
+        tasks.push(Task::controller(NodeHealth::new(repair_policies), &renv));
+    }
     if interruption.is_enabled() {
         tasks.push(Task::controller(interruption, &renv));
     } else {

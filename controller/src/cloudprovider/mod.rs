@@ -7,6 +7,7 @@ pub mod aws;
 pub mod drift;
 pub mod error;
 pub mod fake;
+pub mod repair;
 pub mod types;
 pub mod unavailable;
 
@@ -16,6 +17,7 @@ use futures::future::BoxFuture;
 
 pub use drift::DriftReason;
 pub use error::CloudError;
+pub use repair::RepairPolicy;
 pub use types::{InstanceType, InstanceTypeFacts, KubeletOverrides, Offering, Overhead};
 pub use unavailable::UnavailableOfferings;
 
@@ -70,5 +72,13 @@ pub trait CloudProvider: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Option<DriftReason>, CloudError>> {
         let _ = (claim, node_pool, node_class);
         Box::pin(async { Ok(None) })
+    }
+
+    /// The Node conditions that make a node unhealthy and how long each is tolerated (core
+    /// `CloudProvider.RepairPolicies`). NodeRepair runs only when this is non-empty and the
+    /// `NodeRepair` gate is on (core `pkg/controllers/controllers.go` l. 178). The default is
+    /// a provider with none.
+    fn repair_policies(&self) -> Vec<RepairPolicy> {
+        Vec::new()
     }
 }

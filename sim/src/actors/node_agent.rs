@@ -28,6 +28,11 @@ use crate::apiserver::store::{DeleteOptions, Part, Store, WriteOptions};
 use crate::world::SimRng;
 use crate::world::clock::timestamp;
 
+/// The `Ready` reason of a kubelet a `nodeConditions` fault made sick
+/// (`crate::faults::node_conditions`): the agent does not report such a node Ready again while
+/// its instance runs; the fault's heal does.
+pub const SICK_KUBELET_REASON: &str = "KubeletUnhealthy";
+
 /// How often the agents look for newly launched instances.
 const INSTANCE_POLL: Duration = Duration::from_secs(1);
 
@@ -328,11 +333,10 @@ fn register(store: &mut Store, node: Value) {
 fn set_ready(store: &mut Store, name: &str, ready: bool) -> bool {
     let nodes_t = store.registry().get("", "nodes").expect("built in");
     let Ok(node) = store.get(&nodes_t, "", name) else { return false };
-    let is_ready = node
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
-    if is_ready == ready {
+    let conditions = node.pointer("/status/conditions").and_then(Value::as_array);
+    let is_ready = conditions.is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
+    let sick = conditions.is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["reason"] == SICK_KUBELET_REASON));
+    if is_ready == ready || (ready && sick) {
         return false;
     }
     let now = store.clock().now_rfc3339();

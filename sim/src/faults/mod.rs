@@ -10,6 +10,7 @@
 pub mod apiserver;
 pub mod cloud;
 pub mod network;
+pub mod node_conditions;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -37,6 +38,7 @@ pub struct Faults {
     active: BTreeMap<usize, DrawnFault>,
     cloud: cloud::CloudState,
     network: network::NetworkState,
+    node_conditions: node_conditions::NodeConditionsState,
     /// Occurrences started, by kind.
     pub started: BTreeMap<String, u64>,
 }
@@ -49,6 +51,7 @@ impl Faults {
             active: BTreeMap::new(),
             cloud: cloud::CloudState::new(rng),
             network: network::NetworkState::default(),
+            node_conditions: node_conditions::NodeConditionsState::default(),
             started: BTreeMap::new(),
         }
     }
@@ -68,6 +71,15 @@ impl Faults {
                 }
             }
             DrawnFault::WatchExpiry => apiserver::expire_watches(&self.layers.server),
+            DrawnFault::NodeConditions { .. } => {
+                let sick = self.node_conditions.start(&self.layers.server, id, fault, now);
+                self.layers.trace.record(TraceEntry {
+                    at: now,
+                    source: "fault",
+                    verb: "sick-kubelets".into(),
+                    subject: sick.join(","),
+                });
+            }
             DrawnFault::Partition { .. }
             | DrawnFault::Latency { .. }
             | DrawnFault::ControllerCrash { .. }
@@ -99,6 +111,7 @@ impl Faults {
             | DrawnFault::Latency { .. }
             | DrawnFault::ControllerCrash { .. }
             | DrawnFault::LeaderFailover => self.network.stop(sim, &self.layers, id),
+            DrawnFault::NodeConditions { .. } => self.node_conditions.stop(&self.layers.server, id, &fault, now),
             _ => {}
         }
         self.recompute();

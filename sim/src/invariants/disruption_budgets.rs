@@ -6,7 +6,8 @@
 //! InstanceTerminating; a claim is disrupting when it or its Node is being deleted or the
 //! Node carries `karpenter.sh/disrupted`. Disruptions budgets do not govern are left out:
 //! deletions a non-controller host started (a person, a test driver), instances the cloud
-//! is taking away (spot reclaim, scheduled events, outages) and expiration.
+//! is taking away (spot reclaim, scheduled events, outages), expiration, and NodeRepair's
+//! replacement of a Node NotReady past its toleration ([`REPAIR_TOLERATION`]).
 //!
 //! Two checks. At every tick the disrupting nodes stay within the loosest reason's budget
 //! (whatever the reasons, no more may be disrupting). And each reason's budget holds on its
@@ -18,7 +19,7 @@
 //! `MustGetAllowedDisruptions(reason) - disrupting` nodes (core
 //! `pkg/controllers/disruption/helpers.go`, `BuildDisruptionBudgetMapping`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -28,10 +29,29 @@ use crate::oracle::budget::{allowed_for_reason, cap, wall_time};
 use crate::oracle::view::{ClaimView, View};
 use dovetail_world::SimDuration;
 
-/// Names of NodeClaims and Nodes whose deletion a non-controller host started.
+/// How long a Node may be NotReady (`Ready` False or Unknown) before Karpenter's NodeRepair
+/// (gate `NodeRepair`) deletes its NodeClaim: aws/karpenter-provider-aws v1.14.1
+/// `pkg/cloudprovider/cloudprovider.go` l. 305–317 (`RepairPolicies`). Such a delete is not
+/// governed by disruption budgets nor stopped by `karpenter.sh/do-not-disrupt`: core
+/// `pkg/controllers/node/health/controller.go` l. 158–162 deletes with no budget or
+/// do-not-disrupt check, and its `suite_test.go` l. 251–287 asserts it ("should ignore node
+/// disruption budgets", "should ignore do-not-disrupt on a node").
+pub const REPAIR_TOLERATION: Duration = Duration::from_secs(30 * 60);
+
+/// The checker sees a Node turn NotReady up to one tick late.
+const TICK_SLACK: Duration = Duration::from_secs(2);
+
+/// Names of NodeClaims and Nodes whose deletion a non-controller host started, and the claims
+/// whose deletion was a NodeRepair (their Node NotReady for [`REPAIR_TOLERATION`] when the
+/// deletion started).
 #[derive(Debug, Default)]
 pub struct ExternalDeletes {
     names: BTreeSet<(String, String)>,
+    /// When each Node was first seen not Ready (cleared when it is Ready again).
+    not_ready_since: BTreeMap<String, Duration>,
+    /// Claims whose deletion was judged, and those judged a repair.
+    judged: BTreeSet<String>,
+    repaired: BTreeSet<String>,
 }
 
 impl ExternalDeletes {
@@ -39,6 +59,30 @@ impl ExternalDeletes {
     pub fn update(&mut self, ctx: &Ctx<'_>) {
         for d in ctx.recorded.deletes.iter().filter(|d| !d.by_controller) {
             self.names.insert((d.resource.clone(), d.name.clone()));
+        }
+        self.observe(ctx.view);
+    }
+
+    /// Follows Node readiness and judges each claim once, when its deletion is first seen:
+    /// a repair when its Node had been not Ready for [`REPAIR_TOLERATION`] by then.
+    pub fn observe(&mut self, view: &View) {
+        for (name, node) in &view.nodes {
+            if node.ready {
+                self.not_ready_since.remove(name);
+            } else {
+                self.not_ready_since.entry(name.clone()).or_insert(view.now);
+            }
+        }
+        self.not_ready_since.retain(|name, _| view.nodes.contains_key(name));
+        for claim in view.claims.values() {
+            let Some(deleting) = claim.deleting_since else { continue };
+            if !self.judged.insert(claim.name.clone()) {
+                continue;
+            }
+            let since = claim.node_name.as_ref().and_then(|n| self.not_ready_since.get(n));
+            if since.is_some_and(|s| deleting + TICK_SLACK >= *s + REPAIR_TOLERATION) {
+                self.repaired.insert(claim.name.clone());
+            }
         }
     }
 
@@ -49,7 +93,7 @@ impl ExternalDeletes {
             || claim.node_name.as_ref().is_some_and(|n| self.names.contains(&("nodes".into(), n.clone())));
         let involuntary = view.instance_of(claim).is_some_and(|i| i.involuntary || !i.live);
         let expired = expire_after.is_some_and(|e| view.now.saturating_sub(claim.created) >= e);
-        external || involuntary || expired
+        external || involuntary || expired || self.repaired.contains(&claim.name)
     }
 }
 
@@ -150,5 +194,71 @@ impl Invariant for DisruptionBudgets {
                 });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(ready: bool) -> crate::oracle::view::NodeView {
+        crate::oracle::view::NodeView {
+            provider_id: "aws:///z/i-1".into(),
+            nodepool: Some("web".into()),
+            deleting: false,
+            disrupted: false,
+            initialized: true,
+            do_not_disrupt: false,
+            taints: Vec::new(),
+            ready,
+            labels: BTreeMap::new(),
+            allocatable: Default::default(),
+        }
+    }
+
+    fn claim(deleting_since: Option<Duration>) -> ClaimView {
+        ClaimView {
+            name: "c".into(),
+            uid: "u".into(),
+            nodepool: "web".into(),
+            provider_id: Some("aws:///z/i-1".into()),
+            node_name: Some("n".into()),
+            created: Duration::ZERO,
+            deleting_since,
+            initialized: true,
+            instance_terminating: false,
+            do_not_disrupt: false,
+            disruption_reason: None,
+            drifted: false,
+            registered: true,
+            requirements: Vec::new(),
+        }
+    }
+
+    /// Plays `ready` at 0s, then the claim's deletion at `deleted`; whether it is exempt.
+    fn exempt_after(ready: bool, deleted: Duration) -> bool {
+        let mut external = ExternalDeletes::default();
+        let mut view = View::default();
+        view.nodes.insert("n".into(), node(ready));
+        view.claims.insert("c".into(), claim(None));
+        external.observe(&view);
+        view.now = deleted;
+        view.claims.insert("c".into(), claim(Some(deleted)));
+        external.observe(&view);
+        external.exempt(&view, &view.claims["c"], None)
+    }
+
+    #[test]
+    fn a_repair_of_a_node_not_ready_past_its_toleration_is_exempt() {
+        assert!(exempt_after(false, REPAIR_TOLERATION));
+        assert!(exempt_after(false, REPAIR_TOLERATION + Duration::from_secs(600)));
+    }
+
+    /// Where the excuse does not apply the delete still counts against the budget: a Node
+    /// not Ready for less than the toleration (a repair too early), or a Ready one.
+    #[test]
+    fn an_early_or_healthy_delete_is_not_exempt() {
+        assert!(!exempt_after(false, REPAIR_TOLERATION - Duration::from_secs(60)));
+        assert!(!exempt_after(true, REPAIR_TOLERATION + Duration::from_secs(60)));
     }
 }

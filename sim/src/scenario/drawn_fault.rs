@@ -125,6 +125,23 @@ pub enum DrawnFault {
         /// The role.
         role: String,
     },
+    /// Kubelets report a Node condition unhealthy (`crate::faults::node_conditions`).
+    #[serde(rename_all = "camelCase")]
+    NodeConditions {
+        /// Only this NodePool's Nodes (`None`: every Karpenter Node).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        node_pool: Option<String>,
+        /// How many of them.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        count: Option<u32>,
+        /// Or which share, rounded up.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        fraction: Option<f64>,
+        /// The condition type.
+        condition: String,
+        /// Its status while the fault lasts.
+        status: String,
+    },
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -210,6 +227,15 @@ impl DrawnFault {
         }
         if let Some(s) = &spec.access_entry_missing {
             return DrawnFault::AccessEntryMissing { role: s.role.clone() };
+        }
+        if let Some(s) = &spec.node_conditions {
+            return DrawnFault::NodeConditions {
+                node_pool: s.node_pool.clone(),
+                count: s.count,
+                fraction: s.fraction,
+                condition: s.condition(),
+                status: s.status(),
+            };
         }
         if let Some(s) = &spec.ami_release {
             return DrawnFault::AmiRelease { version: s.version.clone() };

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::dist::Dist;
 use super::error::FieldError;
+use super::node_conditions::NodeConditionsSpec;
 use dovetail_world::SimDuration;
 
 /// One fault entry.
@@ -87,6 +88,10 @@ pub struct FaultSpec {
     /// their kubelets never register, until it heals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access_entry_missing: Option<AccessEntrySpec>,
+    /// Kubelets report a Node condition unhealthy (`Ready` False by default) on some nodes,
+    /// until it heals: what Karpenter's NodeRepair replaces (`super::node_conditions`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_conditions: Option<NodeConditionsSpec>,
 }
 
 /// The fault kinds, as written.
@@ -109,6 +114,11 @@ pub const KINDS: &[&str] = &[
     "amiRelease",
     "accessEntryMissing",
 ];
+
+/// Fault kinds the simulated cluster plays (its kubelets) that the story generator
+/// (`crate::generate`) does not draw yet; kept apart from [`KINDS`] so adding one does not
+/// reshuffle every generated story's fault mix.
+pub const CLUSTER_KINDS: &[&str] = &["nodeConditions"];
 
 /// One IAM role without an access entry.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
@@ -294,15 +304,19 @@ impl FaultSpec {
             self.leader_failover.is_some(),
             self.ami_release.is_some(),
             self.access_entry_missing.is_some(),
+            self.node_conditions.is_some(),
         ]
         .iter()
-        .zip(KINDS)
+        .zip(KINDS.iter().chain(CLUSTER_KINDS))
         .filter(|(on, _)| **on)
         .map(|(_, k)| *k)
         .collect();
         match set.as_slice() {
             [one] => Ok(one),
-            [] => Err(FieldError::new("", format!("no fault kind set; set one of: {}", KINDS.join(", ")))),
+            [] => Err(FieldError::new(
+                "",
+                format!("no fault kind set; set one of: {}, {}", KINDS.join(", "), CLUSTER_KINDS.join(", ")),
+            )),
             many => Err(FieldError::new("", format!("one fault kind per entry, found {}", many.join(", ")))),
         }
     }
@@ -432,6 +446,9 @@ impl FaultSpec {
             && s.role.trim().is_empty()
         {
             return Err(FieldError::new(format!("{kind}.role"), "name the IAM role (an EC2NodeClass's `role`)"));
+        }
+        if let Some(s) = &self.node_conditions {
+            s.validate(kind)?;
         }
         if matches!(kind, "controllerCrash" | "leaderFailover" | "partition" | "latency") && replicas == 0 {
             return Err(FieldError::new(kind, "needs a controller, but the scenario has `controller: none`"));

@@ -120,6 +120,7 @@ pub mod error;
 pub mod faults;
 pub mod invariants;
 pub mod liveness_window;
+pub mod node_conditions;
 pub mod plan;
 pub mod render;
 pub mod workloads;

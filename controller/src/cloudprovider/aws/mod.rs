@@ -604,4 +604,8 @@ impl CloudProvider for AwsCloudProvider {
     ) -> BoxFuture<'a, Result<Option<crate::cloudprovider::DriftReason>, CloudError>> {
         Box::pin(self.drift_of(claim, node_class))
     }
+
+    fn repair_policies(&self) -> Vec<crate::cloudprovider::RepairPolicy> {
+        crate::cloudprovider::repair::aws_repair_policies()
+    }
 }
