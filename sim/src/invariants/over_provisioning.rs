@@ -80,6 +80,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::nodepool_limits::counts_for_limits;
 use super::{Ctx, Invariant, Violation, format_duration};
 use crate::oracle::resources::{Resources, allowed_offerings, daemonset_overhead};
 use crate::oracle::view::{PodView, View};
@@ -329,7 +330,9 @@ impl OverProvisioning {
                 .collect();
             let catalog = ctx.cloud.catalog();
             let mut used: BTreeMap<String, Resources> = BTreeMap::new();
-            for i in ctx.view.instances.iter().filter(|i| i.live) {
+            // What Karpenter's state counts against the limits (`nodepool_limits`).
+            let counted = ctx.view.instances.iter().filter(|i| i.live && counts_for_limits(ctx.view, i));
+            for i in counted {
                 let (Some(pool), Some(info)) = (&i.nodepool, catalog.get(&i.instance_type)) else { continue };
                 let took = Resources {
                     cpu: f64::from(info.vcpu) * 1000.0,
