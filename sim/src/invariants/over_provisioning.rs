@@ -22,6 +22,15 @@
 //!     room is the claim's allocatable, `state/statenode.go` `Allocatable`, l. 377), so the
 //!     packing runs pass by pass over the split [`crate::oracle::batches`] gives for the
 //!     delay in force ([`crate::oracle::first_fit::first_fit_in_batches`]). Without lag the whole wave is one pass.
+//!   - *Pods that were not pending yet.* A wave lasts while any of its pods is pending, so
+//!     pods that became pending a minute apart may share one; a pass sees only the pods of
+//!     its batching window (core `provisioning/batcher.go` `Wait`, l. 72–110: idle 1 s, max
+//!     10 s) that were pending when it started (`provisioner.go` `Schedule` →
+//!     `GetPendingPods`, l. 362–378), and a claim opened for the first pods is sized for
+//!     them, not for pods that came later. So the packing also goes pass by pass over the
+//!     windows of the instants the pods became pending, cut where a claim of the wave was
+//!     created ([`crate::oracle::batches::windows`]); pods pending in one window with no
+//!     claim created among them are still packed in one pass.
 //!   - *Where kube-scheduler binds.* Karpenter's nominations are Events kube-scheduler never
 //!     reads (core `scheduling/events.go` `NominatePodEvent`, l. 35–52), so it may bind a
 //!     pod to another of the wave's claims than the one Karpenter meant, taking room meant
@@ -71,6 +80,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::nodepool_limits::counts_for_limits;
 use super::{Ctx, Invariant, Violation, format_duration};
 use crate::oracle::resources::{Resources, allowed_offerings, daemonset_overhead};
 use crate::oracle::view::{PodView, View};
@@ -318,13 +328,29 @@ impl OverProvisioning {
                     (name.clone(), p.object.clone(), allowed_offerings(ctx.cloud, &p.object, ctx.view.now))
                 })
                 .collect();
+            let catalog = ctx.cloud.catalog();
+            let mut used: BTreeMap<String, Resources> = BTreeMap::new();
+            // What Karpenter's state counts against the limits (`nodepool_limits`).
+            let counted = ctx.view.instances.iter().filter(|i| i.live && counts_for_limits(ctx.view, i));
+            for i in counted {
+                let (Some(pool), Some(info)) = (&i.nodepool, catalog.get(&i.instance_type)) else { continue };
+                let took = Resources {
+                    cpu: f64::from(info.vcpu) * 1000.0,
+                    memory: info.memory_mib as f64 * 1024.0 * 1024.0,
+                    pods: 0.0,
+                };
+                used.entry(pool.clone()).or_default().add(&took);
+            }
             self.wave = Some(Wave {
                 start: ctx.view.now,
+                used,
                 pods: BTreeMap::new(),
                 claims: BTreeSet::new(),
                 supply,
                 overhead: overhead(ctx.pods),
                 order: Vec::new(),
+                pending_at: BTreeMap::new(),
+                cuts: BTreeSet::new(),
                 watch_delay: Duration::ZERO,
                 misdirected: BTreeMap::new(),
                 bound: BTreeSet::new(),
@@ -338,6 +364,7 @@ impl OverProvisioning {
         for p in &pending {
             if !wave.pods.contains_key(&p.uid) {
                 wave.order.push(p.uid.clone());
+                wave.pending_at.insert(p.uid.clone(), p.created);
                 wave.pods.insert(p.uid.clone(), (p.key.clone(), p.object.clone(), p.requests));
             }
         }
@@ -347,6 +374,7 @@ impl OverProvisioning {
             wave.claims.extend(new_claims.iter().cloned());
             joined = new_claims.iter().filter_map(|c| Some((self.claims.get(c)?.created, c))).collect();
             joined.sort();
+            wave.cuts.extend(joined.iter().map(|(at, _)| *at));
         }
         misdirected(wave, ctx, &self.claims, &self.nominated);
         // Each claim is judged once, when it is created, against what was known then

@@ -47,9 +47,12 @@ fn wave(n: usize) -> Wave {
         start: Duration::ZERO,
         pods,
         claims: BTreeSet::new(),
+        used: BTreeMap::new(),
         supply: vec![("default".into(), pool, vec![offering("m.large", 1900.0), offering("m.4xlarge", 15_800.0)])],
         overhead: Resources::default(),
         order,
+        pending_at: BTreeMap::new(),
+        cuts: BTreeSet::new(),
         watch_delay: Duration::ZERO,
         misdirected: BTreeMap::new(),
         bound: BTreeSet::new(),
@@ -146,4 +149,40 @@ fn a_claim_is_judged_against_the_bindings_known_when_it_was_created() {
     assert_eq!(wave_bound(&w, Duration::from_secs(60), &instances, &registered, 1), 3, "binding known: 3");
     assert_eq!(wave_bound(&w, Duration::from_secs(30), &instances, &registered, 1), 3, "seen at creation: known");
     assert_eq!(wave_bound(&w, Duration::from_secs(20), &instances, &registered, 1), 2, "binding later: not counted");
+}
+
+/// The recorded story 428dd0df6df1b9bb's shape: three pods pending at 0 s, seventeen at
+/// 60 s, in one wave (the first three still wait for their node). The first pass saw three
+/// and its claim is sized for them (the m.large the packing shrinks it to); the second
+/// fills that room and opens one more: 2 nodes, plus one. All twenty pending at once is one
+/// pass: 1 node, plus one — the split is not granted without the time between them, nor
+/// by a claim created before every pod.
+#[test]
+fn pods_pending_a_minute_apart_are_packed_pass_by_pass() {
+    let mut w = wave(20);
+    w.pending_at =
+        w.order.iter().enumerate().map(|(i, u)| (u.clone(), Duration::from_secs(if i < 3 { 0 } else { 60 }))).collect();
+    assert_eq!(wave_bound(&w, AT, &BTreeMap::new(), &BTreeMap::new(), 1), 3);
+    let mut together = wave(20);
+    together.pending_at = together.order.iter().map(|u| (u.clone(), Duration::from_secs(1))).collect();
+    together.cuts = BTreeSet::from([Duration::ZERO]);
+    assert_eq!(wave_bound(&together, AT, &BTreeMap::new(), &BTreeMap::new(), 1), 2);
+}
+
+/// A claim created at 30 s marks a pass: the pods pending from then on were not in it, so
+/// nine pods at 0–20 s and eleven at 30 s are two passes even within one batching window's
+/// reach; a cut after `at` (a claim judged later) does not split the claim judged now.
+#[test]
+fn a_claim_created_between_pods_marks_a_pass() {
+    let mut w = wave(20);
+    w.pending_at = w
+        .order
+        .iter()
+        .enumerate()
+        .map(|(i, u)| (u.clone(), Duration::from_millis(if i < 9 { 200 * i as u64 } else { 2_000 })))
+        .collect();
+    assert_eq!(wave_bound(&w, AT, &BTreeMap::new(), &BTreeMap::new(), 1), 2, "one window, no cut");
+    w.cuts = BTreeSet::from([Duration::from_millis(1_900)]);
+    assert_eq!(wave_bound(&w, AT, &BTreeMap::new(), &BTreeMap::new(), 1), 3, "a claim at 1.9 s");
+    assert_eq!(wave_bound(&w, Duration::from_secs(1), &BTreeMap::new(), &BTreeMap::new(), 1), 2, "cut after at");
 }

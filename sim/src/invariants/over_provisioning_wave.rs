@@ -22,7 +22,7 @@ use dovetail_fakecloud::CapacityType;
 use serde_json::Value;
 
 use super::{ClaimLife, Ctx};
-use crate::oracle::batches::split;
+use crate::oracle::batches::passes;
 use crate::oracle::first_fit::{Demand, Placed, PoolSupply, by_weight, first_fit_decreasing, first_fit_in_batches};
 use crate::oracle::resources::{Offering, Resources};
 use crate::oracle::view::NodeView;
@@ -43,10 +43,17 @@ pub struct Wave {
     pub claims: BTreeSet<String>,
     /// Per pool, the offerings when the wave started.
     pub supply: Vec<(String, Arc<Value>, Vec<Offering>)>,
+    /// Per pool, the CPU and memory of its live instances when the wave started: what they
+    /// took from its `spec.limits` before any of the wave's claims.
+    pub used: BTreeMap<String, Resources>,
     pub overhead: Resources,
     /// Pod uids in the order they became pending (ties by key): the order a lagging watch
     /// delivers them in.
     pub order: Vec<String>,
+    /// uid → when the pod became pending (its creation), for the batching windows.
+    pub pending_at: BTreeMap<String, Duration>,
+    /// When the wave's NodeClaims were created: instants a provisioning pass ran.
+    pub cuts: BTreeSet<Duration>,
     /// The longest watch-delivery delay in force while the wave lasted.
     pub watch_delay: Duration,
     /// uid → the wave's NodeClaim kube-scheduler bound the pod to, when that is not the claim
@@ -120,9 +127,11 @@ pub fn seen_allocatable(node: &Resources, estimate: &Resources) -> Resources {
 }
 
 /// What a wave may have when a claim created at `at` joins it: the packing's nodes plus the
-/// slack per NodePool. Without watch lag and with every pod where Karpenter meant it, one
-/// first-fit-decreasing packing of the whole wave; under a lagging watch, the passes that
-/// can have seen the pods in turn ([`crate::oracle::batches`]), each reusing the room earlier
+/// slack per NodePool. Without watch lag, with every pod where Karpenter meant it and every
+/// pod pending in one batching window, one first-fit-decreasing packing of the whole wave;
+/// else the passes that can have seen the pods in turn ([`crate::oracle::batches::passes`]:
+/// batching windows over the instants the pods became pending, cut where a claim of the
+/// wave was created by `at`, each split by a lagging watch), each reusing the room earlier
 /// passes opened; pods kube-scheduler bound elsewhere than their nomination by `at` sit
 /// where they were bound ([`Wave::misdirected_by`]), on the node `launched` (claim → what it
 /// was launched as) names, with the room `registered` (claim → its Node's allocatable) says
@@ -137,7 +146,12 @@ pub fn wave_bound(
     let mut pools: Vec<PoolSupply<'_>> = wave
         .supply
         .iter()
-        .map(|(name, pool, offerings)| PoolSupply { name: name.clone(), pool, offerings: offerings.clone() })
+        .map(|(name, pool, offerings)| PoolSupply {
+            name: name.clone(),
+            pool,
+            offerings: offerings.clone(),
+            used: wave.used.get(name).copied().unwrap_or_default(),
+        })
         .collect();
     by_weight(&mut pools);
     let demand = |uid: &String| wave.pods.get(uid).map(|(key, pod, requests)| Demand { key, pod, requests: *requests });
@@ -158,11 +172,20 @@ pub fn wave_bound(
             pods: uids.into_iter().filter_map(demand).collect(),
         });
     }
-    let rest: Vec<Demand<'_>> = wave.order.iter().filter(|u| !on_placed.contains(u)).filter_map(demand).collect();
-    let packing = if wave.watch_delay.is_zero() && placed.is_empty() {
-        first_fit_decreasing(&rest, &pools, &wave.overhead)
+    let mut rest: Vec<(Duration, Demand<'_>)> = wave
+        .order
+        .iter()
+        .filter(|u| !on_placed.contains(u))
+        .filter_map(|u| Some((wave.pending_at.get(u).copied().unwrap_or(wave.start), demand(u)?)))
+        .collect();
+    rest.sort_by_key(|(t, _)| *t);
+    let cuts: BTreeSet<Duration> = wave.cuts.range(..=at).copied().collect();
+    let by_pass = passes(&rest, &cuts, wave.watch_delay);
+    let packing = if by_pass.len() <= 1 && placed.is_empty() {
+        let all: Vec<Demand<'_>> = rest.into_iter().map(|(_, d)| d).collect();
+        first_fit_decreasing(&all, &pools, &wave.overhead)
     } else {
-        first_fit_in_batches(&split(&rest, wave.watch_delay), &pools, &wave.overhead, &placed)
+        first_fit_in_batches(&by_pass, &pools, &wave.overhead, &placed)
     };
     packing.total() + slack_per_pool * wave.supply.len()
 }

@@ -15,8 +15,14 @@
 //! zone (required, or preferred: Karpenter holds preferences as required until they fail,
 //! [`groups`]) sends each pod of the group to a zone with none while one is left, and a
 //! spread over `kubernetes.io/hostname` or a pod anti-affinity on it keeps two pods of the
-//! same group off one node. Pool limits are not modelled: they only lower what a
-//! controller may launch.
+//! same group off one node. A pool's `spec.limits` on CPU and memory are modelled the way
+//! Karpenter's scheduler counts them within a pass, since that can *raise* the count: a
+//! new NodeClaim may only use types that fit in what remains, and opening it takes the
+//! largest of them off the remainder (core `scheduling/scheduler.go` l. 709 filters the
+//! options by `remainingResources`, l. 786 `subtractMax`, l. 1049–1066), so a pass may
+//! leave pods it could have placed under a larger claim; the next pass counts the claims
+//! in flight at their real capacity (`updateRemainingResources`, l. 835–842) and opens
+//! more, each sized for what is left ([`Packer::pass`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -38,6 +44,8 @@ pub struct PoolSupply<'a> {
     pub pool: &'a Value,
     /// Allowed, available offerings (`resources::allowed_offerings`).
     pub offerings: Vec<Offering>,
+    /// The capacity its live nodes took from its `spec.limits` when the packing starts.
+    pub used: Resources,
 }
 
 /// One pod to place: its object and requests.
@@ -77,6 +85,36 @@ struct Bin {
     used: Resources,
     /// Indexes into the packer's pods placed here, to re-check a smaller offering.
     pods: Vec<usize>,
+    /// The capacity its offering takes from the pool's limits.
+    capacity: Resources,
+}
+
+/// What one offering takes from its pool's `spec.limits`: the instance's CPU and memory
+/// (its `instance-cpu` and `instance-memory` labels), in the packing's units.
+fn limit_capacity(o: &Offering) -> Resources {
+    let label = |k: &str| o.labels.get(k).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    Resources {
+        cpu: label("karpenter.k8s.aws/instance-cpu") * 1000.0,
+        memory: label("karpenter.k8s.aws/instance-memory") * 1024.0 * 1024.0,
+        pods: 0.0,
+    }
+}
+
+/// A pool's `spec.limits` on CPU (millicores) and memory (bytes); infinite where unset or
+/// unreadable (the loader rejects unreadable ones).
+fn pool_limits(pool: &Value) -> Resources {
+    let get = |k: &str| {
+        pool.pointer(&format!("/spec/limits/{k}")).and_then(|v| match v {
+            Value::String(t) => Some(t.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        })
+    };
+    let cpu =
+        get("cpu").and_then(|t| crate::actors::quantity::parse_milli(&t).ok()).map_or(f64::INFINITY, |v| v as f64);
+    let memory =
+        get("memory").and_then(|t| crate::actors::quantity::parse_value(&t).ok()).map_or(f64::INFINITY, |v| v as f64);
+    Resources { cpu, memory, pods: f64::INFINITY }
 }
 
 /// Pool order: `spec.weight` descending, then name (Karpenter's `OrderByWeight`).
@@ -179,9 +217,7 @@ fn decreasing<'d, 'a>(pods: &'d [Demand<'a>]) -> Vec<&'d Demand<'a>> {
 /// node starting with `overhead` (DaemonSet pods) taken.
 pub fn first_fit_decreasing(pods: &[Demand<'_>], pools: &[PoolSupply<'_>], overhead: &Resources) -> Packing {
     let mut packer = Packer::new(pools, overhead);
-    for demand in decreasing(pods) {
-        packer.place(demand);
-    }
+    packer.pass(pods.to_vec());
     packer.packing
 }
 
@@ -218,11 +254,7 @@ pub fn first_fit_in_batches(
         packer.place_node(p);
     }
     for batch in batches {
-        let first_new = packer.bins.len();
-        for demand in decreasing(batch) {
-            packer.place(demand);
-        }
-        packer.shrink_from(first_new);
+        packer.pass(batch.clone());
     }
     packer.packing
 }
@@ -237,6 +269,8 @@ struct Packer<'p, 'a> {
     /// Pods per zone-spread group and zone so far (placed nodes' pods included), to deal
     /// the next one to the zone that has fewest: what a skew constraint converges to.
     dealt: BTreeMap<String, BTreeMap<String, usize>>,
+    /// Per pool, what its limits leave in this pass ([`Packer::start_pass`]).
+    remaining: Vec<Resources>,
     packing: Packing,
 }
 
@@ -248,7 +282,53 @@ impl<'p, 'a> Packer<'p, 'a> {
             bins: Vec::new(),
             pods: Vec::new(),
             dealt: BTreeMap::new(),
+            remaining: Vec::new(),
             packing: Packing::default(),
+        }
+    }
+
+    /// What each pool's limits leave at the start of a pass: the limit, less what its nodes
+    /// took before the packing and the capacity of every node the packing has (core
+    /// `updateRemainingResources`, l. 835–842, counts nodes in flight at their capacity).
+    fn start_pass(&mut self) {
+        self.remaining = self
+            .pools
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let mut left = pool_limits(p.pool).minus(&p.used);
+                for bin in self.bins.iter().filter(|b| b.pool == i) {
+                    left = left.minus(&bin.capacity);
+                }
+                left
+            })
+            .collect();
+    }
+
+    /// One provisioning pass over `pods`, largest first; the nodes it opens shrink at its
+    /// end ([`Packer::shrink_from`]). Pods a pool's limits left without a node go to the
+    /// next pass, which sees the room the shrunk nodes leave under the limits; when a pass
+    /// places none of them, they are unplaceable.
+    fn pass(&mut self, pods: Vec<Demand<'_>>) {
+        let mut todo = pods;
+        loop {
+            self.start_pass();
+            let first_new = self.bins.len();
+            let mut deferred = Vec::new();
+            for demand in decreasing(&todo) {
+                if !self.place(demand) {
+                    deferred.push(demand.clone());
+                }
+            }
+            self.shrink_from(first_new);
+            if deferred.is_empty() {
+                return;
+            }
+            if deferred.len() == todo.len() {
+                self.packing.unplaceable += deferred.len();
+                return;
+            }
+            todo = deferred;
         }
     }
 
@@ -278,6 +358,7 @@ impl<'p, 'a> Packer<'p, 'a> {
             exclusive,
             used,
             pods: Vec::new(),
+            capacity: limit_capacity(&placed.offering),
         });
         *self.packing.nodes.entry(placed.pool.clone()).or_insert(0) += 1;
     }
@@ -309,8 +390,9 @@ impl<'p, 'a> Packer<'p, 'a> {
     }
 
     /// Places one pod: the first node that takes it, else a new node of the largest
-    /// offering it may use.
-    fn place(&mut self, demand: &Demand<'_>) {
+    /// offering it may use within what its pool's limits leave. `false` when it has none:
+    /// left for the next pass.
+    fn place(&mut self, demand: &Demand<'_>) -> bool {
         let pools = self.pools;
         let groups = groups(demand.pod);
         let tolerated: Vec<usize> = (0..pools.len()).filter(|i| tolerates_pool(demand.pod, pools[*i].pool)).collect();
@@ -338,9 +420,11 @@ impl<'p, 'a> Packer<'p, 'a> {
         } else {
             let mut with_overhead = need;
             with_overhead.add(&self.overhead);
+            let remaining = &self.remaining;
             let opened = tolerated.iter().find_map(|i| {
                 usable(&pools[*i], demand.pod, zones.as_ref())
                     .filter(|(o, _)| with_overhead.fits_in(&o.allocatable))
+                    .filter(|(o, _)| remaining.get(*i).is_none_or(|left| limit_capacity(o).fits_in(left)))
                     .max_by(|(a, _), (b, _)| {
                         a.allocatable
                             .cpu
@@ -357,12 +441,15 @@ impl<'p, 'a> Packer<'p, 'a> {
                         exclusive: groups.host.iter().cloned().collect(),
                         used: need,
                         pods: vec![index],
+                        capacity: limit_capacity(o),
                     })
             });
             let Some(bin) = opened else {
-                self.packing.unplaceable += 1;
-                return;
+                return false;
             };
+            if let Some(left) = self.remaining.get_mut(bin.pool) {
+                *left = left.minus(&bin.capacity);
+            }
             *self.packing.nodes.entry(pools[bin.pool].name.clone()).or_insert(0) += 1;
             let zone = bin.labels.get(ZONE_KEY).cloned();
             self.bins.push(bin);
@@ -374,6 +461,7 @@ impl<'p, 'a> Packer<'p, 'a> {
                 *self.dealt.entry(group.clone()).or_default().entry(zone.clone()).or_insert(0) += 1;
             }
         }
+        true
     }
 
     /// Shrinks each node from `first` on to the smallest offering of its pool, in its zone,
@@ -406,6 +494,7 @@ impl<'p, 'a> Packer<'p, 'a> {
             if let Some((o, labels)) = smallest {
                 bin.free = o.allocatable.minus(&need);
                 bin.labels = labels;
+                bin.capacity = limit_capacity(o);
             }
         }
     }

@@ -44,6 +44,7 @@ fn supply(pool: &Value) -> Vec<PoolSupply<'_>> {
             offering("m.4xlarge", "b", 15_800.0, 60.0, 0.8),
             offering("m.4xlarge", "c", 15_800.0, 60.0, 0.8),
         ],
+        used: Resources::default(),
     }]
 }
 
@@ -190,4 +191,68 @@ fn preferred_hostname_anti_affinity_keeps_one_pod_per_node() {
         {"weight": 50, "podAffinityTerm": {"topologyKey": HOSTNAME_KEY, "labelSelector": {"matchLabels": {"app": "w"}}}}
     ]}}}));
     assert_eq!(first_fit_decreasing(&demands(&keys, &p, 200.0), &supply(&pool), &Resources::default()).total(), 4);
+}
+
+/// One pool of an m.large (2 vCPU), m.2xlarge (8) and m.4xlarge (16), with a CPU limit.
+fn limited(limit: &str) -> Value {
+    json!({"metadata": {"name": "default"}, "spec": {"limits": {"cpu": limit}}})
+}
+
+fn sized(pool: &Value) -> Vec<PoolSupply<'_>> {
+    let with_cpu = |mut o: Offering, vcpu: &str| {
+        let mut labels = (*o.labels).clone();
+        labels.insert("karpenter.k8s.aws/instance-cpu".into(), vcpu.into());
+        labels.insert("karpenter.k8s.aws/instance-memory".into(), "0".into());
+        o.labels = labels.into();
+        o
+    };
+    vec![PoolSupply {
+        name: "default".into(),
+        pool,
+        offerings: vec![
+            with_cpu(offering("m.large", "a", 1900.0, 7.0, 0.1), "2"),
+            with_cpu(offering("m.2xlarge", "a", 7900.0, 30.0, 0.4), "8"),
+            with_cpu(offering("m.4xlarge", "a", 15_800.0, 60.0, 0.8), "16"),
+        ],
+        used: Resources::default(),
+    }]
+}
+
+/// Three pods one per node (hostname anti-affinity) under an 18-CPU limit: the first pass
+/// opens an m.4xlarge for the first (the largest type within the limit, taken off the
+/// remainder as core `subtractMax` does) and an m.large for the second, and has no room
+/// left for the third; the next pass counts the first node at the m.large it shrinks to
+/// (`updateRemainingResources`) and opens a node for the third. Under a 4-CPU limit the
+/// next pass has nothing left either: the third pod is unplaceable, not a node more.
+#[test]
+fn a_pool_limit_defers_pods_to_a_pass_that_counts_the_nodes_in_flight_at_their_size() {
+    let keys: Vec<String> = (0..3).map(|i| format!("default/p{i}")).collect();
+    let p = pod(json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": HOSTNAME_KEY, "labelSelector": {"matchLabels": {"app": "w"}}}
+    ]}}}));
+    let pool = limited("18");
+    let packing = first_fit_decreasing(&demands(&keys, &p, 1000.0), &sized(&pool), &Resources::default());
+    assert_eq!((packing.total(), packing.unplaceable), (3, 0));
+    let tight = limited("4");
+    let packing = first_fit_decreasing(&demands(&keys, &p, 1000.0), &sized(&tight), &Resources::default());
+    assert_eq!((packing.total(), packing.unplaceable), (2, 1));
+    let mut used = sized(&pool);
+    used[0].used = Resources { cpu: 16_000.0, memory: 0.0, pods: 0.0 };
+    let packing = first_fit_decreasing(&demands(&keys, &p, 1000.0), &used, &Resources::default());
+    assert_eq!((packing.total(), packing.unplaceable), (1, 2), "the pool's nodes before the wave count too");
+}
+
+/// Twenty 1-CPU pods under a 20-CPU limit: one pass opens an m.4xlarge (15 pods) and two
+/// m.large (one pod each, the most the limit leaves), and the other three pods find no
+/// room in any later pass: the limit never adds nodes beyond what it allows.
+#[test]
+fn a_pool_at_its_limit_gets_no_node_more() {
+    let keys: Vec<String> = (0..20).map(|i| format!("default/p{i}")).collect();
+    let p = pod(json!({}));
+    let pool = limited("20");
+    let packing = first_fit_decreasing(&demands(&keys, &p, 1000.0), &sized(&pool), &Resources::default());
+    assert_eq!((packing.total(), packing.unplaceable), (3, 3));
+    let free = json!({"metadata": {"name": "default"}, "spec": {}});
+    let packing = first_fit_decreasing(&demands(&keys, &p, 1000.0), &sized(&free), &Resources::default());
+    assert_eq!((packing.total(), packing.unplaceable), (2, 0), "no limit: 15 + 5 on two m.4xlarge");
 }
