@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 
 use super::candidates::Candidate;
 use super::input::DisruptionInput;
-use crate::scheduling::{Results, SchedulingInput, schedule};
+use crate::scheduling::{PoolTemplates, Results, SchedulingView, schedule_with};
 
 /// Why the candidates' pods would not all find a place elsewhere.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -40,22 +40,43 @@ pub enum SimulationError {
 /// # Errors
 /// The first running pod that would not find a place.
 pub fn simulate(input: &DisruptionInput, candidates: &[&Candidate]) -> Result<Results, SimulationError> {
+    simulate_with(input, &pool_templates(input), candidates)
+}
+
+/// The NodePools' templates every simulation of `input` schedules with (they depend only on
+/// its NodePools, DaemonSets and minValues policy): built once per pass, shared by its probes.
+pub fn pool_templates(input: &DisruptionInput) -> PoolTemplates {
+    PoolTemplates::new(&input.pools, &input.daemon_set_pods, input.options.scheduler.min_values_policy)
+}
+
+/// [`simulate`] with `templates` = [`pool_templates`]`(input)` built already.
+///
+/// # Errors
+/// The first running pod that would not find a place.
+pub fn simulate_with(
+    input: &DisruptionInput,
+    templates: &PoolTemplates,
+    candidates: &[&Candidate],
+) -> Result<Results, SimulationError> {
     let removed: BTreeSet<&str> = candidates.iter().flat_map(|c| [c.name.as_str(), c.node_name.as_str()]).collect();
-    let existing: Vec<_> = input.existing.iter().filter(|n| !removed.contains(n.name.as_str())).cloned().collect();
-    let uninitialized: BTreeSet<&str> =
-        existing.iter().filter(|n| !n.initialized && !n.marked_for_deletion).map(|n| n.name.as_str()).collect();
-    let bound = input.bound.iter().filter(|b| !removed.contains(b.node_name.as_str())).cloned().collect();
-    let mut pods = input.must_place.clone();
-    pods.extend(candidates.iter().flat_map(|c| c.schedulable.iter().cloned()));
-    let scheduling = SchedulingInput {
+    let existing: Vec<_> = input.existing.iter().filter(|n| !removed.contains(n.name.as_str())).collect();
+    let uninitialized: BTreeSet<&str> = existing
+        .iter()
+        .copied()
+        .filter(|n| !n.initialized && !n.marked_for_deletion)
+        .map(|n| n.name.as_str())
+        .collect();
+    let bound = input.bound.iter().filter(|b| !removed.contains(b.node_name.as_str())).collect();
+    let pods = input.must_place.iter().chain(candidates.iter().flat_map(|c| c.schedulable.iter())).collect();
+    // By reference: nothing of the pass's snapshot is copied per probe.
+    let scheduling = SchedulingView {
         pods,
-        existing_nodes: existing.clone(),
+        existing_nodes: existing,
         bound_pods: bound,
-        node_pools: input.pools.clone(),
-        daemon_set_pods: input.daemon_set_pods.clone(),
-        options: input.options.scheduler.clone(),
+        daemon_set_pods: &input.daemon_set_pods,
+        options: &input.options.scheduler,
     };
-    let results = schedule(&scheduling);
+    let results = schedule_with(&scheduling, templates);
     if let Some((pod, error)) = results.pod_errors.iter().find(|(key, _)| !input.pending_keys.contains(*key)) {
         return Err(SimulationError::PodWouldNotSchedule { pod: pod.clone(), reason: error.to_string() });
     }

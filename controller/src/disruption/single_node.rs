@@ -8,9 +8,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::SINGLE_NODE_TIMEOUT;
 use super::candidates::{Candidate, sort_by_disruption_cost};
 use super::command::{Command, Method};
-use super::consolidation::{compute, consolidation_blocker};
+use super::consolidation::{compute_with, consolidation_blocker};
 use super::input::DisruptionInput;
 use super::report::Report;
+use super::simulation::pool_templates;
 use crate::runtime::Clock;
 use crate::runtime::clock::add;
 
@@ -54,6 +55,7 @@ pub fn single_node(
     let deadline = add(clock.now(), SINGLE_NODE_TIMEOUT);
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let all_pools: BTreeSet<String> = ordered.iter().map(|c| c.pool.clone()).collect();
+    let mut templates = None;
     for candidate in &ordered {
         if clock.now() > deadline {
             *unseen = all_pools.difference(&seen).cloned().collect();
@@ -64,7 +66,8 @@ pub fn single_node(
             continue;
         }
         seen.insert(candidate.pool.clone());
-        match compute(input, Method::SingleNode, std::slice::from_ref(candidate)) {
+        let templates = templates.get_or_insert_with(|| pool_templates(input));
+        match compute_with(input, templates, Method::SingleNode, std::slice::from_ref(candidate)) {
             Ok(command) => {
                 unseen.clear();
                 return Some(command);

@@ -39,6 +39,9 @@ pub use pod::{AffinityTerm, HostPort, LabelSelector, Namespaces, PodShape, Sched
 pub use requirements::{Requirement, Requirements};
 pub use resources::Resources;
 pub use results::{PlannedNodeClaim, Results};
-pub use scheduler::schedule;
-pub use snapshot::{BoundPod, ExistingNode, NodePoolInput, PreferencePolicy, SchedulerOptions, SchedulingInput};
+pub use scheduler::{schedule, schedule_with};
+pub use snapshot::{
+    BoundPod, ExistingNode, NodePoolInput, PreferencePolicy, SchedulerOptions, SchedulingInput, SchedulingView,
+};
 pub use taints::{Taint, TaintEffect, Toleration};
+pub use template::PoolTemplates;

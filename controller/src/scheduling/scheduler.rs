@@ -19,9 +19,8 @@ use super::pod::{PodShape, SchedulablePod};
 use super::preferences::{ignore_preferences, relax};
 use super::requirements::{Requirement, Requirements};
 use super::results::{PlannedNodeClaim, Results};
-use super::snapshot::{PreferencePolicy, SchedulerOptions, SchedulingInput};
-use super::taints::TaintEffect;
-use super::template::{NodeClaimTemplate, limit_usage, within_limits};
+use super::snapshot::{PreferencePolicy, SchedulerOptions, SchedulingInput, SchedulingView};
+use super::template::{NodeClaimTemplate, PoolTemplates, limit_usage, within_limits};
 use super::topology::Topology;
 use crate::apis::labels;
 
@@ -31,7 +30,16 @@ pub const HOSTNAME_PLACEHOLDER_PREFIX: &str = "hostname-placeholder-";
 /// Runs one scheduling pass over a snapshot. Pure and deterministic: the same input gives the
 /// same output, ties broken by names and indexes.
 pub fn schedule(input: &SchedulingInput) -> Results {
-    let mut pass = Pass::new(input);
+    let templates = PoolTemplates::new(&input.node_pools, &input.daemon_set_pods, input.options.min_values_policy);
+    schedule_with(&input.view(), &templates)
+}
+
+/// [`schedule`] over borrowed input, with the NodePools' templates built already: `templates`
+/// must be `PoolTemplates::new(node_pools, input.daemon_set_pods, input.options.min_values_policy)`
+/// (the consolidation probes of one disruption pass share them). Same output as [`schedule`]
+/// on the same nodes, pods and NodePools.
+pub fn schedule_with(input: &SchedulingView<'_>, templates: &PoolTemplates) -> Results {
+    let mut pass = Pass::new(input, templates);
     pass.solve();
     pass.into_results()
 }
@@ -122,12 +130,12 @@ impl Shapes {
 }
 
 struct Pass<'a> {
-    input: &'a SchedulingInput,
+    input: &'a SchedulingView<'a>,
     options: SchedulerOptions,
     shapes: Shapes,
     /// Current shape id of each input pod (changes when a preference is relaxed).
     pod_shape: Vec<usize>,
-    templates: Vec<NodeClaimTemplate>,
+    templates: &'a [NodeClaimTemplate],
     remaining_limits: Vec<Option<BTreeMap<String, i64>>>,
     node_pool_errors: BTreeMap<String, String>,
     tolerate_prefer_no_schedule: bool,
@@ -141,28 +149,17 @@ struct Pass<'a> {
 }
 
 impl<'a> Pass<'a> {
-    fn new(input: &'a SchedulingInput) -> Self {
+    fn new(input: &'a SchedulingView<'a>, pool_templates: &'a PoolTemplates) -> Self {
         let options = input.options.clone();
-        let mut node_pool_errors = BTreeMap::new();
-        let mut templates = Vec::new();
-        for pool in &input.node_pools {
-            match NodeClaimTemplate::new(pool, &input.daemon_set_pods, options.min_values_policy) {
-                Ok(template) => templates.push(template),
-                Err(reason) => {
-                    node_pool_errors.insert(pool.node_pool.metadata.name.clone().unwrap_or_default(), reason);
-                }
-            }
-        }
-        // Higher weight first; equal weights by name descending (core nodepool.go).
-        templates.sort_by(|a, b| b.weight.cmp(&a.weight).then_with(|| b.node_pool.cmp(&a.node_pool)));
-        let tolerate_prefer_no_schedule =
-            templates.iter().any(|t| t.taints.iter().any(|taint| taint.effect == TaintEffect::PreferNoSchedule));
+        let templates = &pool_templates.templates;
+        let node_pool_errors = pool_templates.node_pool_errors.clone();
+        let tolerate_prefer_no_schedule = pool_templates.tolerate_prefer_no_schedule;
 
         // Existing nodes: initialized first, then by name; deleting nodes take nothing.
         let mut nodes: Vec<_> = input.existing_nodes.iter().filter(|n| !n.marked_for_deletion).collect();
         nodes.sort_by(|a, b| b.initialized.cmp(&a.initialized).then_with(|| a.name.cmp(&b.name)));
         let existing: Vec<ExistingNodeState> =
-            nodes.iter().map(|n| ExistingNodeState::new(n, &input.daemon_set_pods)).collect();
+            nodes.iter().map(|n| ExistingNodeState::new(n, input.daemon_set_pods)).collect();
         let existing_taints = existing.iter().map(|n| n.taints.clone()).collect();
 
         // Limits: remaining = limits − capacity of the pool's existing nodes that are not
@@ -225,8 +222,16 @@ impl<'a> Pass<'a> {
         for shape in &pending_shapes {
             self.topology.ensure_groups(shape);
         }
-        let mut bound_ids = Vec::with_capacity(self.input.bound_pods.len());
-        for bound in &self.input.bound_pods {
+        let input = self.input;
+        let mut bound_ids = Vec::with_capacity(input.bound_pods.len());
+        // Replicas share a shape: each distinct bound shape is reduced and interned once
+        // (`ensure_groups` is idempotent per shape, so calling it once per shape is the same).
+        let mut reduced: BTreeMap<&PodShape, usize> = BTreeMap::new();
+        for bound in &input.bound_pods {
+            if let Some(&id) = reduced.get(&bound.pod.shape) {
+                bound_ids.push(id);
+                continue;
+            }
             // Only required anti-affinity of running pods constrains newcomers (inverse groups).
             let shape = PodShape {
                 spreads: Vec::new(),
@@ -236,7 +241,9 @@ impl<'a> Pass<'a> {
                 ..bound.pod.shape.clone()
             };
             self.topology.ensure_groups(&shape);
-            bound_ids.push(self.shapes.intern(&shape));
+            let id = self.shapes.intern(&shape);
+            reduced.insert(&bound.pod.shape, id);
+            bound_ids.push(id);
         }
         let mut keys: BTreeSet<String> = BTreeSet::from([labels::TOPOLOGY_ZONE_LABEL.to_owned()]);
         for shape in &self.shapes.shapes {
@@ -244,7 +251,7 @@ impl<'a> Pass<'a> {
             keys.extend(shape.enforced_affinity_terms().map(|(_, t)| t.topology_key.clone()));
         }
         keys.remove(labels::HOSTNAME_LABEL);
-        for template in &self.templates {
+        for template in self.templates {
             for key in &keys {
                 for instance_type in &template.instance_types {
                     if let Some(values) = instance_type.requirements.get(key)
@@ -275,16 +282,19 @@ impl<'a> Pass<'a> {
         // The pods this pass places (a deleting node's pods among them) are not counted where
         // they run now (core `scheduling/topology.go` `NewTopology` excludes them, l. 89–93,
         // and `countDomains` skips them, l. 409).
+        // Each node's label requirements are built once, not once per pod bound to it.
         let placing: BTreeSet<&str> = self.input.pods.iter().map(|p| p.uid.as_str()).collect();
+        let mut node_requirements: Vec<Option<Requirements>> = vec![None; self.input.existing_nodes.len()];
         for (bound, shape_id) in self.input.bound_pods.iter().zip(bound_ids) {
             if placing.contains(bound.pod.uid.as_str()) {
                 continue;
             }
-            let Some(node) = nodes.get(bound.node_name.as_str()).map(|i| &self.input.existing_nodes[*i]) else {
+            let Some(&index) = nodes.get(bound.node_name.as_str()) else {
                 continue;
             };
-            let shape = self.shapes.shapes[shape_id].clone();
-            self.topology.record(shape_id, &shape, &node.requirements(), &node.taints);
+            let node = &self.input.existing_nodes[index];
+            let requirements = node_requirements[index].get_or_insert_with(|| node.requirements());
+            self.topology.record(shape_id, &self.shapes.shapes[shape_id], requirements, &node.taints);
         }
     }
 

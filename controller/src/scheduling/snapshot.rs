@@ -126,3 +126,34 @@ pub struct SchedulingInput {
     /// Pass options.
     pub options: SchedulerOptions,
 }
+
+impl SchedulingInput {
+    /// The input by reference (the NodePools are not part of it: a pass takes them as
+    /// [`super::PoolTemplates`]).
+    pub fn view(&self) -> SchedulingView<'_> {
+        SchedulingView {
+            pods: self.pods.iter().collect(),
+            existing_nodes: self.existing_nodes.iter().collect(),
+            bound_pods: self.bound_pods.iter().collect(),
+            daemon_set_pods: &self.daemon_set_pods,
+            options: &self.options,
+        }
+    }
+}
+
+/// What a scheduling pass reads, by reference: a consolidation probe schedules a subset of
+/// the nodes and pods its disruption pass already holds without deep-copying them (pod shapes
+/// are label and requirement maps), once per probe.
+#[derive(Clone, Debug)]
+pub struct SchedulingView<'a> {
+    /// Pods to place.
+    pub pods: Vec<&'a SchedulablePod>,
+    /// Existing and in-flight nodes.
+    pub existing_nodes: Vec<&'a ExistingNode>,
+    /// Pods already on nodes.
+    pub bound_pods: Vec<&'a BoundPod>,
+    /// DaemonSet pod templates.
+    pub daemon_set_pods: &'a [SchedulablePod],
+    /// Pass options.
+    pub options: &'a SchedulerOptions,
+}

@@ -108,3 +108,38 @@ pub fn limit_usage(capacity: &Resources, resource: &str) -> i64 {
 pub fn within_limits(capacity: &Resources, remaining: &BTreeMap<String, i64>) -> bool {
     remaining.iter().all(|(resource, left)| limit_usage(capacity, resource) <= *left)
 }
+
+/// Every NodePool's template for a pass, highest weight first, and why the others have none.
+/// A pure function of the NodePools, the DaemonSet pods and the minValues policy: the
+/// consolidation probes of one disruption pass share these and build them once instead of once
+/// per probe (filtering every instance type against every NodePool was most of a probe's setup).
+#[derive(Clone, Debug)]
+pub struct PoolTemplates {
+    /// Higher weight first; equal weights by name descending (core nodepool.go).
+    pub templates: Vec<NodeClaimTemplate>,
+    /// NodePool name → why it yields no template.
+    pub node_pool_errors: BTreeMap<String, String>,
+    /// Whether some template carries a `PreferNoSchedule` taint (then relaxation may tolerate it).
+    pub tolerate_prefer_no_schedule: bool,
+}
+
+impl PoolTemplates {
+    /// The templates of `node_pools`, in the order the scheduler tries them.
+    pub fn new(node_pools: &[NodePoolInput], daemon_set_pods: &[SchedulablePod], policy: MinValuesPolicy) -> Self {
+        let mut node_pool_errors = BTreeMap::new();
+        let mut templates = Vec::new();
+        for pool in node_pools {
+            match NodeClaimTemplate::new(pool, daemon_set_pods, policy) {
+                Ok(template) => templates.push(template),
+                Err(reason) => {
+                    node_pool_errors.insert(pool.node_pool.metadata.name.clone().unwrap_or_default(), reason);
+                }
+            }
+        }
+        templates.sort_by(|a, b| b.weight.cmp(&a.weight).then_with(|| b.node_pool.cmp(&a.node_pool)));
+        let tolerate_prefer_no_schedule = templates
+            .iter()
+            .any(|t| t.taints.iter().any(|taint| taint.effect == super::taints::TaintEffect::PreferNoSchedule));
+        Self { templates, node_pool_errors, tolerate_prefer_no_schedule }
+    }
+}

@@ -363,27 +363,27 @@ impl PodView {
 
 /// Every pod in the store.
 pub fn read_pods(store: &Store) -> Vec<PodView> {
-    store
-        .iter(&key("", "pods"), None)
-        .map(|p| {
-            let meta = &p["metadata"];
-            PodView {
-                key: format!(
-                    "{}/{}",
-                    meta["namespace"].as_str().unwrap_or_default(),
-                    meta["name"].as_str().unwrap_or_default()
-                ),
-                uid: meta["uid"].as_str().unwrap_or_default().to_string(),
-                created: sim_time(&meta["creationTimestamp"]).unwrap_or_default(),
-                node_name: p["spec"]["nodeName"].as_str().filter(|s| !s.is_empty()).map(String::from),
-                terminal: matches!(p["status"]["phase"].as_str(), Some("Succeeded" | "Failed")),
-                terminating: meta.get("deletionTimestamp").is_some_and(|v| !v.is_null()),
-                daemonset: is_daemonset_pod(p),
-                requests: Resources::of_pod_spec(&p["spec"]),
-                object: p.clone(),
-            }
-        })
-        .collect()
+    store.iter(&key("", "pods"), None).map(read_pod).collect()
+}
+
+/// One pod's view (a pure function of the object).
+pub fn read_pod(p: &Arc<Value>) -> PodView {
+    let meta = &p["metadata"];
+    PodView {
+        key: format!(
+            "{}/{}",
+            meta["namespace"].as_str().unwrap_or_default(),
+            meta["name"].as_str().unwrap_or_default()
+        ),
+        uid: meta["uid"].as_str().unwrap_or_default().to_string(),
+        created: sim_time(&meta["creationTimestamp"]).unwrap_or_default(),
+        node_name: p["spec"]["nodeName"].as_str().filter(|s| !s.is_empty()).map(String::from),
+        terminal: matches!(p["status"]["phase"].as_str(), Some("Succeeded" | "Failed")),
+        terminating: meta.get("deletionTimestamp").is_some_and(|v| !v.is_null()),
+        daemonset: is_daemonset_pod(p),
+        requests: Resources::of_pod_spec(&p["spec"]),
+        object: p.clone(),
+    }
 }
 
 /// Whether a pod is owned by a DaemonSet.

@@ -8,6 +8,7 @@ pub mod disruption_reason;
 pub mod pending;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use dovetail_fakecloud::FakeCloud;
@@ -126,12 +127,22 @@ impl Observer {
     }
 
     /// Re-reads the pods when the store changed since the last reading; says whether it did.
+    /// Only pods the store wrote since are decoded again: every write replaces the object's
+    /// `Arc`, so a pod whose `Arc` is the one read last time has the same view (a pure
+    /// function of the object). The previous views hold their `Arc`s until the new list is
+    /// built, so an address cannot be reused by a different pod in between.
     fn read_pods(&mut self, store: &Store, now: Duration) -> bool {
         let rv = store.resource_version();
         if self.pods_rv == Some(rv) {
             return false;
         }
-        self.pods = view::read_pods(store);
+        let mut previous: BTreeMap<*const Value, PodView> =
+            std::mem::take(&mut self.pods).into_iter().map(|p| (Arc::as_ptr(&p.object), p)).collect();
+        self.pods = store
+            .iter(&view::key("", "pods"), None)
+            .map(|p| previous.remove(&Arc::as_ptr(p)).unwrap_or_else(|| view::read_pod(p)))
+            .collect();
+        drop(previous);
         self.pods_rv = Some(rv);
         self.pending.observe(&self.pods, now);
         true
@@ -161,7 +172,7 @@ impl Observer {
     fn sample_instances(&mut self, cloud: &FakeCloud) {
         for i in cloud.instances() {
             let stopped = i.state_reason.as_ref().is_some_and(|(_, message)| message.contains("zone outage"));
-            if i.reclaim_at.is_some() || stopped {
+            if (i.reclaim_at.is_some() || stopped) && !self.interrupted.contains(&i.id) {
                 self.interrupted.insert(i.id.clone());
             }
         }
