@@ -314,8 +314,9 @@ fn assemble(
         let c = lock(cloud);
         unjoined = unjoined_section(&c);
         for call in &c.ledger().calls {
-            let name = match call.action.strip_prefix("SQS.") {
-                Some(a) => format!("sqs {a}"),
+            // The wire server names non-EC2 calls `Service.Operation`.
+            let name = match call.action.split_once('.') {
+                Some((service, op)) => format!("{} {op}", service.to_ascii_lowercase()),
                 None => format!("ec2 {}", call.action),
             };
             if INJECTED_EC2_ERRORS.contains(&call.outcome.as_str()) {
