@@ -107,17 +107,6 @@ pub fn offering_labels(t: &InstanceTypeInfo, zone: &str, zone_id: &str, ct: Capa
     l
 }
 
-/// Whether a NodePool requirement allows an offering with `labels`: judged on the label when
-/// the offering has it, or when the label is one of [`ABSENT_UNLESS_KNOWN`] (absent means
-/// `DoesNotExist` there); a requirement on any other key only labels the node.
-pub fn requirement_allows(r: &super::resources::Requirement, labels: &BTreeMap<String, String>) -> bool {
-    match labels.get(&r.key) {
-        Some(value) => r.matches_value(Some(value)),
-        None if ABSENT_UNLESS_KNOWN.contains(&r.key.as_str()) => r.matches_value(None),
-        None => true,
-    }
-}
-
 /// One offering's node labels, shared.
 pub type Labels = Arc<BTreeMap<String, String>>;
 
@@ -183,56 +172,5 @@ mod tests {
         assert_eq!(c["karpenter.k8s.aws/instance-family"], "c5");
         let moved = shared_labels(&changed, "us-east-1a", "use1-az9", CapacityType::Spot);
         assert_eq!(moved["topology.k8s.aws/zone-id"], "use1-az9");
-    }
-
-    fn req(key: &str, operator: &str, values: &[&str]) -> super::super::resources::Requirement {
-        super::super::resources::Requirement {
-            key: key.into(),
-            operator: operator.into(),
-            values: values.iter().map(|v| (*v).to_string()).collect(),
-        }
-    }
-
-    fn labels_of(name: &str) -> BTreeMap<String, String> {
-        let catalog = dovetail_fakecloud::Catalog::load("us-east-1").expect("the shipped catalog");
-        offering_labels(catalog.get(name).expect(name), "us-east-1a", "use1-az1", CapacityType::OnDemand)
-    }
-
-    /// `instance-local-nvme` (the imported instance-store example's requirement): m5.large
-    /// has no local NVMe, so `Exists`/`Gt` exclude it and `DoesNotExist` keeps it; m5d.large
-    /// (75 GB) is kept by `Exists` and `Gt 50` and excluded by `Gt 100`.
-    #[test]
-    fn a_type_lacking_an_aws_label_fails_a_requirement_on_it() {
-        let nvme = "karpenter.k8s.aws/instance-local-nvme";
-        let (m5, m5d) = (labels_of("m5.large"), labels_of("m5d.large"));
-        assert!(!m5.contains_key(nvme));
-        assert!(!requirement_allows(&req(nvme, "Exists", &[]), &m5));
-        assert!(!requirement_allows(&req(nvme, "Gt", &["50"]), &m5));
-        assert!(requirement_allows(&req(nvme, "DoesNotExist", &[]), &m5));
-        assert!(requirement_allows(&req(nvme, "NotIn", &["75"]), &m5));
-        assert_eq!(m5d[nvme], "75");
-        assert!(requirement_allows(&req(nvme, "Exists", &[]), &m5d));
-        assert!(requirement_allows(&req(nvme, "Gt", &["50"]), &m5d));
-        assert!(!requirement_allows(&req(nvme, "Gt", &["100"]), &m5d));
-        // A key the oracle does not model stays unjudged (it only labels the node).
-        assert!(requirement_allows(&req("example.com/team", "In", &["a"]), &m5));
-    }
-
-    /// GPU labels exist only on GPU types (upstream: `DoesNotExist` otherwise, not "0"), with
-    /// upstream's lower-kebab names and the memory per GPU; Neuron accelerators get none.
-    #[test]
-    fn gpu_labels_only_on_gpu_types_and_no_accelerator_labels_for_neuron() {
-        let count = "karpenter.k8s.aws/instance-gpu-count";
-        let (m5, g4dn, inf1) = (labels_of("m5.large"), labels_of("g4dn.xlarge"), labels_of("inf1.xlarge"));
-        assert!(!requirement_allows(&req(count, "Exists", &[]), &m5));
-        assert!(requirement_allows(&req(count, "DoesNotExist", &[]), &m5));
-        assert_eq!(g4dn[count], "1");
-        assert_eq!(g4dn["karpenter.k8s.aws/instance-gpu-name"], "t4");
-        assert_eq!(g4dn["karpenter.k8s.aws/instance-gpu-manufacturer"], "nvidia");
-        assert_eq!(g4dn["karpenter.k8s.aws/instance-gpu-memory"], "16384");
-        assert!(requirement_allows(&req(count, "Gt", &["0"]), &g4dn));
-        assert!(!requirement_allows(&req("karpenter.k8s.aws/instance-accelerator-count", "Exists", &[]), &inf1));
-        assert_eq!(m5["karpenter.k8s.aws/instance-network-bandwidth"], "750");
-        assert_eq!(m5["karpenter.k8s.aws/instance-ebs-bandwidth"], "4750");
     }
 }

@@ -173,6 +173,20 @@ impl Requirement {
         self.matches_value(labels.get(&self.key).map(String::as_str))
     }
 
+    /// Whether this NodePool requirement allows an offering with `labels`: judged on the
+    /// label when the offering has it, or when the label is one of
+    /// [`super::offering_labels::ABSENT_UNLESS_KNOWN`] (absent means `DoesNotExist` there);
+    /// a requirement on any other key only labels the node.
+    pub fn allows_labels(&self, labels: &BTreeMap<String, String>) -> bool {
+        match labels.get(&self.key) {
+            Some(value) => self.matches_value(Some(value)),
+            None if super::offering_labels::ABSENT_UNLESS_KNOWN.contains(&self.key.as_str()) => {
+                self.matches_value(None)
+            }
+            None => true,
+        }
+    }
+
     /// Whether a node whose label `key` is `value` (`None`: absent) satisfies it.
     pub fn matches_value(&self, value: Option<&str>) -> bool {
         let number = |s: &str| s.parse::<i64>().ok();
@@ -278,7 +292,7 @@ pub struct Listed {
 /// Every (instance type, zone, capacity type) of `cloud`'s catalog that `requirements` allow
 /// (requirements on keys an offering does not label only label nodes, except the AWS labels a
 /// type has only with the fact: absent there is `DoesNotExist`,
-/// [`super::offering_labels::requirement_allows`]), in catalog order.
+/// [`Requirement::allows_labels`]), in catalog order.
 pub fn listed_offerings(cloud: &FakeCloud, requirements: &[Requirement]) -> Vec<Listed> {
     let mut out = Vec::new();
     for t in cloud.catalog().types() {
@@ -292,7 +306,7 @@ pub fn listed_offerings(cloud: &FakeCloud, requirements: &[Requirement]) -> Vec<
                     continue;
                 }
                 let labels = super::offering_labels::shared_labels(t, &zone.name, &zone.id, ct);
-                if !requirements.iter().all(|r| super::offering_labels::requirement_allows(r, &labels)) {
+                if !requirements.iter().all(|r| r.allows_labels(&labels)) {
                     continue;
                 }
                 out.push(Listed {
@@ -403,8 +417,65 @@ pub fn pool_node_labels(pool: &Value) -> BTreeMap<String, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::offering_labels::offering_labels;
     use super::*;
+    use dovetail_fakecloud::CapacityType;
     use serde_json::json;
+
+    fn allows(r: &Requirement, labels: &BTreeMap<String, String>) -> bool {
+        r.allows_labels(labels)
+    }
+
+    fn req(key: &str, operator: &str, values: &[&str]) -> Requirement {
+        Requirement {
+            key: key.into(),
+            operator: operator.into(),
+            values: values.iter().map(|v| (*v).to_string()).collect(),
+        }
+    }
+
+    fn labels_of(name: &str) -> BTreeMap<String, String> {
+        let catalog = dovetail_fakecloud::Catalog::load("us-east-1").expect("the shipped catalog");
+        offering_labels(catalog.get(name).expect(name), "us-east-1a", "use1-az1", CapacityType::OnDemand)
+    }
+
+    /// `instance-local-nvme` (the imported instance-store example's requirement): m5.large
+    /// has no local NVMe, so `Exists`/`Gt` exclude it and `DoesNotExist` keeps it; m5d.large
+    /// (75 GB) is kept by `Exists` and `Gt 50` and excluded by `Gt 100`.
+    #[test]
+    fn a_type_lacking_an_aws_label_fails_a_requirement_on_it() {
+        let nvme = "karpenter.k8s.aws/instance-local-nvme";
+        let (m5, m5d) = (labels_of("m5.large"), labels_of("m5d.large"));
+        assert!(!m5.contains_key(nvme));
+        assert!(!allows(&req(nvme, "Exists", &[]), &m5));
+        assert!(!allows(&req(nvme, "Gt", &["50"]), &m5));
+        assert!(allows(&req(nvme, "DoesNotExist", &[]), &m5));
+        assert!(allows(&req(nvme, "NotIn", &["75"]), &m5));
+        assert_eq!(m5d[nvme], "75");
+        assert!(allows(&req(nvme, "Exists", &[]), &m5d));
+        assert!(allows(&req(nvme, "Gt", &["50"]), &m5d));
+        assert!(!allows(&req(nvme, "Gt", &["100"]), &m5d));
+        // A key the oracle does not model stays unjudged (it only labels the node).
+        assert!(allows(&req("example.com/team", "In", &["a"]), &m5));
+    }
+
+    /// GPU labels exist only on GPU types (upstream: `DoesNotExist` otherwise, not "0"), with
+    /// upstream's lower-kebab names and the memory per GPU; Neuron accelerators get none.
+    #[test]
+    fn gpu_labels_only_on_gpu_types_and_no_accelerator_labels_for_neuron() {
+        let count = "karpenter.k8s.aws/instance-gpu-count";
+        let (m5, g4dn, inf1) = (labels_of("m5.large"), labels_of("g4dn.xlarge"), labels_of("inf1.xlarge"));
+        assert!(!allows(&req(count, "Exists", &[]), &m5));
+        assert!(allows(&req(count, "DoesNotExist", &[]), &m5));
+        assert_eq!(g4dn[count], "1");
+        assert_eq!(g4dn["karpenter.k8s.aws/instance-gpu-name"], "t4");
+        assert_eq!(g4dn["karpenter.k8s.aws/instance-gpu-manufacturer"], "nvidia");
+        assert_eq!(g4dn["karpenter.k8s.aws/instance-gpu-memory"], "16384");
+        assert!(allows(&req(count, "Gt", &["0"]), &g4dn));
+        assert!(!allows(&req("karpenter.k8s.aws/instance-accelerator-count", "Exists", &[]), &inf1));
+        assert_eq!(m5["karpenter.k8s.aws/instance-network-bandwidth"], "750");
+        assert_eq!(m5["karpenter.k8s.aws/instance-ebs-bandwidth"], "4750");
+    }
 
     #[test]
     fn pod_requests_take_the_larger_of_containers_and_init_containers() {

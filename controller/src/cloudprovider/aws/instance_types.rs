@@ -18,6 +18,15 @@ use crate::cloudprovider::{
 use crate::runtime::Settings;
 use crate::scheduling::requirements::Requirements;
 
+/// Labels that mean the pods asked for exotic hardware, so GPU/accelerator/metal types stay in.
+pub(super) const EXOTIC_LABELS: [&str; 5] = [
+    labels::INSTANCE_GPU_COUNT_LABEL,
+    labels::INSTANCE_GPU_NAME_LABEL,
+    labels::INSTANCE_GPU_MANUFACTURER_LABEL,
+    labels::INSTANCE_ACCELERATOR_COUNT_LABEL,
+    labels::INSTANCE_ACCELERATOR_NAME_LABEL,
+];
+
 /// How often the raw EC2 data is refreshed.
 pub const INSTANCE_TYPES_REFRESH: std::time::Duration = std::time::Duration::from_secs(12 * 3600);
 

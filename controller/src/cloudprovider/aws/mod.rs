@@ -29,22 +29,13 @@ use crate::cloudprovider::{CloudError, CloudProvider, InstanceType, UnavailableO
 use crate::runtime::{Settings, SharedClock};
 use crate::scheduling::requirements::Requirements;
 
-use self::instance_types::InstanceTypeProvider;
+use self::instance_types::{EXOTIC_LABELS, InstanceTypeProvider};
 use self::instances::{FleetOverride, FleetRequest};
 use self::launch_template::{LaunchTemplateInput, LaunchTemplateProvider};
 use self::pricing::PricingProvider;
 
 /// At most this many instance types go into one CreateFleet call (cheapest first).
 pub const MAX_FLEET_INSTANCE_TYPES: usize = 60;
-
-/// Labels that mean the pods asked for exotic hardware, so GPU/accelerator/metal types stay in.
-const EXOTIC_LABELS: [&str; 5] = [
-    labels::INSTANCE_GPU_COUNT_LABEL,
-    labels::INSTANCE_GPU_NAME_LABEL,
-    labels::INSTANCE_GPU_MANUFACTURER_LABEL,
-    labels::INSTANCE_ACCELERATOR_COUNT_LABEL,
-    labels::INSTANCE_ACCELERATOR_NAME_LABEL,
-];
 
 /// The AWS implementation of [`CloudProvider`].
 pub struct AwsCloudProvider {
@@ -113,19 +104,12 @@ impl AwsCloudProvider {
         self.pricing.refresh_spot(&self.ec2, clock).await
     }
 
-    /// Reloads on-demand prices from the Price List API (unless the VPC is isolated or the
-    /// region is GovCloud); keeps the previous prices on failure. Returns how many changed.
+    /// Reloads on-demand prices ([`PricingProvider::refresh_on_demand`]).
     ///
     /// # Errors
     /// The Price List API's error, or no price found.
     pub async fn refresh_on_demand_prices(&self) -> Result<price_list::OnDemandPrices, CloudError> {
-        let fetched =
-            price_list::fetch_on_demand(&self.price_list, &self.settings.region, self.settings.isolated_vpc).await?;
-        if let price_list::OnDemandPrices::Fetched(prices) = &fetched {
-            let changed = self.pricing.merge_on_demand(prices.clone());
-            tracing::debug!(instance_types = prices.len(), changed, "updated on-demand pricing");
-        }
-        Ok(fetched)
+        self.pricing.refresh_on_demand(&self.price_list, &self.settings.region, self.settings.isolated_vpc).await
     }
 
     async fn ensure_catalog(&self) -> Result<(), CloudError> {

@@ -12,6 +12,7 @@ use aws_sdk_ec2::primitives::DateTime;
 
 use crate::cloudprovider::CloudError;
 use crate::cloudprovider::aws::errors::classify;
+use crate::cloudprovider::aws::price_list::{self, OnDemandPrices};
 use crate::runtime::SharedClock;
 
 /// The us-east-1 on-demand table compiled into the binary.
@@ -103,6 +104,25 @@ impl PricingProvider {
             prices.seq += 1;
         }
         changed
+    }
+
+    /// Reads on-demand prices from the Price List API (unless the VPC is isolated or the
+    /// region is GovCloud) and merges them in; on failure the previous prices are kept.
+    ///
+    /// # Errors
+    /// The Price List API's error, or no price found.
+    pub async fn refresh_on_demand(
+        &self,
+        client: &aws_sdk_pricing::Client,
+        region: &str,
+        isolated_vpc: bool,
+    ) -> Result<OnDemandPrices, CloudError> {
+        let fetched = price_list::fetch_on_demand(client, region, isolated_vpc).await?;
+        if let OnDemandPrices::Fetched(prices) = &fetched {
+            let changed = self.merge_on_demand(prices.clone());
+            tracing::debug!(instance_types = prices.len(), changed, "updated on-demand pricing");
+        }
+        Ok(fetched)
     }
 
     /// Replaces the spot prices.
