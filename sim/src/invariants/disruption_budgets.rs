@@ -60,12 +60,14 @@ impl ExternalDeletes {
         for d in ctx.recorded.deletes.iter().filter(|d| !d.by_controller) {
             self.names.insert((d.resource.clone(), d.name.clone()));
         }
-        self.observe(ctx.view);
+        self.observe(ctx.view, ctx.node_repair_possible);
     }
 
     /// Follows Node readiness and judges each claim once, when its deletion is first seen:
-    /// a repair when its Node had been not Ready for [`REPAIR_TOLERATION`] by then.
-    pub fn observe(&mut self, view: &View) {
+    /// a repair when the `NodeRepair` gate is on at some time of the run (`repair_possible`;
+    /// upstream registers the health controller only then, core `controllers.go` l. 178) and
+    /// its Node had been not Ready for [`REPAIR_TOLERATION`] by then.
+    pub fn observe(&mut self, view: &View, repair_possible: bool) {
         for (name, node) in &view.nodes {
             if node.ready {
                 self.not_ready_since.remove(name);
@@ -80,7 +82,7 @@ impl ExternalDeletes {
                 continue;
             }
             let since = claim.node_name.as_ref().and_then(|n| self.not_ready_since.get(n));
-            if since.is_some_and(|s| deleting + TICK_SLACK >= *s + REPAIR_TOLERATION) {
+            if repair_possible && since.is_some_and(|s| deleting + TICK_SLACK >= *s + REPAIR_TOLERATION) {
                 self.repaired.insert(claim.name.clone());
             }
         }
@@ -235,17 +237,29 @@ mod tests {
         }
     }
 
-    /// Plays `ready` at 0s, then the claim's deletion at `deleted`; whether it is exempt.
+    /// Plays `ready` at 0s, then the claim's deletion at `deleted`, with the `NodeRepair` gate
+    /// on; whether it is exempt.
     fn exempt_after(ready: bool, deleted: Duration) -> bool {
+        exempt_after_with_gate(ready, deleted, true)
+    }
+
+    fn exempt_after_with_gate(ready: bool, deleted: Duration, gate: bool) -> bool {
         let mut external = ExternalDeletes::default();
         let mut view = View::default();
         view.nodes.insert("n".into(), node(ready));
         view.claims.insert("c".into(), claim(None));
-        external.observe(&view);
+        external.observe(&view, gate);
         view.now = deleted;
         view.claims.insert("c".into(), claim(Some(deleted)));
-        external.observe(&view);
+        external.observe(&view, gate);
         external.exempt(&view, &view.claims["c"], None)
+    }
+
+    /// With the `NodeRepair` gate off for the whole run Karpenter repairs nothing, so the
+    /// same late delete of a NotReady Node counts against the budget.
+    #[test]
+    fn with_the_gate_off_a_late_not_ready_delete_is_not_exempt() {
+        assert!(!exempt_after_with_gate(false, REPAIR_TOLERATION + Duration::from_secs(600), false));
     }
 
     #[test]

@@ -191,6 +191,8 @@ pub struct Ctx<'a> {
     pub watch_delay: Duration,
     /// Whether the controller's `SpotToSpotConsolidation` gate is on at some time of the run.
     pub spot_to_spot_possible: bool,
+    /// Whether the controller's `NodeRepair` gate is on at some time of the run.
+    pub node_repair_possible: bool,
 }
 
 /// What [`Invariant::finish`] sees beyond a tick's [`Ctx`].
@@ -225,6 +227,8 @@ pub struct Checker {
     spot_to_spot: bool,
     /// The gate is on at some time of the run (initial settings or an upgrade).
     spot_to_spot_possible: bool,
+    /// `NodeRepair` is on at some time of the run (initial settings or an upgrade).
+    node_repair_possible: bool,
     demand: cost::DemandClock,
     moves: untaken_moves::UntakenMoves,
     /// The drifted claims' clocks, advanced once per tick for every invariant that reads them.
@@ -303,6 +307,7 @@ impl Checker {
             cost: cost::Cost::new(config.cost.clone()),
             spot_to_spot: false,
             spot_to_spot_possible: false,
+            node_repair_possible: false,
             demand: cost::DemandClock::default(),
             moves: untaken_moves::UntakenMoves::new(config.untaken_moves.clone()),
             drift: drift_convergence::DriftClock::default(),
@@ -321,6 +326,12 @@ impl Checker {
     /// run (consolidationLegality judges a spot-to-spot replace only when it never is).
     pub fn set_spot_to_spot_possible(&mut self, on: bool) {
         self.spot_to_spot_possible = on;
+    }
+
+    /// Tells the checker whether the `NodeRepair` gate is on at any time of the run (only
+    /// then is a NotReady Node's late delete a repair that budgets do not govern).
+    pub fn set_node_repair_possible(&mut self, on: bool) {
+        self.node_repair_possible = on;
     }
 
     /// Enters `phase` at `now`. Leaving `Faults` starts the liveness clocks.
@@ -356,6 +367,7 @@ impl Checker {
             end: None,
             watch_delay: self.api_faults.lock().unwrap_or_else(|e| e.into_inner()).watch_delay,
             spot_to_spot_possible: self.spot_to_spot_possible,
+            node_repair_possible: self.node_repair_possible,
         };
         for inv in &mut self.invariants {
             inv.tick(&ctx, &mut self.violations);
@@ -412,6 +424,7 @@ impl Checker {
             end: Some(&end),
             watch_delay: self.api_faults.lock().unwrap_or_else(|e| e.into_inner()).watch_delay,
             spot_to_spot_possible: self.spot_to_spot_possible,
+            node_repair_possible: self.node_repair_possible,
         };
         for inv in &mut self.invariants {
             inv.finish(&ctx, &mut self.violations);

@@ -114,6 +114,11 @@ pub fn run_world(built: ScenarioWorld<'_>, options: &mut RunOptions) -> anyhow::
         let upgraded = matches!(&loaded.scenario.controller, ControllerSpec::Run(c) if c.upgrades.iter()
             .any(|u| u.feature_gates.as_ref().and_then(|g| g.spot_to_spot_consolidation) == Some(true)));
         checker.set_spot_to_spot_possible(on || upgraded);
+        // A NotReady Node's late delete is a budget-exempt repair only with NodeRepair on.
+        let repair = r.settings.lock().unwrap_or_else(|e| e.into_inner()).feature_gates.node_repair;
+        let repair_upgraded = matches!(&loaded.scenario.controller, ControllerSpec::Run(c) if c.upgrades.iter()
+            .any(|u| u.feature_gates.as_ref().and_then(|g| g.node_repair) == Some(true)));
+        checker.set_node_repair_possible(repair || repair_upgraded);
     }
     if let Some(checker) = checker.as_mut()
         && !plan.faults.is_empty()
