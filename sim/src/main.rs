@@ -153,6 +153,12 @@ enum Command {
         #[arg(long)]
         no_faults: bool,
     },
+    /// Print generated story `seed` (the stories `tests/generated.rs` runs) as a scenario;
+    /// run it with `dovetail run <file> --seed <seed>` to replay that test's story.
+    Generate {
+        /// The story's seed (`generate::story(seed)`).
+        seed: u64,
+    },
     /// Measure the simulator's speed.
     Bench {
         /// What to measure.
@@ -202,6 +208,13 @@ fn main() -> ExitCode {
         }
         Command::Import { dumps, kubeconfig, out, name, no_faults } => {
             cli::import::import(&cli::import::ImportArgs { dumps, kubeconfig, out, name, no_faults })
+        }
+        Command::Generate { seed } => {
+            print!(
+                "# Generated story {seed}; replay: dovetail run <this file> --seed {seed}\n{}",
+                dovetail_sim::generate::to_yaml(&dovetail_sim::generate::story(seed))
+            );
+            Ok(())
         }
         Command::Bench { what, samples } => {
             cli::bench::bench(what, samples);

@@ -14,6 +14,11 @@ use super::candidates::Candidate;
 use super::input::DisruptionInput;
 use crate::scheduling::{PoolTemplates, Results, SchedulingView, schedule_with};
 
+/// A disruption probe re-packs pending pods as upstream does: none is held on the in-flight
+/// node the provisioner nominated it to (that is the provisioner's own pass,
+/// `scheduling/scheduler_held.rs`).
+static NOTHING_HELD: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+
 /// Why the candidates' pods would not all find a place elsewhere.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SimulationError {
@@ -75,6 +80,7 @@ pub fn simulate_with(
         bound_pods: bound,
         daemon_set_pods: &input.daemon_set_pods,
         options: &input.options.scheduler,
+        held: &NOTHING_HELD,
     };
     let results = schedule_with(&scheduling, templates);
     if let Some((pod, error)) = results.pod_errors.iter().find(|(key, _)| !input.pending_keys.contains(*key)) {

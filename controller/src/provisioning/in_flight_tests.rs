@@ -8,6 +8,9 @@
 //!   `NewExistingNode`), and existing nodes are tried before new claims (core
 //!   `scheduling/scheduler.go` `add`: `addToExistingNode`, then `addToInflightNode`, then
 //!   `addToNewNodeClaim`). So the pod lands on the same claim and no duplicate is made.
+//! - Where the re-pass would deal the in-flight room to other pods first (karpenter#3121),
+//!   Dovetail holds each pod on the in-flight claim its last pass nominated it to
+//!   (`scheduling/scheduler_held.rs`, a deliberate deviation ahead of upstream).
 //! - One batch is one solve: a wave of identical pods that reaches the provisioner in one
 //!   batch is packed once, into as few claims as first-fit-decreasing needs.
 
@@ -125,4 +128,48 @@ fn a_created_claim_holds_the_next_pass_until_its_launch_resolves() {
     created.status = None;
     assert!(!snapshot_of(Vec::new(), vec![created]).launches_resolved());
     assert!(snapshot_of(Vec::new(), vec![launched_claim("default-a", "1900m", "3Gi")]).launches_resolved());
+}
+
+/// A pending 1500m pod, optionally pinned to a zone by a node selector.
+fn zonal_pod(name: &str, zone: Option<&str>) -> Pod {
+    let mut pod = pending_pod(name, "1500m", "256Mi");
+    if let (Some(zone), Some(spec)) = (zone, pod.spec.as_mut()) {
+        spec.node_selector = Some([("topology.kubernetes.io/zone".to_string(), zone.to_string())].into());
+    }
+    pod
+}
+
+/// karpenter#3121 in miniature: a re-pass deals in-flight room again in queue order. Pass 1
+/// put `p-late` (pinned to zone 1) on `default-a`, the only claim in zone 1 with room for
+/// one, and `p-early` on `default-b` (zone 2). Re-packed as upstream does, `p-early` comes
+/// first in the queue and takes `default-a` (first by name), and `p-late` needs a new claim.
+/// Held where the last pass nominated them (`Memory::held_pods`), neither moves.
+#[test]
+fn pods_held_on_their_in_flight_claims_are_not_dealt_again() {
+    let mut b = launched_claim("default-b", "7900m", "15Gi");
+    if let Some(labels) = b.metadata.labels.as_mut() {
+        labels.insert("topology.kubernetes.io/zone".into(), "test-zone-2".into());
+    }
+    let snapshot = snapshot_of(
+        vec![zonal_pod("p-early", None), zonal_pod("p-late", Some("test-zone-1"))],
+        vec![launched_claim("default-a", "1900m", "3Gi"), b],
+    );
+    let solve = |memory: &Memory| {
+        let now = jiff::Timestamp::UNIX_EPOCH;
+        let (input, unparsed) =
+            super::input::scheduling_input(&snapshot, memory, now, vec![pool()], Default::default());
+        assert!(unparsed.is_empty());
+        schedule(&input)
+    };
+    let repacked = solve(&Memory::default());
+    assert_eq!(repacked.existing_node_assignments.get("default-a"), Some(&vec!["default/p-early".to_string()]));
+    assert_eq!(repacked.new_node_claims.len(), 1, "upstream's re-pass opens a claim for p-late");
+
+    let mut memory = Memory::default();
+    memory.held_pods.insert("default/p-late".into(), "default-a".into());
+    memory.held_pods.insert("default/p-early".into(), "default-b".into());
+    let held = solve(&memory);
+    assert!(held.new_node_claims.is_empty(), "{:?}", held.new_node_claims);
+    assert_eq!(held.existing_node_assignments.get("default-a"), Some(&vec!["default/p-late".to_string()]));
+    assert_eq!(held.existing_node_assignments.get("default-b"), Some(&vec!["default/p-early".to_string()]));
 }

@@ -113,7 +113,8 @@ fn claim_labels(claim: &NodeClaim) -> BTreeMap<String, String> {
 /// still pending, so each pass schedules them again, onto it first (core
 /// `scheduling/scheduler.go` l. 582 `add` tries `addToExistingNode` before planned and new
 /// claims; l. 845 `sortExistingNodes` puts initialized nodes first): the claim is filled again,
-/// not duplicated (tested in `in_flight_tests.rs`).
+/// not duplicated (tested in `in_flight_tests.rs`). Pods the last pass nominated to it are
+/// held there first ([`held_pods`], karpenter#3121).
 pub fn existing_nodes(snapshot: &Snapshot, memory: &Memory) -> Vec<ExistingNode> {
     let usage = usage_by_node(snapshot);
     let mut nodes = Vec::new();
@@ -259,6 +260,7 @@ pub fn scheduling_input(
             Err(error) => unparsed.push((Arc::clone(pod), error)),
         }
     }
+    let held = held_pods(snapshot, memory, &existing);
     let input = crate::scheduling::SchedulingInput {
         pods,
         existing_nodes: existing,
@@ -266,8 +268,28 @@ pub fn scheduling_input(
         node_pools,
         daemon_set_pods: daemon_set_pods(snapshot),
         options,
+        held,
     };
     (input, unparsed)
+}
+
+/// The pods the last pass nominated to a NodeClaim still in flight (live, not being deleted,
+/// not initialized), by the name that claim has among `existing` (its Node's once registered):
+/// the pass holds them there first (`scheduling/scheduler_held.rs`, karpenter#3121).
+fn held_pods(snapshot: &Snapshot, memory: &Memory, existing: &[ExistingNode]) -> BTreeMap<String, String> {
+    memory
+        .held_pods
+        .iter()
+        .filter_map(|(pod, claim_name)| {
+            let claim = snapshot.node_claims.get(claim_name)?;
+            let name = match snapshot.nodes_for_node_claim(claim).first() {
+                Some(node) => node.metadata.name.clone()?,
+                None => claim_name.clone(),
+            };
+            let node = existing.iter().find(|n| n.name == name)?;
+            (!node.initialized && !node.marked_for_deletion).then(|| (pod.clone(), name))
+        })
+        .collect()
 }
 
 /// Whether a pod belongs to no DaemonSet and is active: the pods a deleting node must shed.

@@ -209,6 +209,7 @@ impl Provisioner {
         let api: Api<NodeClaim> = Api::all(self.client.clone());
         let now = self.clock.now();
         let mut created = Vec::new();
+        let mut held: BTreeMap<String, String> = BTreeMap::new();
         let mut usage: BTreeMap<String, Resources> = BTreeMap::new();
         for planned in &results.new_node_claims {
             let Some(pool) = pools.get(&planned.node_pool) else { continue };
@@ -251,6 +252,7 @@ impl Provisioner {
                     self.cluster.record_created_node_claim(claim);
                     self.cluster.nominate(&name, now);
                     self.nominate_pods(snapshot, &planned.pods, &format!("nodeclaim/{name}"));
+                    held.extend(planned.pods.iter().map(|pod| (pod.clone(), name.clone())));
                     created.push(name);
                 }
                 Err(error) => tracing::warn!(nodepool = %planned.node_pool, %error, "creating nodeclaim"),
@@ -261,7 +263,11 @@ impl Provisioner {
             let target =
                 if snapshot.nodes.contains_key(node) { format!("node/{node}") } else { format!("nodeclaim/{node}") };
             self.nominate_pods(snapshot, pods, &target);
+            if let Some(claim) = in_flight_claim(snapshot, node) {
+                held.extend(pods.iter().map(|pod| (pod.clone(), claim.clone())));
+            }
         }
+        self.cluster.hold_pods(held);
         for (pod_key, error) in &results.pod_errors {
             if let Some(pod) = snapshot.pods.get(pod_key) {
                 self.events.publish(failed_to_schedule(pod, error));
@@ -290,6 +296,16 @@ impl Provisioner {
             }
         }
     }
+}
+
+/// The NodeClaim behind existing node `name` (a claim's own name while in flight, else its
+/// Node's), when it has not initialized yet.
+fn in_flight_claim(snapshot: &Snapshot, name: &str) -> Option<String> {
+    let claim = match snapshot.nodes.get(name) {
+        Some(node) => snapshot.node_claim_for_node(node)?,
+        None => snapshot.node_claims.get(name)?,
+    };
+    (!claim.is_condition_true("Initialized")).then(|| claim.metadata.name.clone()).flatten()
 }
 
 /// Whether the node carries `karpenter.sh/disrupted:NoSchedule`.

@@ -27,6 +27,9 @@ use crate::apis::labels;
 /// Prefix of the hostname placeholder each planned NodeClaim gets (core `hostname-placeholder`).
 pub const HOSTNAME_PLACEHOLDER_PREFIX: &str = "hostname-placeholder-";
 
+#[path = "scheduler_held.rs"]
+mod held;
+
 /// Runs one scheduling pass over a snapshot. Pure and deterministic: the same input gives the
 /// same output, ties broken by names and indexes.
 pub fn schedule(input: &SchedulingInput) -> Results {
@@ -311,7 +314,8 @@ impl<'a> Pass<'a> {
                 .then_with(|| pods[a].created_nanos.cmp(&pods[b].created_nanos))
                 .then_with(|| pods[a].uid.cmp(&pods[b].uid))
         });
-        let mut queue: std::collections::VecDeque<usize> = order.into();
+        let held = self.place_held(&order);
+        let mut queue: std::collections::VecDeque<usize> = order.into_iter().filter(|&pod| !held[pod]).collect();
         let mut last_pushed_len: Vec<Option<usize>> = vec![None; pods.len()];
         // Bound: every pod is popped at most once per successful placement plus one full cycle.
         let mut budget = pods.len().saturating_mul(pods.len().min(1 << 16) + 2).max(16);

@@ -125,6 +125,10 @@ pub struct SchedulingInput {
     pub daemon_set_pods: Vec<SchedulablePod>,
     /// Pass options.
     pub options: SchedulerOptions,
+    /// Pods this controller nominated, in an earlier pass, to a node still in flight: pod key
+    /// → that node's name in `existing_nodes`. Each goes back there before the queue runs
+    /// (see `scheduler_held.rs`), so a re-pass does not deal its room to other pods.
+    pub held: BTreeMap<String, String>,
 }
 
 impl SchedulingInput {
@@ -137,6 +141,7 @@ impl SchedulingInput {
             bound_pods: self.bound_pods.iter().collect(),
             daemon_set_pods: &self.daemon_set_pods,
             options: &self.options,
+            held: &self.held,
         }
     }
 }
@@ -156,4 +161,6 @@ pub struct SchedulingView<'a> {
     pub daemon_set_pods: &'a [SchedulablePod],
     /// Pass options.
     pub options: &'a SchedulerOptions,
+    /// Pods held on the in-flight node they were nominated to ([`SchedulingInput::held`]).
+    pub held: &'a BTreeMap<String, String>,
 }

@@ -102,6 +102,10 @@ pub struct Memory {
     pub nominated: BTreeMap<String, jiff::Timestamp>,
     /// NodeClaims the controller has decided to delete (disruption commands in flight).
     pub marked_for_deletion: BTreeSet<String>,
+    /// Pod key → the NodeClaim, not yet initialized, the last provisioning pass nominated it
+    /// to (its node or the claim itself): the next pass holds the pod there first
+    /// (`scheduling/scheduler_held.rs`).
+    pub held_pods: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Default)]
@@ -187,6 +191,11 @@ impl Cluster {
         self.update(Kind::NodeClaim, |s| {
             s.node_claims.entry(key).or_insert_with(|| Arc::new(claim));
         });
+    }
+
+    /// Replaces the pods held on in-flight NodeClaims with one pass's nominations.
+    pub fn hold_pods(&self, held: BTreeMap<String, String>) {
+        self.remember(|m| m.held_pods = held);
     }
 
     /// Records that pods were nominated to a node or in-flight claim at `at`.

@@ -58,8 +58,11 @@ const REASONS: [&str; 2] = ["Underutilized", "Empty"];
 pub const POD_EVENT_SLACK: Duration = Duration::from_secs(11);
 
 /// A replacement is created right after its command's candidates are marked; a NodeClaim
-/// with a `DisruptionLaunching` Event created this long before or after the mark is the
-/// command's.
+/// with a `DisruptionLaunching` Event for the command's reason ("Launching NodeClaim:
+/// <Reason>", core `disruption/events/events.go` `Launching`, l. 31–38) created this long
+/// before or after the mark is the command's. The reason matters: a Drift replace may start
+/// within seconds of an Empty delete in the same NodePool, and its replacement is not the
+/// Empty command's.
 pub const REPLACEMENT_WINDOW: Duration = Duration::from_secs(5);
 
 /// How long after the mark the replacement's instance may take to appear for the price to
@@ -270,7 +273,7 @@ impl ConsolidationLegality {
                 cmd.replacement = view
                     .disruption_events
                     .iter()
-                    .filter(|l| l.is_launch())
+                    .filter(|l| l.is_launch() && l.disruption_reason() == Some(cmd.reason.as_str()))
                     .filter(|l| l.at + REPLACEMENT_WINDOW >= cmd.at && l.at <= cmd.at + REPLACEMENT_WINDOW)
                     .find(|l| view.claims.get(&l.node_claim).is_some_and(|c| c.nodepool == cmd.nodepool))
                     .map(|l| l.node_claim.clone());

@@ -115,12 +115,19 @@ impl World {
         self
     }
 
-    fn launched(mut self, claim: &str, at: u64) -> Self {
+    fn launched(self, claim: &str, at: u64) -> Self {
+        self.launched_for(claim, at, "Underutilized")
+    }
+
+    /// A replacement launch Event for another command's `reason` (as the controller writes
+    /// it: "Launching NodeClaim: <Reason>/<decision>").
+    fn launched_for(mut self, claim: &str, at: u64, reason: &str) -> Self {
         self.view.disruption_events.push(DisruptionEvent {
             at: s(at),
             node_claim: claim.into(),
             reason: LAUNCHING_REASON.into(),
-            message: "Launching NodeClaim: Underutilized".into(),
+            message: format!("Launching NodeClaim: {reason}/replace"),
+            resource_version: 0,
         });
         self
     }
@@ -227,4 +234,20 @@ fn an_on_demand_replacement_must_cost_less_and_spot_to_spot_needs_the_gate() {
     assert_eq!(out.len(), 1, "{out:?}");
     assert!(out[0].message.contains("SpotToSpotConsolidation is off"), "{}", out[0].message);
     assert!(run(&[(0, spot), (10, replaced)], true).is_empty());
+}
+
+/// A Drift replacement launched within seconds of an Underutilized delete in the same pool is
+/// the Drift command's, not the delete's: the delete is judged as a delete (its pod fits on
+/// b), and the dearer replacement is not held against it. Its twin, the same launch for
+/// Underutilized, is the command's replacement and fires for its price.
+#[test]
+fn a_replacement_launched_for_another_reason_is_not_the_commands() {
+    let base = two_nodes("0s");
+    let drift = base.clone().node("r", "m5.2xlarge", CapacityType::OnDemand).launched_for("r", 10, "Drifted");
+    let out = run(&[(0, base.clone()), (10, drift.clone().mark("a", "Underutilized")), (20, drift)], false);
+    assert!(out.is_empty(), "{out:?}");
+    let own = base.clone().node("r", "m5.2xlarge", CapacityType::OnDemand).launched_for("r", 10, "Underutilized");
+    let out = run(&[(0, base), (10, own.mark("a", "Underutilized"))], false);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(out[0].message.contains("must cost strictly less"), "{}", out[0].message);
 }

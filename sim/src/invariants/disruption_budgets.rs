@@ -17,13 +17,17 @@
 //! string(cmd.Reason()), ...)`) — all the pool's voluntarily disrupting nodes, that one
 //! included, fit R's budget: Karpenter allows a command of reason R only
 //! `MustGetAllowedDisruptions(reason) - disrupting` nodes (core
-//! `pkg/controllers/disruption/helpers.go`, `BuildDisruptionBudgetMapping`).
+//! `pkg/controllers/disruption/helpers.go`, `BuildDisruptionBudgetMapping`). Claims first seen
+//! disrupting at the same tick are ordered by the Events their commands write as they start
+//! ([`started_order`]); a start counts the others of its tick only when they started first,
+//! or when nothing orders them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde_json::Value;
 
+use super::consolidation_legality::REPLACEMENT_WINDOW;
 use super::{Ctx, Invariant, Violation};
 use crate::oracle::budget::{allowed_for_reason, cap, wall_time};
 use crate::oracle::view::{ClaimView, View};
@@ -108,6 +112,35 @@ pub fn expire_after(pool: &Value) -> Option<Duration> {
     }
 }
 
+/// Where a disruption start falls in the API server's order of writes, from the Event its
+/// command writes when it starts (Karpenter starts one command per disruption pass and
+/// counts the commands already started against the next one's budget:
+/// `disruption/controller.go` `disrupt`, then requeue; `helpers.go`
+/// `BuildDisruptionBudgetMapping` subtracts the nodes already disrupting): a delete writes
+/// "Disrupting NodeClaim: <Reason>" on its candidate as it starts, a replace writes
+/// "Launching NodeClaim: <Reason>" on its replacement (core `disruption/queue.go`
+/// `StartCommand`, l. 217; `events.go` `Launching`, `Terminating`); a replace's own
+/// Terminating Event comes only once its replacement is ready, long after. Only Events written
+/// within [`START_ORDER_WAIT`] of the start count. `None` when there is none: then the order
+/// is unknown and each of two same-tick starts counts against the other.
+fn started_order(view: &View, start_at: Duration, claim: &ClaimView) -> Option<u64> {
+    let reason = claim.disruption_reason.as_deref()?;
+    let window = |at: Duration| at + REPLACEMENT_WINDOW >= start_at && at <= start_at + START_ORDER_WAIT;
+    view.disruption_events
+        .iter()
+        .filter(|e| window(e.at))
+        .filter(|e| {
+            if e.is_launch() {
+                e.disruption_reason().is_some_and(|r| r.eq_ignore_ascii_case(reason))
+                    && view.claims.get(&e.node_claim).is_some_and(|r| r.nodepool == claim.nodepool)
+            } else {
+                e.node_claim == claim.name
+            }
+        })
+        .map(|e| e.resource_version)
+        .min()
+}
+
 /// Whether a claim is being disrupted now (claim or node deleting, or node tainted).
 pub fn disrupting(view: &View, claim: &ClaimView) -> bool {
     let node = claim.node_name.as_ref().and_then(|n| view.nodes.get(n));
@@ -119,8 +152,10 @@ pub fn disrupting(view: &View, claim: &ClaimView) -> bool {
 pub struct DisruptionBudgets {
     external: ExternalDeletes,
     over: BTreeSet<String>,
-    /// Claims whose start of disruption for a reason was judged.
+    /// Claims whose start of disruption for a reason was seen.
     started: BTreeSet<String>,
+    /// Starts waiting for the Events that order them.
+    waiting: Vec<Start>,
 }
 
 impl Invariant for DisruptionBudgets {
@@ -150,31 +185,7 @@ impl Invariant for DisruptionBudgets {
                 .collect();
             let budgets: Vec<Value> =
                 pool.object.pointer("/spec/disruption/budgets").and_then(Value::as_array).cloned().unwrap_or_default();
-            for claim in &voluntary {
-                let Some(reason) = claim.disruption_reason.as_deref() else { continue };
-                if !self.started.insert(claim.name.clone()) {
-                    continue;
-                }
-                let Some(allowed) = allowed_for_reason(&budgets, counted.len(), reason, wall) else { continue };
-                if voluntary.len() > allowed {
-                    let mut objects = vec![format!("NodePool {name}"), format!("NodeClaim {}", claim.name)];
-                    objects.extend(
-                        voluntary.iter().filter(|c| c.name != claim.name).map(|c| format!("NodeClaim {}", c.name)),
-                    );
-                    out.push(Violation {
-                        invariant: self.name().into(),
-                        at: view.now,
-                        objects,
-                        message: format!(
-                            "the controller started disrupting NodeClaim {} for {reason} with {} of NodePool {name}'s {} nodes disrupting; its {reason} budgets allow {allowed}",
-                            claim.name,
-                            voluntary.len(),
-                            counted.len()
-                        ),
-                        trace_position: view.trace_position,
-                    });
-                }
-            }
+            self.judge_starts(view, name, &budgets, counted.len(), &voluntary, wall, out);
             let allowed = cap(&budgets, counted.len(), wall);
             if voluntary.len() <= allowed {
                 self.over.remove(name);
@@ -196,6 +207,112 @@ impl Invariant for DisruptionBudgets {
                 });
             }
         }
+    }
+}
+
+/// How long a same-tick start may wait for the `DisruptionTerminating` Events that order it
+/// (the controller writes Events asynchronously, after the disruption itself).
+pub const START_ORDER_WAIT: Duration = Duration::from_secs(10);
+
+/// A claim first seen disrupting for a reason, judged once its order is known.
+#[derive(Clone, Debug)]
+struct Start {
+    at: Duration,
+    pool: String,
+    claim: String,
+    reason: String,
+    allowed: usize,
+    counted: usize,
+    /// The pool's voluntarily disrupting claims at that tick, this one included.
+    disrupting: Vec<String>,
+    /// Those first seen disrupting at the same tick.
+    same_tick: BTreeSet<String>,
+}
+
+impl DisruptionBudgets {
+    /// Notes each of `pool`'s claims first seen disrupting for a reason, then judges every
+    /// start whose order among its tick's starts is known (or waited for long enough)
+    /// against its reason's budget, counting the claims disrupting when it started.
+    #[allow(clippy::too_many_arguments)]
+    fn judge_starts(
+        &mut self,
+        view: &View,
+        name: &str,
+        budgets: &[Value],
+        counted: usize,
+        voluntary: &[&ClaimView],
+        wall: jiff::civil::DateTime,
+        out: &mut Vec<Violation>,
+    ) {
+        let same_tick: BTreeSet<String> = voluntary
+            .iter()
+            .filter(|c| c.disruption_reason.is_some() && !self.started.contains(&c.name))
+            .map(|c| c.name.clone())
+            .collect();
+        let disrupting: Vec<String> = voluntary.iter().map(|c| c.name.clone()).collect();
+        for claim in voluntary {
+            let Some(reason) = claim.disruption_reason.as_deref() else { continue };
+            if !self.started.insert(claim.name.clone()) {
+                continue;
+            }
+            let Some(allowed) = allowed_for_reason(budgets, counted, reason, wall) else { continue };
+            self.waiting.push(Start {
+                at: view.now,
+                pool: name.to_owned(),
+                claim: claim.name.clone(),
+                reason: reason.to_owned(),
+                allowed,
+                counted,
+                disrupting: disrupting.clone(),
+                same_tick: same_tick.clone(),
+            });
+        }
+        self.judge_waiting(view, out);
+    }
+
+    /// Judges the starts whose same-tick starts all have their Events, or have waited
+    /// [`START_ORDER_WAIT`].
+    fn judge_waiting(&mut self, view: &View, out: &mut Vec<Violation>) {
+        let name = self.name();
+        self.waiting.retain(|start| {
+            let order = |c: &str| view.claims.get(c).and_then(|claim| started_order(view, start.at, claim));
+            let known = start.same_tick.iter().all(|c| order(c).is_some());
+            if !known && view.now < start.at + START_ORDER_WAIT {
+                return true;
+            }
+            // Disrupting when this one started: all but those that started after it within
+            // its tick, by the order their Terminating Events were written.
+            let mine = order(&start.claim);
+            let before: Vec<&String> = start
+                .disrupting
+                .iter()
+                .filter(|c| {
+                    **c == start.claim
+                        || !start.same_tick.contains(*c)
+                        || match (order(c), mine) {
+                            (Some(theirs), Some(mine)) => theirs < mine,
+                            _ => true,
+                        }
+                })
+                .collect();
+            if before.len() > start.allowed {
+                let (pool, claim, reason, allowed) = (&start.pool, &start.claim, &start.reason, start.allowed);
+                let mut objects = vec![format!("NodePool {pool}"), format!("NodeClaim {claim}")];
+                objects.extend(before.iter().filter(|c| **c != claim).map(|c| format!("NodeClaim {c}")));
+                out.push(Violation {
+                    invariant: name.into(),
+                    at: start.at,
+                    objects,
+                    message: format!(
+                        "the controller started disrupting NodeClaim {claim} for {reason} with {} of NodePool {pool}'s {} nodes disrupting; its {reason} budgets allow {allowed}",
+                        before.len(),
+                        start.counted
+                    ),
+                    trace_position: view.trace_position,
+                });
+            }
+            false
+        });
     }
 }
 
@@ -274,5 +391,68 @@ mod tests {
     fn an_early_or_healthy_delete_is_not_exempt() {
         assert!(!exempt_after(false, REPAIR_TOLERATION - Duration::from_secs(60)));
         assert!(!exempt_after(true, REPAIR_TOLERATION + Duration::from_secs(60)));
+    }
+
+    /// Two claims of pool `web` first seen disrupting at the same tick (331 s): an Empty delete
+    /// (`empty`, started by its Terminating Event) and a Drift replace (`drifted`, started by
+    /// the Launching Event on its replacement `r`), with a budget of 1 for Empty only (Drift
+    /// unbudgeted). `events` are (claim, Event reason, resourceVersion); the violations of
+    /// the per-reason check once the wait for Events is over.
+    fn same_tick_starts(events: &[(&str, &str, u64)]) -> Vec<Violation> {
+        use crate::oracle::disruption_events::{DisruptionEvent, LAUNCHING_REASON, TERMINATING_REASON};
+        let mut view = View { now: Duration::from_secs(331), ..View::default() };
+        for (name, reason) in [("empty", Some("Empty")), ("drifted", Some("Drifted")), ("r", None)] {
+            let mut c = claim(reason.map(|_| Duration::from_secs(331)));
+            c.name = name.into();
+            c.node_name = None;
+            c.disruption_reason = reason.map(Into::into);
+            view.claims.insert(name.into(), c);
+        }
+        for &(claim, kind, resource_version) in events {
+            let (reason, message) = match kind {
+                "launch" => (LAUNCHING_REASON, "Launching NodeClaim: Drifted/replace"),
+                _ => (TERMINATING_REASON, "Disrupting NodeClaim: Empty/delete"),
+            };
+            view.disruption_events.push(DisruptionEvent {
+                at: Duration::from_secs(331),
+                node_claim: claim.into(),
+                reason: reason.into(),
+                message: message.into(),
+                resource_version,
+            });
+        }
+        let budgets = vec![serde_json::json!({"nodes": "1", "reasons": ["Underutilized", "Empty"]})];
+        let voluntary: Vec<&ClaimView> = view.claims.values().filter(|c| c.disruption_reason.is_some()).collect();
+        let mut out = Vec::new();
+        let mut budget = DisruptionBudgets::default();
+        budget.judge_starts(&view, "web", &budgets, 9, &voluntary, wall_time(view.now), &mut out);
+        view.now += START_ORDER_WAIT;
+        budget.judge_waiting(&view, &mut out);
+        out
+    }
+
+    /// The Empty delete started first (its Event was written before the Drift replacement's):
+    /// the Drift replace that followed within the second did not count against Empty's
+    /// budget of 1 (generated story 4248).
+    #[test]
+    fn a_start_is_judged_without_the_starts_that_followed_it_in_the_same_tick() {
+        assert!(same_tick_starts(&[("empty", "terminate", 903), ("r", "launch", 911)]).is_empty());
+    }
+
+    /// Where the excuse does not apply it fires: the Drift replace started first, so the
+    /// Empty delete found one node disrupting and its budget of 1 used; and without Events
+    /// to order them (a replace's own Terminating Event comes only when it ends), every
+    /// same-tick start counts.
+    #[test]
+    fn a_start_after_another_in_the_same_tick_counts_it() {
+        for events in [&[("empty", "terminate", 913), ("r", "launch", 903)][..], &[("empty", "terminate", 903)]] {
+            let out = same_tick_starts(events);
+            assert_eq!(out.len(), 1, "{out:?}");
+            assert!(
+                out[0].message.contains("NodeClaim empty for Empty with 2 of NodePool web's 9"),
+                "{}",
+                out[0].message
+            );
+        }
     }
 }

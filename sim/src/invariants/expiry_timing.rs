@@ -140,6 +140,7 @@ mod tests {
             node_claim: "c1".into(),
             reason: TERMINATING_REASON.into(),
             message: "Disrupting NodeClaim: Expired".into(),
+            resource_version: 0,
         }));
         v
     }

@@ -30,6 +30,10 @@ pub struct DisruptionEvent {
     pub reason: String,
     /// The message (`Launching NodeClaim: Underutilized`, `Disrupting NodeClaim: Expired`).
     pub message: String,
+    /// The Event's `metadata.resourceVersion` as last written: the API server's order of
+    /// writes, finer than `at` (Event timestamps have one-second resolution), so two
+    /// disruptions started within one second can be told apart.
+    pub resource_version: u64,
 }
 
 impl DisruptionEvent {
@@ -57,6 +61,7 @@ pub fn of_event(event: &Value) -> Option<DisruptionEvent> {
         node_claim: event["involvedObject"]["name"].as_str()?.to_string(),
         reason: reason.to_string(),
         message: event["message"].as_str().unwrap_or_default().to_string(),
+        resource_version: event.pointer("/metadata/resourceVersion").and_then(Value::as_str)?.parse().ok()?,
     })
 }
 
