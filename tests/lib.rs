@@ -2,13 +2,44 @@
 
 pub mod workloads;
 
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
 use dovetail_sim::apiserver::{self, ApiServer};
+use dovetail_sim::run::{Outcome, RunOptions, run_world};
+use dovetail_sim::world::ScenarioWorld;
 use dovetail_sim::world::{Trace, World, WorldConfig};
 
 /// A simulation with an API server host, for `seed`.
 pub fn apiserver_world<'a>(seed: u64) -> (turmoil::Sim<'a>, ApiServer, Trace) {
     let world = World::builder(seed).build().expect("an API-server world has no catalog to load");
     (world.sim, world.server, world.trace)
+}
+
+/// Runs a story's `world` to its end, handing `observe` the API server at the first step of
+/// every simulated second: the loop of the tests that watch a library story from outside.
+pub fn run_each_second(world: ScenarioWorld, mut observe: impl FnMut(&ApiServer, Duration) + 'static) -> Outcome {
+    let server: Rc<RefCell<Option<ApiServer>>> = Rc::default();
+    let on_start = {
+        let server = server.clone();
+        move |s: &ApiServer| *server.borrow_mut() = Some(s.clone())
+    };
+    let mut next_second = 0;
+    let before_step = move |now: Duration| {
+        if now.as_secs() >= next_second {
+            next_second = now.as_secs() + 1;
+            if let Some(server) = server.borrow().as_ref() {
+                observe(server, now);
+            }
+        }
+    };
+    let mut options = RunOptions {
+        on_start: Some(Box::new(on_start)),
+        before_step: Some(Box::new(before_step)),
+        ..RunOptions::default()
+    };
+    run_world(world, &mut options).expect("run")
 }
 
 /// A kube client for the simulated API server; call inside a turmoil host or client.

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use dovetail_sim::apiserver::ApiServer;
 use dovetail_sim::oracle::view::key;
-use dovetail_sim::run::{Outcome, RunOptions, run_world};
+use dovetail_sim::run::Outcome;
 use dovetail_sim::scenario::Loaded;
 use dovetail_sim::scenario::SimDuration;
 use dovetail_sim::scenario::controller::{ControllerSpec, FeatureGatesSpec};
@@ -51,8 +51,6 @@ struct Deleted {
 
 #[derive(Default)]
 struct Watch {
-    server: Option<ApiServer>,
-    next_second: u64,
     sick: BTreeMap<String, Sick>,
     /// Claims by providerID: (name, pool).
     claims: BTreeMap<String, (String, String)>,
@@ -64,8 +62,7 @@ struct Watch {
 }
 
 impl Watch {
-    fn observe(&mut self, now: Duration) {
-        let Some(server) = self.server.as_ref() else { return };
+    fn observe(&mut self, server: &ApiServer, now: Duration) {
         let store = server.store.lock().unwrap_or_else(|e| e.into_inner());
         self.nodes.clear();
         for node in store.iter(&key("", "nodes"), None) {
@@ -143,27 +140,10 @@ fn run(gate: bool, duration: Option<Duration>) -> (Watch, Outcome) {
     }
     let world = ScenarioWorld::build(&loaded, 1).expect("world builds");
     let watch = Rc::new(RefCell::new(Watch::default()));
-    let on_start = {
+    let outcome = {
         let watch = watch.clone();
-        move |s: &ApiServer| watch.borrow_mut().server = Some(s.clone())
+        dovetail_tests::run_each_second(world, move |server, now| watch.borrow_mut().observe(server, now))
     };
-    let before_step = {
-        let watch = watch.clone();
-        move |now: Duration| {
-            let mut w = watch.borrow_mut();
-            if now.as_secs() >= w.next_second {
-                w.next_second = now.as_secs() + 1;
-                w.observe(now);
-            }
-        }
-    };
-    let mut options = RunOptions {
-        on_start: Some(Box::new(on_start)),
-        before_step: Some(Box::new(before_step)),
-        ..RunOptions::default()
-    };
-    let outcome = run_world(world, &mut options).expect("run");
-    drop(options);
     let watch = Rc::try_unwrap(watch).ok().expect("hooks dropped").into_inner();
     (watch, outcome)
 }

@@ -19,7 +19,6 @@ use std::time::Duration;
 
 use dovetail_sim::apiserver::ApiServer;
 use dovetail_sim::oracle::view::key;
-use dovetail_sim::run::{RunOptions, run_world};
 use dovetail_sim::scenario::Loaded;
 use dovetail_sim::world::ScenarioWorld;
 use serde_json::Value;
@@ -29,8 +28,6 @@ type Seen = (Duration, String, String);
 
 #[derive(Default)]
 struct Watch {
-    server: Option<ApiServer>,
-    next_second: u64,
     /// Claims seen launched, not registered and not deleting.
     launched: BTreeSet<String>,
     registered: BTreeSet<String>,
@@ -55,8 +52,7 @@ fn is_true(claim: &Value, type_: &str) -> bool {
 }
 
 impl Watch {
-    fn observe(&mut self, now: Duration) {
-        let Some(server) = self.server.as_ref() else { return };
+    fn observe(&mut self, server: &ApiServer, now: Duration) {
         let store = server.store.lock().unwrap_or_else(|e| e.into_inner());
         let mut present = BTreeMap::new();
         for claim in store.iter(&key("karpenter.sh", "nodeclaims"), None) {
@@ -127,26 +123,10 @@ fn a_pool_whose_nodes_never_join_turns_registration_unhealthy() {
     let loaded = Loaded::from_file(&path).expect("library scenario loads");
     let world = ScenarioWorld::build(&loaded, 1).expect("world builds");
     let watch = Rc::new(RefCell::new(Watch::default()));
-    let on_start = {
+    {
         let watch = watch.clone();
-        move |s: &ApiServer| watch.borrow_mut().server = Some(s.clone())
-    };
-    let before_step = {
-        let watch = watch.clone();
-        move |now: Duration| {
-            let mut w = watch.borrow_mut();
-            if now.as_secs() >= w.next_second {
-                w.next_second = now.as_secs() + 1;
-                w.observe(now);
-            }
-        }
-    };
-    let mut options = RunOptions {
-        on_start: Some(Box::new(on_start)),
-        before_step: Some(Box::new(before_step)),
-        ..RunOptions::default()
-    };
-    run_world(world, &mut options).expect("run");
+        dovetail_tests::run_each_second(world, move |server, now| watch.borrow_mut().observe(server, now));
+    }
     let w = watch.borrow();
     let failures: Vec<Duration> = w.outcomes.iter().filter(|(_, ok)| !ok).map(|(at, _)| *at).collect();
     assert!(failures.len() >= 2, "two registration timeouts during the 34-minute fault: {:?}", w.outcomes);

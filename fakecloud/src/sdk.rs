@@ -8,9 +8,9 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_credential_types::Credentials;
-use aws_sdk_ec2::config::retry::{RetryConfig, RetryPartition};
+use aws_sdk_ec2::config::SharedAsyncSleep;
+use aws_sdk_ec2::config::retry::RetryConfig;
 use aws_sdk_ec2::config::timeout::TimeoutConfig;
-use aws_sdk_ec2::config::{BehaviorVersion, Region, SharedAsyncSleep};
 use aws_smithy_async::rt::sleep::TokioSleep;
 use aws_smithy_async::time::TimeSource;
 use dovetail_sdkhttp::HyperSdkClient;
@@ -112,94 +112,43 @@ fn credentials() -> Credentials {
     Credentials::new("AKIDDOVETAILSIM", "dovetail-sim-secret", None, None, "dovetail-sim")
 }
 
-/// An `aws_sdk_ec2::Config` for the simulator: turmoil HTTP, simulated time, tokio sleep,
-/// back-off jitter seeded per client ([`ThreadRngReseed`]), an own retry partition (the SDK's default token bucket is process-global),
-/// explicit timeouts and fixed credentials.
-pub fn ec2_config(opts: &SdkOptions) -> aws_sdk_ec2::Config {
-    aws_sdk_ec2::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new(opts.region.clone()))
-        .endpoint_url(opts.endpoint_url.clone())
-        .credentials_provider(credentials())
-        .http_client(sim_http_client())
-        .sleep_impl(SharedAsyncSleep::new(TokioSleep::new()))
-        .time_source(SimTimeSource)
-        .retry_config(opts.retry())
-        .retry_partition(RetryPartition::custom("dovetail-sim-ec2").build())
-        .interceptor(ThreadRngReseed::new(opts.thread_rng_seed))
-        .timeout_config(opts.timeouts())
-        .build()
+/// Defines `$config(opts)` and `$client(opts)` for one SDK crate: turmoil HTTP, simulated
+/// time, tokio sleep, back-off jitter seeded per client ([`ThreadRngReseed`]), an own retry
+/// partition `$partition` (the SDK's default token bucket is process-global), explicit
+/// timeouts and fixed credentials. The crates share no config type, hence a macro.
+macro_rules! sim_sdk {
+    ($sdk:ident, $partition:literal, $config:ident, $client:ident, $what:literal) => {
+        #[doc = concat!("The simulator's `", stringify!($sdk), "::Config` (", $what, ").")]
+        pub fn $config(opts: &SdkOptions) -> $sdk::Config {
+            $sdk::Config::builder()
+                .behavior_version($sdk::config::BehaviorVersion::latest())
+                .region($sdk::config::Region::new(opts.region.clone()))
+                .endpoint_url(opts.endpoint_url.clone())
+                .credentials_provider(credentials())
+                .http_client(sim_http_client())
+                .sleep_impl(SharedAsyncSleep::new(TokioSleep::new()))
+                .time_source(SimTimeSource)
+                .retry_config(opts.retry())
+                .retry_partition($sdk::config::retry::RetryPartition::custom($partition).build())
+                .interceptor(ThreadRngReseed::new(opts.thread_rng_seed))
+                .timeout_config(opts.timeouts())
+                .build()
+        }
+
+        #[doc = concat!("A client over [`", stringify!($config), "`].")]
+        pub fn $client(opts: &SdkOptions) -> $sdk::Client {
+            $sdk::Client::from_conf($config(opts))
+        }
+    };
 }
 
-/// The SQS counterpart of [`ec2_config`].
-pub fn sqs_config(opts: &SdkOptions) -> aws_sdk_sqs::Config {
-    aws_sdk_sqs::Config::builder()
-        .behavior_version(aws_sdk_sqs::config::BehaviorVersion::latest())
-        .region(aws_sdk_sqs::config::Region::new(opts.region.clone()))
-        .endpoint_url(opts.endpoint_url.clone())
-        .credentials_provider(credentials())
-        .http_client(sim_http_client())
-        .sleep_impl(SharedAsyncSleep::new(TokioSleep::new()))
-        .time_source(SimTimeSource)
-        .retry_config(opts.retry())
-        .retry_partition(aws_sdk_sqs::config::retry::RetryPartition::custom("dovetail-sim-sqs").build())
-        .interceptor(ThreadRngReseed::new(opts.thread_rng_seed))
-        .timeout_config(opts.timeouts())
-        .build()
-}
-
-/// An EC2 client for the simulator (see [`ec2_config`]).
-pub fn ec2_client(opts: &SdkOptions) -> aws_sdk_ec2::Client {
-    aws_sdk_ec2::Client::from_conf(ec2_config(opts))
-}
-
-/// An SQS client for the simulator (see [`sqs_config`]).
-pub fn sqs_client(opts: &SdkOptions) -> aws_sdk_sqs::Client {
-    aws_sdk_sqs::Client::from_conf(sqs_config(opts))
-}
-
-/// The SSM counterpart of [`ec2_config`] (Karpenter resolves AMI aliases through SSM).
-pub fn ssm_config(opts: &SdkOptions) -> aws_sdk_ssm::Config {
-    aws_sdk_ssm::Config::builder()
-        .behavior_version(aws_sdk_ssm::config::BehaviorVersion::latest())
-        .region(aws_sdk_ssm::config::Region::new(opts.region.clone()))
-        .endpoint_url(opts.endpoint_url.clone())
-        .credentials_provider(credentials())
-        .http_client(sim_http_client())
-        .sleep_impl(SharedAsyncSleep::new(TokioSleep::new()))
-        .time_source(SimTimeSource)
-        .retry_config(opts.retry())
-        .retry_partition(aws_sdk_ssm::config::retry::RetryPartition::custom("dovetail-sim-ssm").build())
-        .interceptor(ThreadRngReseed::new(opts.thread_rng_seed))
-        .timeout_config(opts.timeouts())
-        .build()
-}
-
-/// An SSM client for the simulator (see [`ssm_config`]).
-pub fn ssm_client(opts: &SdkOptions) -> aws_sdk_ssm::Client {
-    aws_sdk_ssm::Client::from_conf(ssm_config(opts))
-}
-
-/// The Price List API counterpart of [`ec2_config`] (Karpenter reads on-demand prices from
-/// it). The simulator serves it at the same `aws` endpoint as EC2, told apart by the
-/// `X-Amz-Target: AWSPriceListService.*` header.
-pub fn pricing_config(opts: &SdkOptions) -> aws_sdk_pricing::Config {
-    aws_sdk_pricing::Config::builder()
-        .behavior_version(aws_sdk_pricing::config::BehaviorVersion::latest())
-        .region(aws_sdk_pricing::config::Region::new(opts.region.clone()))
-        .endpoint_url(opts.endpoint_url.clone())
-        .credentials_provider(credentials())
-        .http_client(sim_http_client())
-        .sleep_impl(SharedAsyncSleep::new(TokioSleep::new()))
-        .time_source(SimTimeSource)
-        .retry_config(opts.retry())
-        .retry_partition(aws_sdk_pricing::config::retry::RetryPartition::custom("dovetail-sim-pricing").build())
-        .interceptor(ThreadRngReseed::new(opts.thread_rng_seed))
-        .timeout_config(opts.timeouts())
-        .build()
-}
-
-/// A Price List API client for the simulator (see [`pricing_config`]).
-pub fn pricing_client(opts: &SdkOptions) -> aws_sdk_pricing::Client {
-    aws_sdk_pricing::Client::from_conf(pricing_config(opts))
-}
+sim_sdk!(aws_sdk_ec2, "dovetail-sim-ec2", ec2_config, ec2_client, "EC2");
+sim_sdk!(aws_sdk_sqs, "dovetail-sim-sqs", sqs_config, sqs_client, "SQS: the interruption queue");
+sim_sdk!(aws_sdk_ssm, "dovetail-sim-ssm", ssm_config, ssm_client, "SSM: Karpenter resolves AMI aliases through it");
+sim_sdk!(
+    aws_sdk_pricing,
+    "dovetail-sim-pricing",
+    pricing_config,
+    pricing_client,
+    "the Price List API, served at the EC2 endpoint and told apart by `X-Amz-Target: AWSPriceListService.*`"
+);

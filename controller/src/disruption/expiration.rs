@@ -83,12 +83,7 @@ impl Expiration {
         if !snapshot.is_synced() {
             return RETRY;
         }
-        let live: BTreeSet<String> = snapshot
-            .node_claims
-            .values()
-            .filter(|c| c.metadata.deletion_timestamp.is_none())
-            .filter_map(|c| c.metadata.uid.clone())
-            .collect();
+        let live = snapshot.live_claim_uids();
         self.expired.retain(|uid| live.contains(uid));
         let now = env.clock.now();
         let mut next = IDLE;

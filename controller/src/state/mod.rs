@@ -89,6 +89,16 @@ impl Snapshot {
             .collect()
     }
 
+    /// UIDs of the NodeClaims not being deleted: what a controller that remembers claims it
+    /// acted on (expired, repaired) keeps its memory to.
+    pub fn live_claim_uids(&self) -> BTreeSet<String> {
+        self.node_claims
+            .values()
+            .filter(|c| c.metadata.deletion_timestamp.is_none())
+            .filter_map(|c| c.metadata.uid.clone())
+            .collect()
+    }
+
     /// Pods bound to `node_name`, in key order.
     pub fn pods_on_node<'a>(&'a self, node_name: &'a str) -> impl Iterator<Item = &'a Arc<Pod>> + 'a {
         self.pods.values().filter(move |pod| pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node_name))

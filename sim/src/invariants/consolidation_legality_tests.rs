@@ -43,22 +43,7 @@ impl World {
         let provider_id = format!("aws:///us-east-1a/i-{name}");
         self.view.claims.insert(
             name.into(),
-            ClaimView {
-                name: name.into(),
-                uid: format!("uid-{name}"),
-                nodepool: "default".into(),
-                provider_id: Some(provider_id.clone()),
-                node_name: Some(name.into()),
-                created: Duration::ZERO,
-                deleting_since: None,
-                initialized: true,
-                instance_terminating: false,
-                do_not_disrupt: false,
-                disruption_reason: None,
-                drifted: false,
-                registered: true,
-                requirements: Vec::new(),
-            },
+            ClaimView { node_name: Some(name.into()), ..ClaimView::for_test(name, "default", &provider_id) },
         );
         self.view.nodes.insert(
             name.into(),

@@ -337,20 +337,10 @@ mod tests {
 
     fn claim(deleting_since: Option<Duration>) -> ClaimView {
         ClaimView {
-            name: "c".into(),
             uid: "u".into(),
-            nodepool: "web".into(),
-            provider_id: Some("aws:///z/i-1".into()),
             node_name: Some("n".into()),
-            created: Duration::ZERO,
             deleting_since,
-            initialized: true,
-            instance_terminating: false,
-            do_not_disrupt: false,
-            disruption_reason: None,
-            drifted: false,
-            registered: true,
-            requirements: Vec::new(),
+            ..ClaimView::for_test("c", "web", "aws:///z/i-1")
         }
     }
 

@@ -117,20 +117,10 @@ mod tests {
 
     fn view(now: u64, expire_after: Option<u64>, deleting: Option<u64>, expired_event: Option<u64>) -> View {
         let claim = ClaimView {
-            name: "c1".into(),
-            uid: "uid-c1".into(),
-            nodepool: "default".into(),
-            provider_id: Some("aws:///a/i-1".into()),
             node_name: Some("n1".into()),
             created: s(100),
             deleting_since: deleting.map(s),
-            initialized: true,
-            instance_terminating: false,
-            do_not_disrupt: false,
-            disruption_reason: None,
-            drifted: false,
-            registered: true,
-            requirements: Vec::new(),
+            ..ClaimView::for_test("c1", "default", "aws:///a/i-1")
         };
         let mut v = View { now: s(now), ..View::default() };
         v.expire_after.insert("c1".into(), expire_after.map(s));

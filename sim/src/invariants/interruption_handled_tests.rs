@@ -17,20 +17,8 @@ fn s(secs: u64) -> Duration {
 
 fn claim(name: &str, instance: &str) -> ClaimView {
     ClaimView {
-        name: name.into(),
-        uid: format!("uid-{name}"),
-        nodepool: "default".into(),
-        provider_id: Some(format!("aws:///us-east-1a/{instance}")),
         node_name: Some(format!("node-{name}")),
-        created: Duration::ZERO,
-        deleting_since: None,
-        initialized: true,
-        instance_terminating: false,
-        do_not_disrupt: false,
-        disruption_reason: None,
-        drifted: false,
-        registered: true,
-        requirements: Vec::new(),
+        ..ClaimView::for_test(name, "default", &format!("aws:///us-east-1a/{instance}"))
     }
 }
 

@@ -29,22 +29,7 @@ fn instance(id: &str, claim: Option<&str>) -> InstanceView {
 }
 
 fn claim(name: &str, id: &str) -> ClaimView {
-    ClaimView {
-        name: name.into(),
-        uid: format!("uid-{name}"),
-        nodepool: "default".into(),
-        provider_id: Some(format!("aws:///us-east-1a/{id}")),
-        node_name: None,
-        created: Duration::ZERO,
-        deleting_since: None,
-        initialized: true,
-        instance_terminating: false,
-        do_not_disrupt: false,
-        disruption_reason: None,
-        drifted: false,
-        registered: true,
-        requirements: Vec::new(),
-    }
+    ClaimView::for_test(name, "default", &format!("aws:///us-east-1a/{id}"))
 }
 
 fn node(id: &str) -> NodeView {

@@ -61,7 +61,11 @@ pub fn of_event(event: &Value) -> Option<DisruptionEvent> {
         node_claim: event["involvedObject"]["name"].as_str()?.to_string(),
         reason: reason.to_string(),
         message: event["message"].as_str().unwrap_or_default().to_string(),
-        resource_version: event.pointer("/metadata/resourceVersion").and_then(Value::as_str)?.parse().ok()?,
+        resource_version: event
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .and_then(|rv| rv.parse().ok())
+            .unwrap_or(0),
     })
 }
 
@@ -75,6 +79,7 @@ mod tests {
             serde_json::json!({
                 "reason": reason, "message": message,
                 "involvedObject": {"kind": kind, "name": "default-x"},
+                "metadata": {"resourceVersion": "42"},
                 "firstTimestamp": "2026-01-01T00:00:05Z"
             })
         };
@@ -87,5 +92,6 @@ mod tests {
         let t = of_event(&event("DisruptionTerminating", "NodeClaim", "Disrupting NodeClaim: Expired")).expect("one");
         assert!(!t.is_launch());
         assert_eq!(t.disruption_reason(), Some("Expired"));
+        assert_eq!(t.resource_version, 42);
     }
 }

@@ -66,6 +66,9 @@ pub struct Packing {
     pub nodes: BTreeMap<String, usize>,
     /// Pods no allowed offering can host.
     pub unplaceable: usize,
+    /// Of those, the pods an allowed offering would host but for the pool's `spec.limits`
+    /// as this packing spent them (see [`Packing::limited`]).
+    pub limited: usize,
 }
 
 impl Packing {
@@ -326,10 +329,25 @@ impl<'p, 'a> Packer<'p, 'a> {
             }
             if deferred.len() == todo.len() {
                 self.packing.unplaceable += deferred.len();
+                self.packing.limited += deferred.iter().filter(|d| self.fits_without_limits(d)).count();
                 return;
             }
             todo = deferred;
         }
+    }
+
+    /// Whether some pool would open a node for `demand` if its limits left room.
+    fn fits_without_limits(&self, demand: &Demand<'_>) -> bool {
+        let groups = groups(demand.pod);
+        let mut need = demand.requests;
+        need.pods = need.pods.max(1.0);
+        need.add(&self.overhead);
+        let tolerated: Vec<usize> =
+            (0..self.pools.len()).filter(|i| tolerates_pool(demand.pod, self.pools[*i].pool)).collect();
+        let zones = self.zones_for(demand.pod, &groups, &tolerated);
+        tolerated
+            .iter()
+            .any(|i| usable(&self.pools[*i], demand.pod, zones.as_ref()).any(|(o, _)| need.fits_in(&o.allocatable)))
     }
 
     /// Opens the node `placed` describes, with its pods on it.
@@ -464,8 +482,14 @@ impl<'p, 'a> Packer<'p, 'a> {
         true
     }
 
-    /// Shrinks each node from `first` on to the smallest offering of its pool, in its zone,
-    /// that every pod on it allows and that holds them with the DaemonSet overhead.
+    /// Shrinks each node from `first` on to the offering Karpenter would launch for it: the
+    /// cheapest of its pool, in its zone, that every pod on it allows and that holds them
+    /// with the DaemonSet overhead (a claim's options are ordered by price and the fleet
+    /// request launches the cheapest available: core `scheduling/nodeclaim.go`
+    /// `InstanceTypeOptions` ordered by `OrderByPrice`, aws `providers/instance/instance.go`
+    /// CreateFleet `lowest-price` / `price-capacity-optimized`). Under a pool's limits this
+    /// matters: a cheap large type takes more of the limit than the smallest one, and the
+    /// next pass's claims are sized for what is left.
     fn shrink_from(&mut self, first: usize) {
         for bin in &mut self.bins[first..] {
             let supply = &self.pools[bin.pool];
@@ -473,7 +497,7 @@ impl<'p, 'a> Packer<'p, 'a> {
             let mut need = bin.used;
             need.add(&self.overhead);
             let extra = pool_node_labels(supply.pool);
-            let smallest = supply
+            let launched = supply
                 .offerings
                 .iter()
                 .filter(|o| zone.as_deref().is_none_or(|z| o.zone == z) && need.fits_in(&o.allocatable))
@@ -484,14 +508,13 @@ impl<'p, 'a> Packer<'p, 'a> {
                 })
                 .filter(|(_, labels)| bin.pods.iter().all(|i| pod_allows(&self.pods[*i], labels)))
                 .min_by(|(a, _), (b, _)| {
-                    a.allocatable
-                        .cpu
-                        .total_cmp(&b.allocatable.cpu)
+                    a.price
+                        .total_cmp(&b.price)
+                        .then(a.allocatable.cpu.total_cmp(&b.allocatable.cpu))
                         .then(a.allocatable.memory.total_cmp(&b.allocatable.memory))
-                        .then(a.price.total_cmp(&b.price))
                         .then(a.instance_type.cmp(&b.instance_type))
                 });
-            if let Some((o, labels)) = smallest {
+            if let Some((o, labels)) = launched {
                 bin.free = o.allocatable.minus(&need);
                 bin.labels = labels;
                 bin.capacity = limit_capacity(o);

@@ -82,7 +82,7 @@ fn a_pod_no_offering_allows_is_unplaceable() {
     let keys = vec!["default/gpu".to_string()];
     let p = pod(json!({"nodeSelector": {"kubernetes.io/arch": "arm64"}}));
     let packing = first_fit_decreasing(&demands(&keys, &p, 200.0), &supply(&pool), &Resources::default());
-    assert_eq!((packing.total(), packing.unplaceable), (0, 1));
+    assert_eq!((packing.total(), packing.unplaceable, packing.limited), (0, 1, 0), "no limit to blame");
     let tainted = json!({"metadata": {"name": "default"}, "spec": {"template": {"spec": {"taints": [
         {"key": "gpu", "effect": "NoSchedule"}]}}}});
     let p = pod(json!({}));
@@ -236,6 +236,7 @@ fn a_pool_limit_defers_pods_to_a_pass_that_counts_the_nodes_in_flight_at_their_s
     let tight = limited("4");
     let packing = first_fit_decreasing(&demands(&keys, &p, 1000.0), &sized(&tight), &Resources::default());
     assert_eq!((packing.total(), packing.unplaceable), (2, 1));
+    assert_eq!(packing.limited, 1, "an offering would host it but for the limit");
     let mut used = sized(&pool);
     used[0].used = Resources { cpu: 16_000.0, memory: 0.0, pods: 0.0 };
     let packing = first_fit_decreasing(&demands(&keys, &p, 1000.0), &used, &Resources::default());
@@ -251,8 +252,9 @@ fn a_pool_at_its_limit_gets_no_node_more() {
     let p = pod(json!({}));
     let pool = limited("20");
     let packing = first_fit_decreasing(&demands(&keys, &p, 1000.0), &sized(&pool), &Resources::default());
-    assert_eq!((packing.total(), packing.unplaceable), (3, 3));
+    assert_eq!((packing.total(), packing.unplaceable, packing.limited), (3, 3, 3));
     let free = json!({"metadata": {"name": "default"}, "spec": {}});
     let packing = first_fit_decreasing(&demands(&keys, &p, 1000.0), &sized(&free), &Resources::default());
     assert_eq!((packing.total(), packing.unplaceable), (2, 0), "no limit: 15 + 5 on two m.4xlarge");
+    assert_eq!(packing.limited, 0, "without limits the bound allows no claim more");
 }

@@ -86,6 +86,30 @@ pub struct ClaimView {
     pub requirements: Vec<Value>,
 }
 
+#[cfg(test)]
+impl ClaimView {
+    /// A test claim `name` of `nodepool`: launched as `provider_id`, on no Node yet,
+    /// registered and initialized, created at 0 and not disrupting; tests change the rest.
+    pub fn for_test(name: &str, nodepool: &str, provider_id: &str) -> Self {
+        Self {
+            name: name.into(),
+            uid: format!("uid-{name}"),
+            nodepool: nodepool.into(),
+            provider_id: Some(provider_id.into()),
+            node_name: None,
+            created: Duration::ZERO,
+            deleting_since: None,
+            initialized: true,
+            instance_terminating: false,
+            do_not_disrupt: false,
+            disruption_reason: None,
+            drifted: false,
+            registered: true,
+            requirements: Vec::new(),
+        }
+    }
+}
+
 /// A Node as invariants see it.
 #[derive(Clone, Debug)]
 pub struct NodeView {
