@@ -68,7 +68,7 @@ pub(crate) fn add_controller_host(sim: &mut turmoil::Sim<'_>, seed: u64, setting
         async move {
             let region = settings.region.clone();
             let clients = Clients {
-                kube: crate::kube_client::sim_kube_client_with_faults("apiserver", API_PORT, faults),
+                kube: crate::kube_client::controller_kube_client("apiserver", API_PORT, faults),
                 ec2: ec2_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_thread_rng_seed(rng_seeds[0])),
                 sqs: sqs_client(&SdkOptions::sqs(AWS_ENDPOINT, &region).with_thread_rng_seed(rng_seeds[1])),
                 ssm: ssm_client(&SdkOptions::ec2(AWS_ENDPOINT, &region).with_thread_rng_seed(rng_seeds[2])),
@@ -147,7 +147,7 @@ pub(crate) fn add_controller_replicas(
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 let settings = replicas.settings.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 let region = settings.region.clone();
-                let kube = crate::kube_client::sim_kube_client("apiserver", API_PORT);
+                let kube = crate::kube_client::controller_kube_client("apiserver", API_PORT, Default::default());
                 let mut leadership = if elect {
                     let config = LeaderElectionConfig::new(crate::faults::network::LEASE_NAMESPACE, host.clone());
                     Some(LeaderElection::new(kube.clone(), Arc::new(SimClock), config).acquire().await)

@@ -33,10 +33,24 @@ pub fn sim_kube_client(host: &str, port: u16) -> kube::Client {
 
 /// [`sim_kube_client`] with client-side faults.
 pub fn sim_kube_client_with_faults(host: &str, port: u16, faults: ClientFaults) -> kube::Client {
+    build(host, port, faults, None)
+}
+
+/// The client the controller gets: like its production client, it gives up on a response
+/// after [`dovetail_controller::runtime::api_timeout::API_RESPONSE_TIMEOUT`] (a partition
+/// drops the segments of the requests in flight, as a dead connection does).
+pub fn controller_kube_client(host: &str, port: u16, faults: ClientFaults) -> kube::Client {
+    build(host, port, faults, Some(dovetail_controller::runtime::api_timeout::api_timeout_layer()))
+}
+
+fn build(host: &str, port: u16, faults: ClientFaults, timeout: Option<tower::timeout::TimeoutLayer>) -> kube::Client {
     let connector = TurmoilConnector::new(Duration::from_secs(10));
     let client = http_client::<Body>(connector);
     let base: http::Uri = format!("http://{host}:{port}").parse().expect("host and port make a valid URI");
     let service = tower::ServiceBuilder::new()
+        .option_layer(timeout)
+        // One error type with or without the timeout (whose errors are boxed).
+        .map_err(tower::BoxError::from)
         .layer(kube::client::middleware::BaseUriLayer::new(base))
         .map_request(
             move |req: http::Request<Body>| {

@@ -93,7 +93,10 @@ async fn run(settings: Settings, process: ProcessOptions) -> anyhow::Result<()> 
         .await
         .context("no Kubernetes configuration: set KUBECONFIG, or run in a pod with a service account")?;
     check_kube_url(&kube_config.cluster_url)?;
-    let kube = kube::Client::try_from(kube_config).context("building the Kubernetes client")?;
+    let kube = kube::client::ClientBuilder::try_from(kube_config)
+        .context("building the Kubernetes client")?
+        .with_layer(&dovetail_controller::runtime::api_timeout::api_timeout_layer())
+        .build();
 
     let aws = aws_connection(&settings.region).await?;
     let clients = Clients {

@@ -35,9 +35,13 @@ impl NetworkState {
     pub fn start(&mut self, sim: &mut turmoil::Sim<'_>, layers: &Layers, id: usize, fault: &DrawnFault) {
         match fault {
             DrawnFault::Partition { between: [a, b] } => {
+                // Held, not dropped: turmoil drops a partitioned TCP segment for good and
+                // keeps the connection open, so a stream would resume after the heal with
+                // bytes missing (a watch silently short of events), which no TCP stack does;
+                // real TCP retransmits what it sent once the path is back.
                 let pairs = pairs(layers, a, b);
                 for (x, y) in &pairs {
-                    sim.partition(x.as_str(), y.as_str());
+                    sim.hold(x.as_str(), y.as_str());
                 }
                 self.undo.insert(id, Undo::Repair(pairs));
             }
@@ -72,7 +76,7 @@ impl NetworkState {
         match self.undo.remove(&id) {
             Some(Undo::Repair(pairs)) => {
                 for (x, y) in pairs {
-                    sim.repair(x.as_str(), y.as_str());
+                    sim.release(x.as_str(), y.as_str());
                 }
             }
             Some(Undo::Latency(pairs)) => {

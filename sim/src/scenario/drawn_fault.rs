@@ -95,7 +95,11 @@ pub enum DrawnFault {
         /// P(410 on a continued list).
         expiry_rate: f64,
     },
-    /// No packets between two endpoints.
+    /// No packets between two endpoints until it heals; the TCP segments sent meanwhile are
+    /// held and delivered when it heals, as TCP's retransmissions deliver them after an
+    /// outage shorter than its retry limit (Linux `tcp_retries2`, about 15 minutes): requests
+    /// in flight complete late, new connects time out (10 s), and the controller gives up on
+    /// a response after its own timeout (`runtime::api_timeout`, 60 s).
     Partition {
         /// The pair.
         between: [String; 2],
