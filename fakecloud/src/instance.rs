@@ -109,11 +109,14 @@ pub struct Instance {
     pub reclaim_at: Option<Duration>,
     /// Never leaves pending (fault injection).
     pub stuck_pending: bool,
-    /// Set while the instance fails its status checks (DescribeInstanceStatus `impaired`).
-    pub impaired_since: Option<Duration>,
+    /// Since when each status check has failed (DescribeInstanceStatus `impaired`).
+    pub status_checks: crate::status_checks::StatusChecks,
     /// Scheduled events DescribeInstanceStatus lists (e.g. `system-maintenance`).
     pub scheduled_events: Vec<ScheduledEvent>,
 }
+
+/// The description DescribeInstanceStatus gives every scheduled event.
+pub const SCHEDULED_EVENT_DESCRIPTION: &str = "The instance is running on degraded hardware";
 
 /// An EC2 scheduled event on an instance, as DescribeInstanceStatus reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
