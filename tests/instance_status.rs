@@ -123,7 +123,11 @@ impl Watch {
 
     /// The instances of `pool` for which `pick` says when they turned unhealthy.
     fn unhealthy(&self, pool: &str, pick: impl Fn(&Seen) -> Option<Duration>) -> Vec<(String, Duration)> {
-        self.instances.iter().filter(|(_, s)| s.pool == pool).filter_map(|(id, s)| Some((id.clone(), pick(s)?))).collect()
+        self.instances
+            .iter()
+            .filter(|(_, s)| s.pool == pool)
+            .filter_map(|(id, s)| Some((id.clone(), pick(s)?)))
+            .collect()
     }
 
     fn claim_of(&self, instance: &str) -> String {
@@ -173,10 +177,17 @@ fn failed_checks_and_scheduled_events_are_acted_on_as_upstream_does() {
     let deleted = w.deleted.get(&claim).unwrap_or_else(|| panic!("{claim} ({instance}) was never deleted"));
     let deleted_at = Watch::at(&deleted.deletion_timestamp);
     assert!(deleted_at >= *failed + THRESHOLD, "{claim} deleted at {deleted_at:?}, before the 2-minute threshold");
-    assert!(deleted_at <= *failed + THRESHOLD + POLL + SLACK, "{claim} deleted at {deleted_at:?}, later than a poll after the threshold");
-    let stamp = deleted.termination_timestamp.as_deref().expect("forceful: the termination timestamp is set before the delete");
+    assert!(
+        deleted_at <= *failed + THRESHOLD + POLL + SLACK,
+        "{claim} deleted at {deleted_at:?}, later than a poll after the threshold"
+    );
+    let stamp =
+        deleted.termination_timestamp.as_deref().expect("forceful: the termination timestamp is set before the delete");
     let stamped = Watch::at(stamp);
-    assert!(stamped <= deleted_at && deleted_at <= stamped + Duration::from_secs(1), "stamp {stamp} is not the delete's now");
+    assert!(
+        stamped <= deleted_at && deleted_at <= stamped + Duration::from_secs(1),
+        "stamp {stamp} is not the delete's now"
+    );
     assert!(w.unhealthy_events.contains(&claim), "InstanceUnhealthy on {claim}: {:?}", w.unhealthy_events);
 
     // batch: a scheduled event → a graceful delete at the next poll, no termination timestamp.
@@ -186,7 +197,10 @@ fn failed_checks_and_scheduled_events_are_acted_on_as_upstream_does() {
     let claim = w.claim_of(instance);
     let deleted = w.deleted.get(&claim).unwrap_or_else(|| panic!("{claim} ({instance}) was never deleted"));
     let deleted_at = Watch::at(&deleted.deletion_timestamp);
-    assert!(deleted_at + SLACK >= *listed && deleted_at <= *listed + POLL + SLACK, "{claim} deleted at {deleted_at:?}, event listed at {listed:?}");
+    assert!(
+        deleted_at + SLACK >= *listed && deleted_at <= *listed + POLL + SLACK,
+        "{claim} deleted at {deleted_at:?}, event listed at {listed:?}"
+    );
     assert_eq!(deleted.termination_timestamp, None, "a scheduled event is a graceful CordonAndDrain");
     assert!(w.unhealthy_events.contains(&claim), "InstanceUnhealthy on {claim}: {:?}", w.unhealthy_events);
 

@@ -181,7 +181,10 @@ mod tests {
         assert!(check_filters(&ok).is_ok());
         let bad = [Filter { name: "system-status.health".into(), values: vec![] }];
         let e = check_filters(&bad).unwrap_err();
-        assert_eq!((e.code.as_str(), e.message.as_str()), ("InvalidParameterValue", "The filter 'system-status.health' is invalid"));
+        assert_eq!(
+            (e.code.as_str(), e.message.as_str()),
+            ("InvalidParameterValue", "The filter 'system-status.health' is invalid")
+        );
         assert_eq!(StatusCheck::parse("attachedEbs"), Some(StatusCheck::AttachedEbs));
         assert_eq!(StatusCheck::parse("ebs"), None);
     }

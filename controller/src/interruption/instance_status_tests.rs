@@ -26,7 +26,12 @@ fn status(instance: &str, categories: &[Category]) -> HealthStatus {
         impaired_since: now,
         details: categories
             .iter()
-            .map(|c| aws::Details { category: *c, name: "reachability".into(), impaired_since: Some(now), failed: true })
+            .map(|c| aws::Details {
+                category: *c,
+                name: "reachability".into(),
+                impaired_since: Some(now),
+                failed: true,
+            })
             .collect(),
     }
 }
@@ -69,7 +74,11 @@ fn forceful_termination_is_handled_before_a_scheduled_event_of_the_same_instance
 #[test]
 fn dry_run_plans_no_action_and_instances_without_claims_are_not_found() {
     // "should NOT delete the NodeClaim when dry run is enabled but should still emit the metric".
-    let planned = plan(&[status("i-b", &[Category::InstanceStatus]), status("i-x", &[Category::SystemStatus])], &snapshot(), true);
+    let planned = plan(
+        &[status("i-b", &[Category::InstanceStatus]), status("i-x", &[Category::SystemStatus])],
+        &snapshot(),
+        true,
+    );
     assert_eq!(planned.len(), 2);
     assert_eq!((planned[0].claims.clone(), planned[0].action), (vec!["b".to_string()], None));
     assert!(planned[1].claims.is_empty(), "no claim names i-x");

@@ -105,7 +105,10 @@ spec:
         let labels = claim.metadata.labels.clone().unwrap();
         assert_eq!(labels["karpenter.sh/nodepool"], "default");
         assert_eq!(labels["team"], "a");
-        assert_eq!(labels["karpenter.k8s.aws/ec2nodeclass"], "default", "the node class label (core nodeclaimtemplate.go l. 82)");
+        assert_eq!(
+            labels["karpenter.k8s.aws/ec2nodeclass"], "default",
+            "the node class label (core nodeclaimtemplate.go l. 82)"
+        );
         assert_eq!(labels.len(), 3, "{labels:?}");
         assert_eq!(claim.metadata.finalizers.as_deref(), Some(&["karpenter.sh/termination".to_string()][..]));
         assert_eq!(claim.metadata.owner_references.as_ref().unwrap()[0].uid, "u-1");

@@ -58,7 +58,9 @@ impl InstanceStatusState {
         let mut c = cloud.advance();
         let instances: Vec<(String, Duration, Option<String>, bool)> = c
             .instances()
-            .map(|i| (i.id.clone(), i.launch_time, i.tags.get(NODEPOOL_TAG).cloned(), i.state == InstanceState::Running))
+            .map(|i| {
+                (i.id.clone(), i.launch_time, i.tags.get(NODEPOOL_TAG).cloned(), i.state == InstanceState::Running)
+            })
             .collect();
         let chosen = choose(&instances, node_pool.as_deref(), *count, *fraction);
         let mut done = Vec::new();

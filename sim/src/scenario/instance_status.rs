@@ -67,7 +67,10 @@ impl InstanceStatusSpec {
             return Err(FieldError::new(format!("{kind}.nodePool"), "name a NodePool, or leave it out for every one"));
         }
         if self.checks.is_empty() && self.events.is_empty() {
-            return Err(FieldError::new(kind, "set `checks` (failing status checks) and/or `events` (scheduled events)"));
+            return Err(FieldError::new(
+                kind,
+                "set `checks` (failing status checks) and/or `events` (scheduled events)",
+            ));
         }
         let check_names: Vec<&str> = StatusCheck::ALL.iter().map(|c| c.name()).collect();
         for (i, c) in self.checks.iter().enumerate() {
