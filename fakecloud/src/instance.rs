@@ -10,6 +10,7 @@
 use std::time::Duration;
 
 use crate::capacity::CapacityType;
+use crate::status_checks::{StatusCheck, StatusChecks};
 use crate::tags::{Filter, Tags};
 
 /// EC2 instance states with their API codes.
@@ -110,7 +111,7 @@ pub struct Instance {
     /// Never leaves pending (fault injection).
     pub stuck_pending: bool,
     /// Since when each status check has failed (DescribeInstanceStatus `impaired`).
-    pub status_checks: crate::status_checks::StatusChecks,
+    pub status_checks: StatusChecks,
     /// Scheduled events DescribeInstanceStatus lists (e.g. `system-maintenance`).
     pub scheduled_events: Vec<ScheduledEvent>,
 }
@@ -150,6 +151,33 @@ impl Instance {
                 "architecture" => f.matches(&self.architecture),
                 _ => false,
             })
+        })
+    }
+
+    /// What DescribeInstanceStatus says of one status check (see
+    /// [`StatusChecks::report`](crate::status_checks::StatusChecks::report)).
+    pub fn status_report(&self, check: StatusCheck) -> (&'static str, &'static str, Option<Duration>) {
+        self.status_checks.report(check, self.state == InstanceState::Running)
+    }
+
+    /// Whether the instance passes every DescribeInstanceStatus filter (names checked
+    /// beforehand by [`check_filters`](crate::status_checks::check_filters)).
+    pub fn matches_status(&self, filters: &[Filter]) -> bool {
+        filters.iter().all(|f| {
+            let name = f.name.as_str();
+            if let Some(check) = StatusCheck::ALL.into_iter().find(|c| name.starts_with(c.filter_prefix())) {
+                let (summary, detail, _) = self.status_report(check);
+                return if name.ends_with(".status") { f.matches(summary) } else { f.matches(detail) };
+            }
+            match name {
+                "availability-zone" => f.matches(&self.zone),
+                "instance-state-name" => f.matches(self.state.name()),
+                "instance-state-code" => f.matches(&self.state.code().to_string()),
+                "event.code" => f.matches_any(self.scheduled_events.iter().map(|e| e.code.as_str())),
+                "event.instance-event-id" => f.matches_any(self.scheduled_events.iter().map(|e| e.id.as_str())),
+                "event.description" => !self.scheduled_events.is_empty() && f.matches(SCHEDULED_EVENT_DESCRIPTION),
+                _ => false,
+            }
         })
     }
 

@@ -8,7 +8,6 @@
 use std::time::Duration;
 
 use crate::error::{ApiError, ApiResult};
-use crate::instance::{Instance, InstanceState};
 use crate::tags::Filter;
 
 /// The scheduled event codes EC2 defines (`EventCode`).
@@ -54,7 +53,7 @@ impl StatusCheck {
     }
 
     /// The filter name prefix (`instance-status`, `system-status`, `attached-ebs-status`).
-    fn filter_prefix(self) -> &'static str {
+    pub fn filter_prefix(self) -> &'static str {
         match self {
             Self::Instance => "instance-status",
             Self::System => "system-status",
@@ -98,17 +97,18 @@ impl StatusChecks {
     pub fn any_impaired(&self) -> bool {
         StatusCheck::ALL.iter().any(|c| self.impaired_since(*c).is_some())
     }
-}
 
-/// The summary status (`ok`, `impaired`, `not-applicable`) and the reachability detail status
-/// (`passed`, `failed`, `not-applicable`) of one check of `instance`, and since when it failed.
-pub fn report(instance: &Instance, check: StatusCheck) -> (&'static str, &'static str, Option<Duration>) {
-    if instance.state != InstanceState::Running {
-        return ("not-applicable", "not-applicable", None);
-    }
-    match instance.status_checks.impaired_since(check) {
-        Some(since) => ("impaired", "failed", Some(since)),
-        None => ("ok", "passed", None),
+    /// The summary status (`ok`, `impaired`, `not-applicable`) and the reachability detail
+    /// status (`passed`, `failed`, `not-applicable`) of `check` on an instance that is
+    /// `running` or not, and since when it failed.
+    pub fn report(&self, check: StatusCheck, running: bool) -> (&'static str, &'static str, Option<Duration>) {
+        if !running {
+            return ("not-applicable", "not-applicable", None);
+        }
+        match self.impaired_since(check) {
+            Some(since) => ("impaired", "failed", Some(since)),
+            None => ("ok", "passed", None),
+        }
     }
 }
 
@@ -137,26 +137,6 @@ pub fn check_filters(filters: &[Filter]) -> ApiResult<()> {
         Some(f) => Err(ApiError::invalid_parameter(format!("The filter '{}' is invalid", f.name))),
         None => Ok(()),
     }
-}
-
-/// Whether `instance` passes every (known) filter.
-pub fn matches(instance: &Instance, filters: &[Filter], event_description: &str) -> bool {
-    filters.iter().all(|f| {
-        let name = f.name.as_str();
-        if let Some(check) = StatusCheck::ALL.into_iter().find(|c| name.starts_with(c.filter_prefix())) {
-            let (summary, detail, _) = report(instance, check);
-            return if name.ends_with(".status") { f.matches(summary) } else { f.matches(detail) };
-        }
-        match name {
-            "availability-zone" => f.matches(&instance.zone),
-            "instance-state-name" => f.matches(instance.state.name()),
-            "instance-state-code" => f.matches(&instance.state.code().to_string()),
-            "event.code" => f.matches_any(instance.scheduled_events.iter().map(|e| e.code.as_str())),
-            "event.instance-event-id" => f.matches_any(instance.scheduled_events.iter().map(|e| e.id.as_str())),
-            "event.description" => !instance.scheduled_events.is_empty() && f.matches(event_description),
-            _ => false,
-        }
-    })
 }
 
 #[cfg(test)]

@@ -178,7 +178,7 @@ impl FakeCloud {
             .values()
             .filter(|i| self.visible(i) && (ids.is_empty() || ids.contains(&i.id)))
             .filter(|i| include_all || i.state == InstanceState::Running)
-            .filter(|i| crate::status_checks::matches(i, filters, crate::instance::SCHEDULED_EVENT_DESCRIPTION))
+            .filter(|i| i.matches_status(filters))
             .cloned()
             .collect();
         paginate(matched, max_results, next_token, "dis-")

@@ -165,7 +165,7 @@ pub(super) fn describe_instance_status(cloud: &mut FakeCloud, p: &Params, reques
         x.close();
         x.open("instanceState").leaf("code", i.state.code()).leaf("name", i.state.name()).close();
         for check in crate::status_checks::StatusCheck::ALL {
-            let (status, detail, since) = crate::status_checks::report(i, check);
+            let (status, detail, since) = i.status_report(check);
             x.open(check.element())
                 .leaf("status", status)
                 .open("details")
