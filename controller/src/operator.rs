@@ -17,6 +17,7 @@ use crate::disruption::consolidatable::ConsolidatableController;
 use crate::disruption::drift::DriftController;
 use crate::disruption::expiration::Expiration;
 use crate::garbage_collection::GarbageCollection;
+use crate::interruption::instance_status::InstanceStatusController;
 use crate::interruption::{Interruption, InterruptionStats};
 use crate::lifecycle::Lifecycle;
 use crate::node_health::NodeHealth;
@@ -295,6 +296,9 @@ pub async fn run(clients: Clients, settings: Settings, env: Environment) -> anyh
         Task::controller(ConsolidatableController::new(), &renv),
         Task::controller(disruption, &renv),
         Task::new("metrics.sync", sync_metrics(cluster.clone(), env.metrics.clone(), interruption_stats)),
+        // Registered unconditionally, queue or no queue (aws `pkg/controllers/controllers.go`
+        // l. 115): EC2 status checks and scheduled events, polled once a minute.
+        Task::controller(InstanceStatusController::new(clients.ec2.clone()), &renv),
     ];
     // NodeRepair: only behind its gate and with a provider that has repair policies (core
     // `pkg/controllers/controllers.go` l. 178).

@@ -10,6 +10,7 @@
 use std::time::Duration;
 
 use crate::capacity::CapacityType;
+use crate::status_checks::{StatusCheck, StatusChecks};
 use crate::tags::{Filter, Tags};
 
 /// EC2 instance states with their API codes.
@@ -109,11 +110,14 @@ pub struct Instance {
     pub reclaim_at: Option<Duration>,
     /// Never leaves pending (fault injection).
     pub stuck_pending: bool,
-    /// Set while the instance fails its status checks (DescribeInstanceStatus `impaired`).
-    pub impaired_since: Option<Duration>,
+    /// Since when each status check has failed (DescribeInstanceStatus `impaired`).
+    pub status_checks: StatusChecks,
     /// Scheduled events DescribeInstanceStatus lists (e.g. `system-maintenance`).
     pub scheduled_events: Vec<ScheduledEvent>,
 }
+
+/// The description DescribeInstanceStatus gives every scheduled event.
+pub const SCHEDULED_EVENT_DESCRIPTION: &str = "The instance is running on degraded hardware";
 
 /// An EC2 scheduled event on an instance, as DescribeInstanceStatus reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,6 +151,33 @@ impl Instance {
                 "architecture" => f.matches(&self.architecture),
                 _ => false,
             })
+        })
+    }
+
+    /// What DescribeInstanceStatus says of one status check (see
+    /// [`StatusChecks::report`](crate::status_checks::StatusChecks::report)).
+    pub fn status_report(&self, check: StatusCheck) -> (&'static str, &'static str, Option<Duration>) {
+        self.status_checks.report(check, self.state == InstanceState::Running)
+    }
+
+    /// Whether the instance passes every DescribeInstanceStatus filter (names checked
+    /// beforehand by [`check_filters`](crate::status_checks::check_filters)).
+    pub fn matches_status(&self, filters: &[Filter]) -> bool {
+        filters.iter().all(|f| {
+            let name = f.name.as_str();
+            if let Some(check) = StatusCheck::ALL.into_iter().find(|c| name.starts_with(c.filter_prefix())) {
+                let (summary, detail, _) = self.status_report(check);
+                return if name.ends_with(".status") { f.matches(summary) } else { f.matches(detail) };
+            }
+            match name {
+                "availability-zone" => f.matches(&self.zone),
+                "instance-state-name" => f.matches(self.state.name()),
+                "instance-state-code" => f.matches(&self.state.code().to_string()),
+                "event.code" => f.matches_any(self.scheduled_events.iter().map(|e| e.code.as_str())),
+                "event.instance-event-id" => f.matches_any(self.scheduled_events.iter().map(|e| e.id.as_str())),
+                "event.description" => !self.scheduled_events.is_empty() && f.matches(SCHEDULED_EVENT_DESCRIPTION),
+                _ => false,
+            }
         })
     }
 

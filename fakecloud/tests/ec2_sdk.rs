@@ -497,3 +497,69 @@ fn instance_status_reports_impairment_and_scheduled_maintenance() {
         Ok(())
     });
 }
+
+/// DescribeInstanceStatus over the query wire, as Karpenter's instance status provider calls
+/// it: each check reported on its own (`impairedSince` on the failed one only), the three
+/// filter sets (`instance-status.status`, `system-status.status`, `event.code`) each select
+/// their instances, and a filter name EC2 does not know is refused by name.
+#[test]
+fn instance_status_checks_are_reported_and_filtered_per_check() {
+    use aws_sdk_ec2::types::{Filter, StatusType, SummaryStatus};
+    use dovetail_fakecloud::StatusCheck;
+    let (mut sim, cloud) = world(11, FakeCloud::new(config(11), small_catalog()), Duration::from_secs(300));
+    let c = cloud.clone();
+    run_controller(&mut sim, move |ec2, _| async move {
+        let lt = launch_template(&ec2, &c).await;
+        let out =
+            fleet(&ec2, &lt, overrides(&c, &[("m5.large", "us-west-2a")]), DefaultTargetCapacityType::OnDemand, 3)
+                .await;
+        let mut ids = out.instances()[0].instance_ids().to_vec();
+        ids.sort();
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        {
+            let mut cloud = lock(&c);
+            cloud.set_status_check(&ids[0], StatusCheck::System, true).expect("known");
+            cloud.set_status_check(&ids[1], StatusCheck::AttachedEbs, true).expect("known");
+            let end = cloud.now() + Duration::from_secs(86_400);
+            cloud.add_scheduled_event(&ids[2], "instance-retirement", end).expect("known");
+            assert!(cloud.add_scheduled_event(&ids[2], "retire", end).is_err(), "unknown event code");
+        }
+        let all = ec2.describe_instance_status().send().await.expect("status");
+        let first = all.instance_statuses().iter().find(|s| s.instance_id() == Some(ids[0].as_str())).expect("listed");
+        let system = first.system_status().expect("system status");
+        assert_eq!(system.status(), Some(&SummaryStatus::Impaired));
+        assert_eq!(system.details()[0].status(), Some(&StatusType::Failed));
+        assert!(system.details()[0].impaired_since().is_some());
+        let instance = first.instance_status().expect("instance status");
+        assert_eq!(instance.status(), Some(&SummaryStatus::Ok));
+        assert!(instance.details()[0].impaired_since().is_none());
+        let second = all.instance_statuses().iter().find(|s| s.instance_id() == Some(ids[1].as_str())).expect("listed");
+        assert_eq!(second.attached_ebs_status().and_then(|s| s.status()), Some(&SummaryStatus::Impaired));
+
+        let selected = |name: &'static str, values: &'static [&'static str]| {
+            let ec2 = ec2.clone();
+            async move {
+                let filter = Filter::builder()
+                    .name(name)
+                    .set_values(Some(values.iter().map(|v| v.to_string()).collect()))
+                    .build();
+                let out = ec2.describe_instance_status().filters(filter).send().await.expect("filtered");
+                out.instance_statuses().iter().filter_map(|s| s.instance_id().map(str::to_owned)).collect::<Vec<_>>()
+            }
+        };
+        assert_eq!(selected("system-status.status", &["impaired"]).await, [ids[0].clone()]);
+        assert!(selected("instance-status.status", &["impaired"]).await.is_empty());
+        assert_eq!(selected("attached-ebs-status.status", &["impaired"]).await, [ids[1].clone()]);
+        assert_eq!(selected("event.code", &["instance-reboot", "instance-retirement"]).await, [ids[2].clone()]);
+
+        let err = ec2
+            .describe_instance_status()
+            .filters(Filter::builder().name("system-status.health").values("impaired").build())
+            .send()
+            .await
+            .expect_err("unknown filter");
+        assert_eq!(err.code(), Some("InvalidParameterValue"));
+        assert_eq!(err.message(), Some("The filter 'system-status.health' is invalid"));
+        Ok(())
+    });
+}

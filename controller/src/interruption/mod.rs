@@ -10,11 +10,16 @@
 //! | state change to stopping/stopped/shutting-down/terminated | CordonAndDrain |
 //! | capacity reservation interruption | CordonAndDrain |
 //!
+//! The [`instance_status`] controller polls EC2 `DescribeInstanceStatus` once a minute, queue or
+//! no queue: failed instance/system status checks are a ForcefulTermination, scheduled events
+//! CordonAndDrain.
+//!
 //! CordonAndDrain is deleting the NodeClaim: termination then taints, drains and terminates it.
 //! Every message is deleted once handled, and unparseable ones are deleted and counted, never
 //! retried. Counters live in [`InterruptionStats`] until they are wired to Prometheus.
 
 pub mod controller;
+pub mod instance_status;
 pub mod messages;
 
 use std::collections::BTreeMap;

@@ -1,7 +1,11 @@
 //! Stamps a planned NodeClaim into the API object core's `NodeClaimTemplate.ToNodeClaim` creates:
 //! the pool's template labels and annotations, the pool hash for drift, the narrowed
 //! requirements with the instance-type list, requests, taints, an owner reference to the pool
-//! and the termination finalizer.
+//! and the termination finalizer. Labels: the pool's template labels, `karpenter.sh/nodepool`
+//! and the node class label `<group>/<lowercased kind>` = the class's name (core v1.14.1
+//! `pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go` l. 80–83,
+//! `pkg/apis/v1/labels.go` l. 173 `NodeClassLabelKey`): `karpenter.k8s.aws/ec2nodeclass` for
+//! an EC2NodeClass.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -12,6 +16,11 @@ use crate::scheduling::PlannedNodeClaim;
 /// `karpenter.sh/nodepool-hash`: a stable hash of the pool's template without its requirements
 /// (requirement drift is computed semantically), so a template change marks claims drifted.
 pub use crate::apis::hash::node_pool_hash;
+
+/// The node class label key of a class reference (core `NodeClassLabelKey`).
+pub fn node_class_label_key(group: &str, kind: &str) -> String {
+    format!("{group}/{}", kind.to_lowercase())
+}
 
 /// The NodeClaim object for a planned claim of `node_pool`.
 pub fn to_node_claim(node_pool: &NodePool, planned: &PlannedNodeClaim) -> NodeClaim {
@@ -25,10 +34,13 @@ pub fn to_node_claim(node_pool: &NodePool, planned: &PlannedNodeClaim) -> NodeCl
     let mut spec = node_pool.node_claim_spec();
     spec.requirements = planned.node_claim_requirements().to_node_selector();
     spec.resources = Some(ResourceRequirements { requests: Some(planned.requests.to_resource_list()) });
+    let class = node_pool.node_class_ref();
+    let mut claim_labels = node_pool.node_claim_labels();
+    claim_labels.insert(node_class_label_key(&class.group, &class.kind), class.name.clone());
     let mut claim = NodeClaim::new("", spec);
     claim.metadata = ObjectMeta {
         generate_name: Some(format!("{pool_name}-")),
-        labels: Some(node_pool.node_claim_labels()),
+        labels: Some(claim_labels),
         annotations: Some(annotations),
         owner_references: node_pool.owner_reference().map(|o| vec![o]),
         finalizers: Some(vec![labels::TERMINATION_FINALIZER.into()]),
@@ -59,6 +71,12 @@ spec:
 "#;
 
     #[test]
+    fn node_class_label_key_is_group_and_lowercased_kind() {
+        assert_eq!(node_class_label_key("karpenter.k8s.aws", "EC2NodeClass"), labels::EC2_NODE_CLASS_LABEL);
+        assert_eq!(node_class_label_key("karpenter.kwok.sh", "KWOKNodeClass"), "karpenter.kwok.sh/kwoknodeclass");
+    }
+
+    #[test]
     fn hash_ignores_requirements_but_not_the_rest_of_the_template() {
         let a = pool(POOL);
         let mut b = a.clone();
@@ -87,6 +105,11 @@ spec:
         let labels = claim.metadata.labels.clone().unwrap();
         assert_eq!(labels["karpenter.sh/nodepool"], "default");
         assert_eq!(labels["team"], "a");
+        assert_eq!(
+            labels["karpenter.k8s.aws/ec2nodeclass"], "default",
+            "the node class label (core nodeclaimtemplate.go l. 82)"
+        );
+        assert_eq!(labels.len(), 3, "{labels:?}");
         assert_eq!(claim.metadata.finalizers.as_deref(), Some(&["karpenter.sh/termination".to_string()][..]));
         assert_eq!(claim.metadata.owner_references.as_ref().unwrap()[0].uid, "u-1");
         assert!(claim.spec.requirements.iter().any(|r| r.key == "node.kubernetes.io/instance-type"));

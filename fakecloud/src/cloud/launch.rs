@@ -171,7 +171,7 @@ impl FakeCloud {
             state_reason: None,
             reclaim_at: None,
             stuck_pending: stuck,
-            impaired_since: None,
+            status_checks: Default::default(),
             scheduled_events: Vec::new(),
         };
         self.instances.insert(id.clone(), instance);

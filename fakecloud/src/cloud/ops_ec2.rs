@@ -142,7 +142,9 @@ impl FakeCloud {
     }
 
     /// DescribeInstanceStatus: running instances only unless `include_all`; unknown ids
-    /// fail with `InvalidInstanceID.NotFound`.
+    /// fail with `InvalidInstanceID.NotFound`, unknown filter names with
+    /// `InvalidParameterValue` naming the filter, `MaxResults` with ids or outside 5–1000
+    /// as DescribeInstances does.
     pub fn describe_instance_status(
         &self,
         ids: &[String],
@@ -152,6 +154,20 @@ impl FakeCloud {
         next_token: Option<&str>,
     ) -> ApiResult<Page<Instance>> {
         check_instance_ids(ids)?;
+        crate::status_checks::check_filters(filters)?;
+        if !ids.is_empty() && max_results.is_some() {
+            return Err(ApiError::client(
+                "InvalidParameterCombination",
+                "The parameter instancesSet cannot be used with the parameter maxResults",
+            ));
+        }
+        if let Some(m) = max_results
+            && !(5..=1000).contains(&m)
+        {
+            return Err(ApiError::invalid_parameter(format!(
+                "Value ( {m} ) for parameter maxResults is invalid. Expecting a value between 5 and 1000."
+            )));
+        }
         let missing: Vec<String> =
             ids.iter().filter(|id| !self.instances.get(*id).is_some_and(|i| self.visible(i))).cloned().collect();
         if !missing.is_empty() {
@@ -162,17 +178,7 @@ impl FakeCloud {
             .values()
             .filter(|i| self.visible(i) && (ids.is_empty() || ids.contains(&i.id)))
             .filter(|i| include_all || i.state == InstanceState::Running)
-            .filter(|i| {
-                filters.iter().all(|f| match f.name.as_str() {
-                    "instance-state-name" => f.matches(i.state.name()),
-                    "availability-zone" => f.matches(&i.zone),
-                    "instance-status.status" | "system-status.status" => {
-                        f.matches(if i.impaired_since.is_some() { "impaired" } else { "ok" })
-                    }
-                    "event.code" => f.matches_any(i.scheduled_events.iter().map(|e| e.code.as_str())),
-                    _ => false,
-                })
-            })
+            .filter(|i| i.matches_status(filters))
             .cloned()
             .collect();
         paginate(matched, max_results, next_token, "dis-")

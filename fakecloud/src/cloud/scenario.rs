@@ -13,6 +13,7 @@ use crate::faults::{Faults, SpotStorm};
 use crate::ledger::ApiCall;
 use crate::node_auth::NodeAuth;
 use crate::sqs::{DEFAULT_VISIBILITY, INTERRUPTION_QUEUE_RETENTION};
+use crate::status_checks::{EVENT_CODES, StatusCheck};
 use crate::throttle::Throttle;
 
 impl FakeCloud {
@@ -240,16 +241,53 @@ impl FakeCloud {
         Ok(())
     }
 
-    /// Marks an instance as failing (or passing again) its status checks, as a hardware
-    /// fault would; DescribeInstanceStatus then reports it `impaired`.
+    /// Marks an instance as failing (or passing again) its instance and system status
+    /// checks, as a hardware fault would; DescribeInstanceStatus then reports it `impaired`.
     pub fn set_instance_impaired(&mut self, instance_id: &str, impaired: bool) -> Result<()> {
+        self.set_status_check(instance_id, StatusCheck::Instance, impaired)?;
+        self.set_status_check(instance_id, StatusCheck::System, impaired)
+    }
+
+    /// Fails one status check of an instance from now (keeping an earlier failure's time), or
+    /// passes it again.
+    pub fn set_status_check(&mut self, instance_id: &str, check: StatusCheck, impaired: bool) -> Result<()> {
         let now = self.now;
         let i = self
             .instances
             .get_mut(instance_id)
             .ok_or_else(|| Error::Unknown { kind: "instance", name: instance_id.to_string() })?;
-        i.impaired_since = if impaired { Some(i.impaired_since.unwrap_or(now)) } else { None };
+        i.status_checks.set(check, impaired, now);
         Ok(())
+    }
+
+    /// Lists a scheduled event on an instance in DescribeInstanceStatus, from now until
+    /// `not_after`, without publishing anything to the interruption queue (an event whose
+    /// EventBridge notification is not routed to it). Returns the event's id.
+    pub fn add_scheduled_event(&mut self, instance_id: &str, code: &str, not_after: Duration) -> Result<String> {
+        if !EVENT_CODES.contains(&code) {
+            return Err(Error::Unknown { kind: "scheduled event code", name: code.to_string() });
+        }
+        if !self.instances.contains_key(instance_id) {
+            return Err(Error::Unknown { kind: "instance", name: instance_id.to_string() });
+        }
+        let event = crate::instance::ScheduledEvent {
+            id: self.ids.long("instance-event"),
+            code: code.to_string(),
+            not_before: self.now,
+            not_after,
+        };
+        let id = event.id.clone();
+        if let Some(i) = self.instances.get_mut(instance_id) {
+            i.scheduled_events.push(event);
+        }
+        Ok(id)
+    }
+
+    /// Removes a scheduled event (the maintenance is done or cancelled); unknown ids are ignored.
+    pub fn remove_scheduled_event(&mut self, instance_id: &str, event_id: &str) {
+        if let Some(i) = self.instances.get_mut(instance_id) {
+            i.scheduled_events.retain(|e| e.id != event_id);
+        }
     }
 
     /// Sets the account's vCPU quotas.

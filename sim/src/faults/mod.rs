@@ -1,5 +1,6 @@
-//! Scenario faults wired to the layers that own them: the fake cloud ([`cloud`]), the API
-//! server ([`apiserver`]) and turmoil's network and hosts ([`network`]).
+//! Scenario faults wired to the layers that own them: the fake cloud ([`cloud`], and EC2's
+//! status checks in [`instance_status`]), the API server ([`apiserver`], and the kubelets'
+//! conditions in [`node_conditions`]) and turmoil's network and hosts ([`network`]).
 //!
 //! A [`DrawnFault`] is one occurrence with every parameter drawn (the scenario's plan
 //! draws and prints it). The runner calls [`Faults::start`] and [`Faults::stop`] between turmoil steps; layers whose
@@ -9,6 +10,7 @@
 
 pub mod apiserver;
 pub mod cloud;
+pub mod instance_status;
 pub mod network;
 pub mod node_conditions;
 
@@ -39,6 +41,7 @@ pub struct Faults {
     cloud: cloud::CloudState,
     network: network::NetworkState,
     node_conditions: node_conditions::NodeConditionsState,
+    instance_status: instance_status::InstanceStatusState,
     /// Occurrences started, by kind.
     pub started: BTreeMap<String, u64>,
 }
@@ -52,6 +55,7 @@ impl Faults {
             cloud: cloud::CloudState::new(rng),
             network: network::NetworkState::default(),
             node_conditions: node_conditions::NodeConditionsState::default(),
+            instance_status: instance_status::InstanceStatusState::default(),
             started: BTreeMap::new(),
         }
     }
@@ -79,6 +83,17 @@ impl Faults {
                     verb: "sick-kubelets".into(),
                     subject: sick.join(","),
                 });
+            }
+            DrawnFault::InstanceStatus { .. } => {
+                if let Some(c) = &self.layers.cloud {
+                    let unhealthy = self.instance_status.start(c, id, fault, now);
+                    self.layers.trace.record(TraceEntry {
+                        at: now,
+                        source: "fault",
+                        verb: "unhealthy-instances".into(),
+                        subject: unhealthy.join(","),
+                    });
+                }
             }
             DrawnFault::Partition { .. }
             | DrawnFault::Latency { .. }
@@ -112,6 +127,11 @@ impl Faults {
             | DrawnFault::ControllerCrash { .. }
             | DrawnFault::LeaderFailover => self.network.stop(sim, &self.layers, id),
             DrawnFault::NodeConditions { .. } => self.node_conditions.stop(&self.layers.server, id, &fault, now),
+            DrawnFault::InstanceStatus { .. } => {
+                if let Some(c) = &self.layers.cloud {
+                    self.instance_status.stop(c, id, &fault);
+                }
+            }
             _ => {}
         }
         self.recompute();

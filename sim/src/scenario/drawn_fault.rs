@@ -146,6 +146,25 @@ pub enum DrawnFault {
         /// Its status while the fault lasts.
         status: String,
     },
+    /// EC2 reports instances unhealthy (`crate::faults::instance_status`).
+    #[serde(rename_all = "camelCase")]
+    InstanceStatus {
+        /// Only this NodePool's instances (`None`: every instance Karpenter launched).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        node_pool: Option<String>,
+        /// How many of them.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        count: Option<u32>,
+        /// Or which share, rounded up.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        fraction: Option<f64>,
+        /// The failing status checks (`system`, `instance`, `attachedEbs`).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        checks: Vec<String>,
+        /// The scheduled event codes listed.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        events: Vec<String>,
+    },
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -239,6 +258,15 @@ impl DrawnFault {
                 fraction: s.fraction,
                 condition: s.condition(),
                 status: s.status(),
+            };
+        }
+        if let Some(s) = &spec.instance_status {
+            return DrawnFault::InstanceStatus {
+                node_pool: s.node_pool.clone(),
+                count: s.count,
+                fraction: s.fraction,
+                checks: s.checks.clone(),
+                events: s.events.clone(),
             };
         }
         if let Some(s) = &spec.ami_release {

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::dist::Dist;
 use super::error::FieldError;
+use super::instance_status::InstanceStatusSpec;
 use super::node_conditions::NodeConditionsSpec;
 use dovetail_world::SimDuration;
 
@@ -92,6 +93,11 @@ pub struct FaultSpec {
     /// until it heals: what Karpenter's NodeRepair replaces (`super::node_conditions`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_conditions: Option<NodeConditionsSpec>,
+    /// EC2 reports instances unhealthy in DescribeInstanceStatus (failed status checks,
+    /// scheduled events), until it heals: what Karpenter's instance status controller acts on
+    /// (`super::instance_status`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_status: Option<InstanceStatusSpec>,
 }
 
 /// The fault kinds, as written.
@@ -115,10 +121,10 @@ pub const KINDS: &[&str] = &[
     "accessEntryMissing",
 ];
 
-/// Fault kinds the simulated cluster plays (its kubelets) that the story generator
-/// (`crate::generate`) does not draw yet; kept apart from [`KINDS`] so adding one does not
+/// Fault kinds the story generator (`crate::generate`) does not draw yet (the simulated
+/// cluster's kubelets, EC2's status checks); kept apart from [`KINDS`] so adding one does not
 /// reshuffle every generated story's fault mix.
-pub const CLUSTER_KINDS: &[&str] = &["nodeConditions"];
+pub const CLUSTER_KINDS: &[&str] = &["nodeConditions", "instanceStatus"];
 
 /// One IAM role without an access entry.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
@@ -305,6 +311,7 @@ impl FaultSpec {
             self.ami_release.is_some(),
             self.access_entry_missing.is_some(),
             self.node_conditions.is_some(),
+            self.instance_status.is_some(),
         ]
         .iter()
         .zip(KINDS.iter().chain(CLUSTER_KINDS))
@@ -448,6 +455,9 @@ impl FaultSpec {
             return Err(FieldError::new(format!("{kind}.role"), "name the IAM role (an EC2NodeClass's `role`)"));
         }
         if let Some(s) = &self.node_conditions {
+            s.validate(kind)?;
+        }
+        if let Some(s) = &self.instance_status {
             s.validate(kind)?;
         }
         if matches!(kind, "controllerCrash" | "leaderFailover" | "partition" | "latency") && replicas == 0 {

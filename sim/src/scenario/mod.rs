@@ -118,6 +118,7 @@ pub mod dist;
 pub mod drawn_fault;
 pub mod error;
 pub mod faults;
+pub mod instance_status;
 pub mod invariants;
 pub mod liveness_window;
 pub mod node_conditions;

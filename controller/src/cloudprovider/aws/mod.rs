@@ -7,6 +7,7 @@ pub mod discovery;
 pub mod drift;
 pub mod errors;
 pub mod fleet_batcher;
+pub mod instance_status;
 pub mod instance_types;
 pub mod instances;
 pub mod launch_template;

@@ -19,6 +19,7 @@ pub(super) struct InterruptionMetrics {
     received: Counters,
     deleted: Counters,
     queue_duration: Histograms,
+    instance_status_unhealthy: Counters,
 }
 
 impl InterruptionMetrics {
@@ -37,7 +38,12 @@ impl InterruptionMetrics {
             "Amount of time an interruption message is on the queue before it is processed by karpenter.",
             queue_histogram,
         );
-        Self { received, deleted, queue_duration }
+        let instance_status_unhealthy = counter(
+            r,
+            "karpenter_interruption_instance_status_unhealthy",
+            "Count of unique unhealthy instance statuses detected from EC2 DescribeInstanceStatus. Broken down by status check category.",
+        );
+        Self { received, deleted, queue_duration, instance_status_unhealthy }
     }
 }
 
@@ -52,5 +58,11 @@ impl Metrics {
     pub fn interruption_deleted(&self, on_queue: Duration) {
         self.0.interruption.deleted.get_or_create(&vec![]).inc();
         self.0.interruption.queue_duration.get_or_create(&vec![]).observe(secs(on_queue));
+    }
+
+    /// An (instance, status check category) newly seen unhealthy by the instance status
+    /// controller (`category`: `InstanceStatus`, `SystemStatus`, `EventStatus`).
+    pub fn instance_status_unhealthy(&self, category: &str) {
+        self.0.interruption.instance_status_unhealthy.get_or_create(&vec![("category", category.into())]).inc();
     }
 }

@@ -157,27 +157,22 @@ pub(super) fn describe_instance_status(cloud: &mut FakeCloud, p: &Params, reques
             x.open("item")
                 .leaf("instanceEventId", &e.id)
                 .leaf("code", &e.code)
-                .leaf("description", "The instance is running on degraded hardware")
+                .leaf("description", crate::instance::SCHEDULED_EVENT_DESCRIPTION)
                 .leaf("notBefore", iso8601_millis(epoch, e.not_before))
                 .leaf("notAfter", iso8601_millis(epoch, e.not_after))
                 .close();
         }
         x.close();
         x.open("instanceState").leaf("code", i.state.code()).leaf("name", i.state.name()).close();
-        let running = i.state == crate::instance::InstanceState::Running;
-        for summary in ["systemStatus", "instanceStatus"] {
-            let (status, check) = match (running, i.impaired_since) {
-                (false, _) => ("not-applicable", "not-applicable"),
-                (true, Some(_)) => ("impaired", "failed"),
-                (true, None) => ("ok", "passed"),
-            };
-            x.open(summary)
+        for check in crate::status_checks::StatusCheck::ALL {
+            let (status, detail, since) = i.status_report(check);
+            x.open(check.element())
                 .leaf("status", status)
                 .open("details")
                 .open("item")
                 .leaf("name", "reachability")
-                .leaf("status", check);
-            if let Some(since) = i.impaired_since.filter(|_| running) {
+                .leaf("status", detail);
+            if let Some(since) = since {
                 x.leaf("impairedSince", iso8601_millis(epoch, since));
             }
             x.close().close().close();
