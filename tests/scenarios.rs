@@ -43,6 +43,7 @@ const FEWER_SEEDS: &[(&str, u64)] = &[
     ("web-diurnal", 3),
     // 5-10 CPU s a seed.
     ("apiserver-brownout", 5),
+    ("instance-status", 5),
     ("price-list", 5),
     ("consolidation-scale-down", 5),
     ("node-repair", 5),

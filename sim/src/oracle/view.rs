@@ -52,6 +52,35 @@ pub fn expire_after(claim: &Value) -> Option<Duration> {
     }
 }
 
+/// How long a status check must have failed before Karpenter acts on it (aws
+/// `instancestatus.go` `UnhealthyThreshold`).
+const IMPAIRED_FOR: Duration = Duration::from_secs(120);
+
+/// Whether a system or instance check has failed for [`IMPAIRED_FOR`] at `now` (an attached
+/// EBS check does not count: Karpenter ignores it).
+fn impaired_long_enough(checks: &dovetail_fakecloud::status_checks::StatusChecks, now: Duration) -> bool {
+    [checks.instance, checks.system].into_iter().flatten().any(|since| since + IMPAIRED_FOR <= now)
+}
+
+#[cfg(test)]
+mod impaired_tests {
+    use super::*;
+
+    /// The excuse applies only after 2 minutes, and never for the EBS check.
+    #[test]
+    fn a_check_counts_as_the_cloud_taking_the_instance_after_two_minutes() {
+        let mut checks = dovetail_fakecloud::status_checks::StatusChecks::default();
+        checks.system = Some(Duration::from_secs(100));
+        assert!(!impaired_long_enough(&checks, Duration::from_secs(219)));
+        assert!(impaired_long_enough(&checks, Duration::from_secs(220)));
+        let ebs = dovetail_fakecloud::status_checks::StatusChecks {
+            attached_ebs: Some(Duration::ZERO),
+            ..Default::default()
+        };
+        assert!(!impaired_long_enough(&ebs, Duration::from_secs(3600)));
+    }
+}
+
 /// A NodeClaim as invariants see it.
 #[derive(Clone, Debug)]
 pub struct ClaimView {
@@ -324,7 +353,13 @@ impl View {
     /// Reads the cloud's instances (in place of any read before).
     fn read_cloud(&mut self, cloud: &FakeCloud) {
         self.instances.clear();
+        let now = cloud.now();
         for i in cloud.instances() {
+            // A failed system or instance status check the cloud has reported for 2 minutes:
+            // Karpenter replaces the node forcefully, with no budget or PDB check (aws
+            // `pkg/providers/instancestatus/instancestatus.go` l. 45 `UnhealthyThreshold`,
+            // `pkg/controllers/interruption/utils.go` l. 153–168, 117–124).
+            let failed_check = impaired_long_enough(&i.status_checks, now);
             self.instances.push(InstanceView {
                 id: i.id.clone(),
                 instance_type: i.instance_type.clone(),
@@ -337,6 +372,7 @@ impl View {
                 provider_id: format!("aws:///{}/{}", i.zone, i.id),
                 involuntary: i.reclaim_at.is_some()
                     || !i.scheduled_events.is_empty()
+                    || failed_check
                     || (i.state_reason.is_some()
                         && i.state != InstanceState::Running
                         && i.state != InstanceState::Pending)
