@@ -12,6 +12,13 @@
 //! instance no claim names is skipped. The controller polls the queue without pause
 //! (`controller.go` `Reconcile`, lines 82-126: `RequeueImmediately` after every batch).
 //!
+//! Karpenter's instance status controller acts without the queue: a system or instance
+//! status check failed for [`UNHEALTHY_THRESHOLD`] is a forceful delete at its next poll
+//! (aws `pkg/controllers/interruption/instancestatus_controller.go`, polled every
+//! [`STATUS_POLL`]), so a check the cloud reports failed that long, and still failing a poll
+//! later, is judged like a delivered event from then (a check that heals sooner may fall
+//! between polls; an attached-EBS check Karpenter ignores).
+//!
 //! The oracle learns the events from the fake cloud's own record
 //! ([`dovetail_fakecloud::FakeCloud::published`]), never from the controller: a message the
 //! queue's loss fault dropped is not judged (nobody could act on it), and a delayed one's
@@ -50,10 +57,22 @@ pub fn acted_on(kind: PublishedKind) -> bool {
     }
 }
 
+/// How long a system or instance status check must have failed before Karpenter's instance
+/// status controller counts the instance unhealthy (aws
+/// `pkg/providers/instancestatus/instancestatus.go` l. 45, `UnhealthyThreshold`).
+pub const UNHEALTHY_THRESHOLD: Duration = Duration::from_secs(120);
+
+/// How often Karpenter polls `DescribeInstanceStatus` (aws
+/// `pkg/controllers/interruption/instancestatus_controller.go`: requeue after a minute).
+pub const STATUS_POLL: Duration = Duration::from_secs(60);
+
 /// One delivered event the controller must act on.
 #[derive(Clone, Debug)]
 struct Pending {
-    kind: PublishedKind,
+    /// What happened, for the message.
+    described: String,
+    /// A spot interruption warning (its deadline is also the reclaim).
+    spot: bool,
     instance_id: String,
     receivable_at: Duration,
     /// When the NodeClaim must be deleting.
@@ -72,16 +91,25 @@ pub struct InterruptionHandled {
     /// When each claim's providerID was first seen, by claim name.
     linked_since: BTreeMap<String, (String, Duration)>,
     reported: BTreeSet<(String, String)>,
+    /// Failed status checks already taken in: (instance, failed since).
+    checks_seen: BTreeSet<(String, Duration)>,
 }
 
 impl InterruptionHandled {
     /// Reads the events published since the last call, then judges them against `view`.
     /// `reclaim_at` gives a spot instance's reclaim time (the cloud's record); `within` is how
     /// long after an event became receivable its NodeClaim may take to be deleting.
+    /// `failed_checks` are the live instances whose system or instance status check the cloud
+    /// reports failed, with since when: Karpenter's instance status controller deletes their
+    /// NodeClaims once a check has failed for [`UNHEALTHY_THRESHOLD`], at its next poll
+    /// ([`STATUS_POLL`]), with no queue involved (aws `instancestatus_controller.go`,
+    /// `interruption/utils.go` l. 153–168).
+    #[allow(clippy::too_many_arguments)]
     pub fn observe(
         &mut self,
         view: &View,
         published: &[Published],
+        failed_checks: &[(String, Duration)],
         reclaim_at: impl Fn(&str) -> Option<Duration>,
         within: Duration,
         watch_delay: Duration,
@@ -109,7 +137,8 @@ impl InterruptionHandled {
                 deadline = deadline.min(reclaim);
             }
             self.pending.push(Pending {
-                kind: p.kind,
+                described: describe(p.kind),
+                spot: p.kind == PublishedKind::SpotInterruption,
                 instance_id: p.instance_id.clone(),
                 receivable_at,
                 deadline,
@@ -117,6 +146,25 @@ impl InterruptionHandled {
             });
         }
         self.read = published.len();
+        for (instance_id, since) in failed_checks {
+            // Judged only once the check has been failing for the threshold and a whole poll
+            // interval since: a check that heals sooner may fall between two polls, and
+            // Karpenter never sees it aged past the threshold.
+            if *since + UNHEALTHY_THRESHOLD + STATUS_POLL > now
+                || !self.checks_seen.insert((instance_id.clone(), *since))
+            {
+                continue;
+            }
+            let receivable_at = *since + UNHEALTHY_THRESHOLD;
+            self.pending.push(Pending {
+                described: "a failed status check (DescribeInstanceStatus)".into(),
+                spot: false,
+                instance_id: instance_id.clone(),
+                receivable_at,
+                deadline: receivable_at + STATUS_POLL + within,
+                claim: None,
+            });
+        }
         let mut pending = std::mem::take(&mut self.pending);
         pending.retain_mut(|p| self.judge(p, view, watch_delay, out));
         self.pending = pending;
@@ -160,12 +208,12 @@ impl InterruptionHandled {
                     .collect(),
                 message: format!(
                     "{} for instance {} was receivable at {}; NodeClaim {name} is not deleting {} later (deadline {}{})",
-                    describe(p.kind),
+                    p.described,
                     p.instance_id,
                     format_duration(p.receivable_at),
                     format_duration(now.saturating_sub(p.receivable_at)),
                     format_duration(p.deadline),
-                    if p.kind == PublishedKind::SpotInterruption { ", the reclaim or the window" } else { "" }
+                    if p.spot { ", the reclaim or the window" } else { "" }
                 ),
                 trace_position: view.trace_position,
             });
@@ -191,9 +239,18 @@ impl Invariant for InterruptionHandled {
 
     fn tick(&mut self, ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
         let cloud = ctx.cloud;
+        let failed_checks: Vec<(String, Duration)> = cloud
+            .instances()
+            .filter(|i| i.state.is_live())
+            .filter_map(|i| {
+                let since = [i.status_checks.instance, i.status_checks.system].into_iter().flatten().min()?;
+                Some((i.id.clone(), since))
+            })
+            .collect();
         self.observe(
             ctx.view,
             cloud.published(),
+            &failed_checks,
             |id| cloud.instance(id).and_then(|i| i.reclaim_at),
             ctx.config.interruption_handled.within.0,
             ctx.watch_delay,

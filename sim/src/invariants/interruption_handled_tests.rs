@@ -43,7 +43,7 @@ fn run(events: &[Published], until: u64, claims_at: impl Fn(u64) -> Vec<ClaimVie
     for t in 0..=until {
         let published: Vec<Published> = events.iter().filter(|e| e.sent_at <= s(t)).cloned().collect();
         let reclaim = |id: &str| events.iter().find(|e| e.instance_id == id).map(|e| e.sent_at + s(120));
-        inv.observe(&view(t, &claims_at(t)), &published, reclaim, WITHIN, Duration::ZERO, &mut out);
+        inv.observe(&view(t, &claims_at(t)), &published, &[], reclaim, WITHIN, Duration::ZERO, &mut out);
     }
     out
 }
@@ -114,4 +114,44 @@ fn only_the_kinds_karpenter_acts_on_are_judged() {
     let out = run(&[stopped], 300, |_| vec![claim("c1", "i-1")]);
     assert_eq!(out.len(), 1, "{out:?}");
     assert_eq!(out[0].at, s(131));
+}
+
+/// Ticks 0..=`until` with a system check of `i-1` failed from 100 s (until `healed`) and
+/// claim `c1` on it, deleting from `deleted_at`; the violations.
+fn run_failed_check(until: u64, deleted_at: Option<u64>) -> Vec<Violation> {
+    run_failed_check_healed(until, deleted_at, u64::MAX)
+}
+
+fn run_failed_check_healed(until: u64, deleted_at: Option<u64>, healed: u64) -> Vec<Violation> {
+    let mut inv = InterruptionHandled::default();
+    let mut out = Vec::new();
+    for t in 0..=until {
+        let mut c = claim("c1", "i-1");
+        c.deleting_since = deleted_at.filter(|d| *d <= t).map(s);
+        let failing = t >= 100 && t < healed;
+        let failed: Vec<(String, Duration)> = if failing { vec![("i-1".into(), s(100))] } else { Vec::new() };
+        inv.observe(&view(t, &[c]), &[], &failed, |_| None, WITHIN, Duration::ZERO, &mut out);
+    }
+    out
+}
+
+/// Karpenter's instance status controller deletes the claim of an instance whose system
+/// check has failed for 2 minutes at its next poll: deadline 100 + 120 + 60 + 30 = 310 s.
+/// Ignored, it fires; deleted in time, it holds.
+#[test]
+fn a_failed_status_check_is_acted_on_within_the_threshold_a_poll_and_the_window() {
+    let out = run_failed_check(400, None);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0].at, s(311));
+    assert!(out[0].message.contains("failed status check"), "{}", out[0].message);
+    assert!(run_failed_check(400, Some(300)).is_empty());
+}
+
+/// A check that heals before it has failed for the threshold and a poll (here after 150 s of
+/// failure) may never be seen aged past the threshold by a poll: not judged. Its twin that
+/// lasts is judged above.
+#[test]
+fn a_status_check_that_heals_between_polls_is_not_judged() {
+    assert!(run_failed_check_healed(400, None, 250).is_empty());
+    assert_eq!(run_failed_check_healed(400, None, 290).len(), 1, "failing at 280 s: judged");
 }
