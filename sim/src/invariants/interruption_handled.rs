@@ -110,6 +110,7 @@ impl InterruptionHandled {
         view: &View,
         published: &[Published],
         failed_checks: &[(String, Duration)],
+        cut_off: &[(Duration, Duration)],
         reclaim_at: impl Fn(&str) -> Option<Duration>,
         within: Duration,
         watch_delay: Duration,
@@ -136,6 +137,7 @@ impl InterruptionHandled {
             {
                 deadline = deadline.min(reclaim);
             }
+            let deadline = past_cut_off(receivable_at, deadline, within, cut_off);
             self.pending.push(Pending {
                 described: describe(p.kind),
                 spot: p.kind == PublishedKind::SpotInterruption,
@@ -161,7 +163,7 @@ impl InterruptionHandled {
                 spot: false,
                 instance_id: instance_id.clone(),
                 receivable_at,
-                deadline: receivable_at + STATUS_POLL + within,
+                deadline: past_cut_off(receivable_at, receivable_at + STATUS_POLL + within, within, cut_off),
                 claim: None,
             });
         }
@@ -222,6 +224,29 @@ impl InterruptionHandled {
     }
 }
 
+/// `deadline` for an event receivable at `receivable_at`, moved past each window in which the
+/// controller was partitioned from the cloud or the API server before it: it can neither
+/// receive the message (SQS lives in the cloud) nor delete the NodeClaim meanwhile, as
+/// Karpenter could not (its interruption controller receives from SQS and deletes through the
+/// API server: aws `pkg/controllers/interruption/controller.go` `Reconcile`, `sqs.go`), so it
+/// gets `within` from the heal.
+pub fn past_cut_off(
+    receivable_at: Duration,
+    deadline: Duration,
+    within: Duration,
+    cut_off: &[(Duration, Duration)],
+) -> Duration {
+    let mut deadline = deadline;
+    let mut sorted: Vec<&(Duration, Duration)> = cut_off.iter().collect();
+    sorted.sort();
+    for (start, heal) in sorted {
+        if *start <= deadline && *heal > receivable_at {
+            deadline = deadline.max(*heal + within);
+        }
+    }
+    deadline
+}
+
 /// The event's name as EventBridge gives it.
 fn describe(kind: PublishedKind) -> String {
     match kind {
@@ -251,6 +276,7 @@ impl Invariant for InterruptionHandled {
             ctx.view,
             cloud.published(),
             &failed_checks,
+            ctx.controller_cut_off,
             |id| cloud.instance(id).and_then(|i| i.reclaim_at),
             ctx.config.interruption_handled.within.0,
             ctx.watch_delay,

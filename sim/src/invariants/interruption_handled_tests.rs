@@ -43,7 +43,7 @@ fn run(events: &[Published], until: u64, claims_at: impl Fn(u64) -> Vec<ClaimVie
     for t in 0..=until {
         let published: Vec<Published> = events.iter().filter(|e| e.sent_at <= s(t)).cloned().collect();
         let reclaim = |id: &str| events.iter().find(|e| e.instance_id == id).map(|e| e.sent_at + s(120));
-        inv.observe(&view(t, &claims_at(t)), &published, &[], reclaim, WITHIN, Duration::ZERO, &mut out);
+        inv.observe(&view(t, &claims_at(t)), &published, &[], &[], reclaim, WITHIN, Duration::ZERO, &mut out);
     }
     out
 }
@@ -130,7 +130,7 @@ fn run_failed_check_healed(until: u64, deleted_at: Option<u64>, healed: u64) -> 
         c.deleting_since = deleted_at.filter(|d| *d <= t).map(s);
         let failing = t >= 100 && t < healed;
         let failed: Vec<(String, Duration)> = if failing { vec![("i-1".into(), s(100))] } else { Vec::new() };
-        inv.observe(&view(t, &[c]), &[], &failed, |_| None, WITHIN, Duration::ZERO, &mut out);
+        inv.observe(&view(t, &[c]), &[], &failed, &[], |_| None, WITHIN, Duration::ZERO, &mut out);
     }
     out
 }
@@ -154,4 +154,17 @@ fn a_failed_status_check_is_acted_on_within_the_threshold_a_poll_and_the_window(
 fn a_status_check_that_heals_between_polls_is_not_judged() {
     assert!(run_failed_check_healed(400, None, 250).is_empty());
     assert_eq!(run_failed_check_healed(400, None, 290).len(), 1, "failing at 280 s: judged");
+}
+
+/// A warning receivable while the controller is cut off from the cloud (partition 77-153 s)
+/// gets the window from the heal: deadline 183 s, not 135 s; one receivable outside any
+/// partition keeps its own (generated story 200193234).
+#[test]
+fn a_partition_of_the_controller_moves_the_deadline_to_the_heal() {
+    use super::past_cut_off;
+    let cut = [(s(77), s(153))];
+    assert_eq!(past_cut_off(s(105), s(135), WITHIN, &cut), s(183));
+    assert_eq!(past_cut_off(s(160), s(190), WITHIN, &cut), s(190), "after the heal: no excuse");
+    assert_eq!(past_cut_off(s(40), s(70), WITHIN, &cut), s(70), "deadline before the partition: no excuse");
+    assert_eq!(past_cut_off(s(60), s(90), WITHIN, &cut), s(183), "cut off before its deadline");
 }

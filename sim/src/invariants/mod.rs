@@ -193,6 +193,9 @@ pub struct Ctx<'a> {
     pub spot_to_spot_possible: bool,
     /// Whether the controller's `NodeRepair` gate is on at some time of the run.
     pub node_repair_possible: bool,
+    /// When the controller could not reach the cloud or the API server: the planned
+    /// partitions between them, (start, heal).
+    pub controller_cut_off: &'a [(Duration, Duration)],
 }
 
 /// What [`Invariant::finish`] sees beyond a tick's [`Ctx`].
@@ -229,6 +232,7 @@ pub struct Checker {
     spot_to_spot_possible: bool,
     /// `NodeRepair` is on at some time of the run (initial settings or an upgrade).
     node_repair_possible: bool,
+    controller_cut_off: Vec<(Duration, Duration)>,
     demand: cost::DemandClock,
     moves: untaken_moves::UntakenMoves,
     /// The drifted claims' clocks, advanced once per tick for every invariant that reads them.
@@ -308,6 +312,7 @@ impl Checker {
             spot_to_spot: false,
             spot_to_spot_possible: false,
             node_repair_possible: false,
+            controller_cut_off: Vec::new(),
             demand: cost::DemandClock::default(),
             moves: untaken_moves::UntakenMoves::new(config.untaken_moves.clone()),
             drift: drift_convergence::DriftClock::default(),
@@ -332,6 +337,11 @@ impl Checker {
     /// then is a NotReady Node's late delete a repair that budgets do not govern).
     pub fn set_node_repair_possible(&mut self, on: bool) {
         self.node_repair_possible = on;
+    }
+
+    /// The windows in which the controller is partitioned from the cloud or the API server.
+    pub fn set_controller_cut_off(&mut self, windows: Vec<(Duration, Duration)>) {
+        self.controller_cut_off = windows;
     }
 
     /// Enters `phase` at `now`. Leaving `Faults` starts the liveness clocks.
@@ -368,6 +378,7 @@ impl Checker {
             watch_delay: self.api_faults.lock().unwrap_or_else(|e| e.into_inner()).watch_delay,
             spot_to_spot_possible: self.spot_to_spot_possible,
             node_repair_possible: self.node_repair_possible,
+            controller_cut_off: &self.controller_cut_off,
         };
         for inv in &mut self.invariants {
             inv.tick(&ctx, &mut self.violations);
@@ -425,6 +436,7 @@ impl Checker {
             watch_delay: self.api_faults.lock().unwrap_or_else(|e| e.into_inner()).watch_delay,
             spot_to_spot_possible: self.spot_to_spot_possible,
             node_repair_possible: self.node_repair_possible,
+            controller_cut_off: &self.controller_cut_off,
         };
         for inv in &mut self.invariants {
             inv.finish(&ctx, &mut self.violations);

@@ -69,8 +69,10 @@ mod impaired_tests {
     /// The excuse applies only after 2 minutes, and never for the EBS check.
     #[test]
     fn a_check_counts_as_the_cloud_taking_the_instance_after_two_minutes() {
-        let mut checks = dovetail_fakecloud::status_checks::StatusChecks::default();
-        checks.system = Some(Duration::from_secs(100));
+        let checks = dovetail_fakecloud::status_checks::StatusChecks {
+            system: Some(Duration::from_secs(100)),
+            ..Default::default()
+        };
         assert!(!impaired_long_enough(&checks, Duration::from_secs(219)));
         assert!(impaired_long_enough(&checks, Duration::from_secs(220)));
         let ebs = dovetail_fakecloud::status_checks::StatusChecks {

@@ -120,6 +120,9 @@ pub fn run_world(built: ScenarioWorld<'_>, options: &mut RunOptions) -> anyhow::
             .any(|u| u.feature_gates.as_ref().and_then(|g| g.node_repair) == Some(true)));
         checker.set_node_repair_possible(repair || repair_upgraded);
     }
+    if let Some(checker) = checker.as_mut() {
+        checker.set_controller_cut_off(controller_cut_off(&plan));
+    }
     if let Some(checker) = checker.as_mut()
         && !plan.faults.is_empty()
         && plan.phases.faults_until.0 > Duration::ZERO
@@ -414,4 +417,23 @@ fn unjoined_section(c: &dovetail_fakecloud::FakeCloud) -> UnjoinedSection {
     }
     out.cost = round(out.cost, 4);
     out
+}
+
+/// The planned partitions between the controller (any replica, or the leader) and the cloud
+/// or the API server, as (start, heal): while one lasts the controller can neither receive
+/// the interruption queue's messages nor delete what they name.
+fn controller_cut_off(plan: &crate::scenario::plan::Plan) -> Vec<(Duration, Duration)> {
+    let controller = |e: &str| e == "controller" || e == "leader";
+    let remote = |e: &str| e == "aws" || e == "apiserver";
+    plan.faults
+        .iter()
+        .filter_map(|f| match &f.fault {
+            crate::scenario::drawn_fault::DrawnFault::Partition { between: [a, b] }
+                if (controller(a) && remote(b)) || (controller(b) && remote(a)) =>
+            {
+                Some((f.at.0, f.until.map_or(plan.phases.faults_until.0, |u| u.0)))
+            }
+            _ => None,
+        })
+        .collect()
 }
