@@ -273,21 +273,45 @@ pub fn scheduling_input(
     (input, unparsed)
 }
 
+/// Each NodeClaim, by name, with the name it has among the scheduler's existing nodes: its
+/// Node's once registered, else its own. One pass over the Nodes and one over the claims,
+/// for the provisioner's held pods.
+pub fn existing_names_of_claims(snapshot: &Snapshot) -> BTreeMap<String, String> {
+    let node_by_provider: BTreeMap<&str, &str> = snapshot
+        .nodes
+        .values()
+        .filter_map(|n| Some((n.spec.as_ref()?.provider_id.as_deref()?, n.metadata.name.as_deref()?)))
+        .collect();
+    snapshot
+        .node_claims
+        .values()
+        .filter_map(|c| {
+            let claim = c.metadata.name.clone()?;
+            let node = c
+                .provider_id()
+                .and_then(|p| node_by_provider.get(p))
+                .map_or_else(|| claim.clone(), |n| (*n).to_owned());
+            Some((claim, node))
+        })
+        .collect()
+}
+
 /// The pods the last pass nominated to a NodeClaim still in flight (live, not being deleted,
 /// not initialized), by the name that claim has among `existing` (its Node's once registered):
 /// the pass holds them there first (`scheduling/scheduler_held.rs`, karpenter#3121).
 fn held_pods(snapshot: &Snapshot, memory: &Memory, existing: &[ExistingNode]) -> BTreeMap<String, String> {
+    if memory.held_pods.is_empty() {
+        return BTreeMap::new();
+    }
+    let in_flight = existing_names_of_claims(snapshot);
+    let open: BTreeSet<&str> =
+        existing.iter().filter(|n| !n.initialized && !n.marked_for_deletion).map(|n| n.name.as_str()).collect();
     memory
         .held_pods
         .iter()
-        .filter_map(|(pod, claim_name)| {
-            let claim = snapshot.node_claims.get(claim_name)?;
-            let name = match snapshot.nodes_for_node_claim(claim).first() {
-                Some(node) => node.metadata.name.clone()?,
-                None => claim_name.clone(),
-            };
-            let node = existing.iter().find(|n| n.name == name)?;
-            (!node.initialized && !node.marked_for_deletion).then(|| (pod.clone(), name))
+        .filter_map(|(pod, claim)| {
+            let name = in_flight.get(claim)?;
+            open.contains(name.as_str()).then(|| (pod.clone(), name.clone()))
         })
         .collect()
 }

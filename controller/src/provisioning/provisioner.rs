@@ -258,12 +258,18 @@ impl Provisioner {
                 Err(error) => tracing::warn!(nodepool = %planned.node_pool, %error, "creating nodeclaim"),
             }
         }
+        // Claims not initialized yet, by their existing node's name (the Node's once registered).
+        let in_flight_by_node: BTreeMap<String, String> = input::existing_names_of_claims(snapshot)
+            .into_iter()
+            .filter(|(claim, _)| snapshot.node_claims.get(claim).is_some_and(|c| !c.is_condition_true("Initialized")))
+            .map(|(claim, node)| (node, claim))
+            .collect();
         for (node, pods) in &results.existing_node_assignments {
             self.cluster.nominate(node, now);
             let target =
                 if snapshot.nodes.contains_key(node) { format!("node/{node}") } else { format!("nodeclaim/{node}") };
             self.nominate_pods(snapshot, pods, &target);
-            if let Some(claim) = in_flight_claim(snapshot, node) {
+            if let Some(claim) = in_flight_by_node.get(node) {
                 held.extend(pods.iter().map(|pod| (pod.clone(), claim.clone())));
             }
         }
@@ -296,16 +302,6 @@ impl Provisioner {
             }
         }
     }
-}
-
-/// The NodeClaim behind existing node `name` (a claim's own name while in flight, else its
-/// Node's), when it has not initialized yet.
-fn in_flight_claim(snapshot: &Snapshot, name: &str) -> Option<String> {
-    let claim = match snapshot.nodes.get(name) {
-        Some(node) => snapshot.node_claim_for_node(node)?,
-        None => snapshot.node_claims.get(name)?,
-    };
-    (!claim.is_condition_true("Initialized")).then(|| claim.metadata.name.clone()).flatten()
 }
 
 /// Whether the node carries `karpenter.sh/disrupted:NoSchedule`.

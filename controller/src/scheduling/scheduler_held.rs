@@ -29,9 +29,16 @@ impl Pass<'_> {
         if self.input.held.is_empty() {
             return placed;
         }
-        for &pod in order {
-            let Some(node) = self.input.held.get(&self.input.pods[pod].key) else { continue };
-            let Some(index) = self.existing.iter().position(|n| &n.name == node) else { continue };
+        let index_of: std::collections::BTreeMap<&str, usize> =
+            self.existing.iter().enumerate().map(|(i, n)| (n.name.as_str(), i)).collect();
+        let targets: Vec<(usize, usize)> = order
+            .iter()
+            .filter_map(|&pod| {
+                let node = self.input.held.get(&self.input.pods[pod].key)?;
+                Some((pod, *index_of.get(node.as_str())?))
+            })
+            .collect();
+        for (pod, index) in targets {
             placed[pod] = self.hold(pod, index);
         }
         placed

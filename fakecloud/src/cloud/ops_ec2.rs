@@ -105,16 +105,9 @@ impl FakeCloud {
         instance.launch_time + self.faults.describe_lag <= self.now
     }
 
-    /// DescribeInstances. Unknown (or not yet visible) ids fail the whole call with
-    /// `InvalidInstanceID.NotFound`, as EC2 does; `MaxResults` with ids is rejected.
-    pub fn describe_instances(
-        &self,
-        ids: &[String],
-        filters: &[Filter],
-        max_results: Option<u32>,
-        next_token: Option<&str>,
-    ) -> ApiResult<Page<Instance>> {
-        check_instance_ids(ids)?;
+    /// What DescribeInstances and DescribeInstanceStatus both refuse: `MaxResults` with ids or
+    /// outside 5–1000, and ids unknown or not yet visible.
+    fn check_described(&self, ids: &[String], max_results: Option<u32>) -> ApiResult<()> {
         if !ids.is_empty() && max_results.is_some() {
             return Err(ApiError::client(
                 "InvalidParameterCombination",
@@ -133,6 +126,20 @@ impl FakeCloud {
         if !missing.is_empty() {
             return Err(not_found_instances(&missing));
         }
+        Ok(())
+    }
+
+    /// DescribeInstances. Unknown (or not yet visible) ids fail the whole call with
+    /// `InvalidInstanceID.NotFound`, as EC2 does; `MaxResults` with ids is rejected.
+    pub fn describe_instances(
+        &self,
+        ids: &[String],
+        filters: &[Filter],
+        max_results: Option<u32>,
+        next_token: Option<&str>,
+    ) -> ApiResult<Page<Instance>> {
+        check_instance_ids(ids)?;
+        self.check_described(ids, max_results)?;
         let matched: Vec<Instance> = if ids.is_empty() {
             self.instances.values().filter(|i| self.visible(i) && i.matches(filters)).cloned().collect()
         } else {
@@ -155,24 +162,7 @@ impl FakeCloud {
     ) -> ApiResult<Page<Instance>> {
         check_instance_ids(ids)?;
         crate::status_checks::check_filters(filters)?;
-        if !ids.is_empty() && max_results.is_some() {
-            return Err(ApiError::client(
-                "InvalidParameterCombination",
-                "The parameter instancesSet cannot be used with the parameter maxResults",
-            ));
-        }
-        if let Some(m) = max_results
-            && !(5..=1000).contains(&m)
-        {
-            return Err(ApiError::invalid_parameter(format!(
-                "Value ( {m} ) for parameter maxResults is invalid. Expecting a value between 5 and 1000."
-            )));
-        }
-        let missing: Vec<String> =
-            ids.iter().filter(|id| !self.instances.get(*id).is_some_and(|i| self.visible(i))).cloned().collect();
-        if !missing.is_empty() {
-            return Err(not_found_instances(&missing));
-        }
+        self.check_described(ids, max_results)?;
         let matched: Vec<Instance> = self
             .instances
             .values()

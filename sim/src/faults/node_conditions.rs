@@ -53,12 +53,7 @@ pub fn choose(
         .map(|(n, _, _)| n)
         .collect();
     matching.sort();
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
-    let take = match (count, fraction) {
-        (Some(c), _) => c as usize,
-        (None, Some(f)) => (f * matching.len() as f64).ceil() as usize,
-        (None, None) => matching.len(),
-    };
+    let take = crate::scenario::selection::how_many(count, fraction, matching.len());
     matching.into_iter().take(take).cloned().collect()
 }
 

@@ -185,7 +185,7 @@ impl Invariant for DisruptionBudgets {
                 .collect();
             let budgets: Vec<Value> =
                 pool.object.pointer("/spec/disruption/budgets").and_then(Value::as_array).cloned().unwrap_or_default();
-            self.judge_starts(view, name, &budgets, counted.len(), &voluntary, wall, out);
+            self.judge_starts(view, name, &budgets, counted.len(), &voluntary, wall);
             let allowed = cap(&budgets, counted.len(), wall);
             if voluntary.len() <= allowed {
                 self.over.remove(name);
@@ -207,6 +207,7 @@ impl Invariant for DisruptionBudgets {
                 });
             }
         }
+        self.judge_waiting(view, out);
     }
 }
 
@@ -230,10 +231,9 @@ struct Start {
 }
 
 impl DisruptionBudgets {
-    /// Notes each of `pool`'s claims first seen disrupting for a reason, then judges every
-    /// start whose order among its tick's starts is known (or waited for long enough)
-    /// against its reason's budget, counting the claims disrupting when it started.
-    #[allow(clippy::too_many_arguments)]
+    /// Notes each of `pool`'s claims first seen disrupting for a reason, for
+    /// [`Self::judge_waiting`] to judge against its reason's budget once its order among its
+    /// tick's starts is known.
     fn judge_starts(
         &mut self,
         view: &View,
@@ -242,7 +242,6 @@ impl DisruptionBudgets {
         counted: usize,
         voluntary: &[&ClaimView],
         wall: jiff::civil::DateTime,
-        out: &mut Vec<Violation>,
     ) {
         let same_tick: BTreeSet<String> = voluntary
             .iter()
@@ -267,7 +266,6 @@ impl DisruptionBudgets {
                 same_tick: same_tick.clone(),
             });
         }
-        self.judge_waiting(view, out);
     }
 
     /// Judges the starts whose same-tick starts all have their Events, or have waited
@@ -415,7 +413,7 @@ mod tests {
         let voluntary: Vec<&ClaimView> = view.claims.values().filter(|c| c.disruption_reason.is_some()).collect();
         let mut out = Vec::new();
         let mut budget = DisruptionBudgets::default();
-        budget.judge_starts(&view, "web", &budgets, 9, &voluntary, wall_time(view.now), &mut out);
+        budget.judge_starts(&view, "web", &budgets, 9, &voluntary, wall_time(view.now));
         view.now += START_ORDER_WAIT;
         budget.judge_waiting(&view, &mut out);
         out

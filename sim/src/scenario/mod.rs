@@ -124,6 +124,7 @@ pub mod liveness_window;
 pub mod node_conditions;
 pub mod plan;
 pub mod render;
+pub mod selection;
 pub mod workloads;
 
 use std::collections::BTreeMap;

@@ -54,21 +54,7 @@ impl NodeConditionsSpec {
 
     /// Checks the selection and the condition; `kind` is the entry's key for error paths.
     pub fn validate(&self, kind: &str) -> Result<(), FieldError> {
-        match (self.count, self.fraction) {
-            (Some(_), Some(_)) | (None, None) => {
-                return Err(FieldError::new(kind, "set exactly one of `count` and `fraction` (which nodes)"));
-            }
-            (Some(0), None) => return Err(FieldError::new(format!("{kind}.count"), "must be at least 1")),
-            (None, Some(f)) if !(f > 0.0 && f <= 1.0) => {
-                return Err(FieldError::new(format!("{kind}.fraction"), format!("{f} is not a share in (0, 1]")));
-            }
-            _ => {}
-        }
-        if let Some(pool) = &self.node_pool
-            && pool.trim().is_empty()
-        {
-            return Err(FieldError::new(format!("{kind}.nodePool"), "name a NodePool, or leave it out for every one"));
-        }
+        super::selection::validate(kind, "nodes", self.node_pool.as_deref(), self.count, self.fraction)?;
         if let Some(c) = &self.condition
             && (c.is_empty() || !c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '.' || ch == '/' || ch == '-'))
         {
