@@ -46,11 +46,16 @@ use dovetail_sim::scenario::Loaded;
 /// - `consolidation-on-demand`: on-demand consolidation, where `consolidationLegality`
 ///   judges each replace's price (session 6: kills `worst_launch_price` -> `Some(-1.0)`);
 /// - `pdb-two-workloads`: two PDBs in one namespace on underutilized nodes (session 6:
-///   kills the PDB selector mutant of `candidates.rs` through `untakenMoves`).
+///   kills the PDB selector mutant of `candidates.rs` through `untakenMoves`);
+/// - `host-ports`: pods that bind a host port, one per node (session 11: kills
+///   `provisioning/input.rs` `host_ports` ignoring every port, through `strandedPods`);
+/// - `gpu-initialization`: a GPU pod, whose NodeClaim is initialized only once the GPU is
+///   in allocatable (session 11: kills `lifecycle/initialization.rs`'s extended-resource
+///   test inverted, through `stuckNodeClaim`).
 ///
 /// None has an open finding in `tests/scenarios.rs`'s `KNOWN_FINDINGS`, so any violation
 /// here is the mutant's. Unmutated wall seconds at seed 1 (debug build, load 4): 81, 3,
-/// 5, 34, 32, 6; the two session-6 stories 14 and 5 (load 7). Workers take them in this order ([`DEFAULT_JOBS`] of them), so with two
+/// 5, 34, 32, 6; the two session-6 stories 14 and 5 (load 7); the two session-11 stories 8 and 5 (load 4). Workers take them in this order ([`DEFAULT_JOBS`] of them), so with two
 /// the longest runs alongside the other five, and the test fails as soon as any run
 /// fails: a mutant costs about the longest story if it survives, less if caught.
 const DEFAULT_SCENARIOS: &[&str] = &[
@@ -62,6 +67,8 @@ const DEFAULT_SCENARIOS: &[&str] = &[
     "nodepool-drift",
     "consolidation-on-demand",
     "pdb-two-workloads",
+    "host-ports",
+    "gpu-initialization",
 ];
 
 /// Stories run at once (`DOVETAIL_MUTATION_JOBS`): each run is its own single-threaded

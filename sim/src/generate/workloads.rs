@@ -118,6 +118,8 @@ fn plain_pod() -> PodTemplate {
         affinity: None,
         topology_spread_constraints: Vec::new(),
         termination_grace_period_seconds: None,
+        host_port: None,
+        gpu: None,
     }
 }
 

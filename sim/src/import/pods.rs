@@ -175,6 +175,8 @@ pub fn template(
         affinity,
         topology_spread_constraints: spread,
         termination_grace_period_seconds,
+        host_port: None,
+        gpu: None,
     })
 }
 

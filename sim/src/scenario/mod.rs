@@ -57,6 +57,8 @@
 //!         topologySpreadConstraints:        # as in a pod spec; labelSelector defaults to app: <name>
 //!           - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}
 //!         terminationGracePeriodSeconds: 30
+//!         hostPort: 8080                    # one such pod per node
+//!         gpu: 1                            # nvidia.com/gpu requested and limited
 //!   - job:
 //!       name: batch               # Job k is batch-k
 //!       perHour: {uniform: [30, 120]}       # Poisson arrivals (rate drawn per seed), between `from` and `until`

@@ -136,6 +136,13 @@ fn pod_template(name: &str, pod: &PodTemplate, cpu: Cpu, memory: Memory, run_for
             "resources": {"requests": {"cpu": cpu.to_string(), "memory": memory.to_string()}},
         }],
     });
+    if let Some(gpus) = pod.gpu {
+        spec["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = json!(gpus.to_string());
+        spec["containers"][0]["resources"]["limits"] = json!({"nvidia.com/gpu": gpus.to_string()});
+    }
+    if let Some(port) = pod.host_port {
+        spec["containers"][0]["ports"] = json!([{"containerPort": port, "hostPort": port, "protocol": "TCP"}]);
+    }
     if let Some(p) = &pod.priority_class_name {
         spec["priorityClassName"] = json!(p);
     }

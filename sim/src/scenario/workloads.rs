@@ -292,6 +292,13 @@ pub struct PodTemplate {
     /// `terminationGracePeriodSeconds` (30).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub termination_grace_period_seconds: Option<u32>,
+    /// A TCP port the pod's container binds on its node (`ports: [{containerPort: p,
+    /// hostPort: p}]`): two such pods never share a node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_port: Option<u16>,
+    /// `nvidia.com/gpu` the container requests (and limits to the same count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<u32>,
 }
 
 impl Replicas {

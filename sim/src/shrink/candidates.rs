@@ -57,6 +57,8 @@ const POD_EXTRAS: &[&str] = &[
     "labels",
     "annotations",
     "terminationGracePeriodSeconds",
+    "hostPort",
+    "gpu",
 ];
 
 /// Every move from `current`, biggest first. `failed_at` is when the failure was first seen
