@@ -12,11 +12,12 @@ use serde_json::{Value, json};
 
 use super::runtime::Reconciler;
 use super::workloads::{RUN_DURATION, at};
-use crate::apiserver::resources::ResourceKey;
-use crate::apiserver::store::{DeleteOptions, EventType, Part, Store, WriteOptions};
+use crate::apiserver::resources::{ResourceKey, ResourceType};
+use crate::apiserver::store::{DeleteOptions, EventType, Part, Store, WatchMsg, WatchStart, WatchStream, WriteOptions};
 use crate::scenario::SimDuration;
 use crate::world::SimRng;
 use crate::world::clock::{parse_rfc3339, sim_epoch};
+use tokio::sync::mpsc::error::TryRecvError;
 
 /// Seeded delays of the pod lifecycle.
 #[derive(Clone, Debug)]
@@ -49,12 +50,29 @@ pub struct Kubelets {
     rng: SimRng,
     /// (namespace, name, uid) -> what happens next and when.
     timers: BTreeMap<(String, String, String), (Duration, Action)>,
+    /// Timers taken out for the pods a pass reads again (empty between passes).
+    stale: BTreeMap<(String, String, String), (Duration, Action)>,
+    /// Pods acted on in the last pass, read again in the next whether or not the write
+    /// changed them (a no-op or refused write leaves no watch event).
+    acted: BTreeSet<(String, String)>,
+    /// Each Node's readiness at the last pass: a change makes the next pass a full one.
+    ready_nodes: BTreeMap<String, bool>,
+    /// The pods written since the last pass.
+    pod_changes: PodChanges,
 }
 
 impl Kubelets {
     /// Kubelets drawing delays from `rng`.
     pub fn new(timing: KubeletTiming, rng: SimRng) -> Self {
-        Self { timing, rng, timers: BTreeMap::new() }
+        Self {
+            timing,
+            rng,
+            timers: BTreeMap::new(),
+            stale: BTreeMap::new(),
+            acted: BTreeSet::new(),
+            ready_nodes: BTreeMap::new(),
+            pod_changes: PodChanges::default(),
+        }
     }
 
     fn draw(&mut self, (lo, hi): (Duration, Duration)) -> Duration {
@@ -92,16 +110,41 @@ impl Reconciler for Kubelets {
             .iter(&nodes_t.key(), None)
             .map(|n| (n["metadata"]["name"].as_str().unwrap_or("").to_string(), node_ready(n)))
             .collect();
-        // Shared handles, not deep copies: this runs on every pod change.
-        let pods: Vec<Arc<Value>> = store
-            .iter(&pods_t.key(), None)
-            .filter(|p| at(p, &["spec", "nodeName"]).and_then(Value::as_str).is_some_and(|n| !n.is_empty()))
-            .cloned()
-            .collect();
-        let mut live = BTreeSet::new();
+        let changed = self.pod_changes.drain();
+        let node_change = ready_nodes != self.ready_nodes;
+        self.ready_nodes = ready_nodes;
+        self.pod_changes.open(store, &pods_t);
+        // Shared handles, not deep copies. A full pass reads every bound pod; otherwise only
+        // the pods that changed, were acted on last time or have a timer due: every other
+        // bound pod would find its timer as it left it (nothing it reads moved), so the
+        // draws and writes, made in the same (namespace, name) order, are the same.
+        let pods: Vec<Arc<Value>> = match (changed, node_change) {
+            (Some(mut names), false) => {
+                names.append(&mut self.acted);
+                names.extend(
+                    self.timers
+                        .iter()
+                        .filter(|(_, (due, _))| *due <= now)
+                        .map(|((ns, n, _), _)| (ns.clone(), n.clone())),
+                );
+                for (ns, name) in &names {
+                    self.forget(ns, name);
+                }
+                names
+                    .iter()
+                    .filter_map(|(ns, name)| store.get(&pods_t, ns, name).ok())
+                    .filter(|p| is_bound(p))
+                    .collect()
+            }
+            _ => {
+                self.acted.clear();
+                self.stale = std::mem::take(&mut self.timers);
+                store.iter(&pods_t.key(), None).filter(|p| is_bound(p)).cloned().collect()
+            }
+        };
         for pod in pods {
             let node = pod["spec"]["nodeName"].as_str().unwrap_or("");
-            let Some(&ready) = ready_nodes.get(node) else { continue };
+            let Some(&ready) = self.ready_nodes.get(node) else { continue };
             let phase = at(&pod, &["status", "phase"]).and_then(Value::as_str).unwrap_or("Pending");
             let want = if at(&pod, &["metadata", "deletionTimestamp"]).is_some() {
                 Some(Action::Stop)
@@ -120,34 +163,90 @@ impl Reconciler for Kubelets {
                 pod["metadata"]["name"].as_str().unwrap_or("").to_string(),
                 pod["metadata"]["uid"].as_str().unwrap_or("").to_string(),
             );
-            let due = match self.timers.get(&key) {
-                Some((due, action)) if *action == want => *due,
-                _ => {
-                    let due = match want {
-                        Action::Start => now + self.draw(self.timing.start),
-                        Action::Stop => {
-                            let grace = pod
-                                .pointer("/metadata/deletionGracePeriodSeconds")
-                                .and_then(Value::as_u64)
-                                .unwrap_or(0);
-                            now + self.draw(self.timing.stop).min(Duration::from_secs(grace))
-                        }
-                        Action::Complete => completion_time(&pod).unwrap_or(now),
-                    };
-                    self.timers.insert(key.clone(), (due, want));
-                    due
-                }
+            let due = match self.stale.remove(&key) {
+                Some((due, action)) if action == want => due,
+                _ => match want {
+                    Action::Start => now + self.draw(self.timing.start),
+                    Action::Stop => {
+                        let grace =
+                            pod.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_u64).unwrap_or(0);
+                        now + self.draw(self.timing.stop).min(Duration::from_secs(grace))
+                    }
+                    Action::Complete => completion_time(&pod).unwrap_or(now),
+                },
             };
             if due <= now {
-                self.timers.remove(&key);
+                self.acted.insert((key.0, key.1));
                 act(store, &pod, want);
             } else {
-                live.insert(key);
+                self.timers.insert(key, (due, want));
             }
         }
-        self.timers.retain(|k, _| live.contains(k));
+        // Timers of pods not read again (a full pass: gone, unbound or on an unknown node)
+        // end here.
+        self.stale.clear();
         self.timers.values().map(|(d, _)| *d).min()
     }
+}
+
+impl Kubelets {
+    /// Moves the timers of `namespace/name` (any uid) to `stale`, for the pass to take back.
+    fn forget(&mut self, namespace: &str, name: &str) {
+        let from = (namespace.to_string(), name.to_string(), String::new());
+        let keys: Vec<_> = self
+            .timers
+            .range(from..)
+            .take_while(|((ns, n, _), _)| ns == namespace && n == name)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in keys {
+            if let Some(t) = self.timers.remove(&k) {
+                self.stale.insert(k, t);
+            }
+        }
+    }
+}
+
+/// The pods written since the last pass, from a watch the kubelets keep on the store (its
+/// events are published as each write commits, so a pass sees every write before it, as a
+/// read of the store would).
+#[derive(Default)]
+struct PodChanges(Option<WatchStream>);
+
+impl PodChanges {
+    /// The `(namespace, name)` of every pod written since the watch opened; `None` when
+    /// there is no watch to read (the first pass, or the server expired it).
+    fn drain(&mut self) -> Option<BTreeSet<(String, String)>> {
+        let watch = self.0.as_mut()?;
+        let mut names = BTreeSet::new();
+        loop {
+            match watch.rx.try_recv() {
+                Ok(WatchMsg::Event(_, pod, _)) => {
+                    let meta = &pod["metadata"];
+                    let name = |k: &str| meta[k].as_str().unwrap_or("").to_string();
+                    names.insert((name("namespace"), name("name")));
+                }
+                Ok(WatchMsg::Expired(_)) | Err(TryRecvError::Disconnected) => {
+                    self.0 = None;
+                    return None;
+                }
+                Err(TryRecvError::Empty) => return Some(names),
+            }
+        }
+    }
+
+    /// Opens the watch from the store's current version, unless one is open.
+    fn open(&mut self, store: &mut Store, pods: &ResourceType) {
+        if self.0.is_none() {
+            let since = store.resource_version();
+            self.0 = store.watch(pods, None, Arc::new(|_| true), WatchStart::After(since)).ok();
+        }
+    }
+}
+
+/// Whether a pod is bound to a node.
+fn is_bound(pod: &Value) -> bool {
+    at(pod, &["spec", "nodeName"]).and_then(Value::as_str).is_some_and(|n| !n.is_empty())
 }
 
 /// When a job pod that started at `status.startTime` finishes.

@@ -123,11 +123,10 @@ impl ClaimLife {
 pub struct OverProvisioning {
     wave: Option<Wave>,
     claims: BTreeMap<String, ClaimLife>,
-    /// Nominations handled: (pod, claim).
-    nominations: BTreeSet<(String, String)>,
-    /// Repeats handled: (pod, claim, when), a later pass nominating the same pod to the
-    /// same claim again ([`crate::oracle::nomination`]).
-    repeats: BTreeSet<(String, String, Duration)>,
+    /// Nominations handled, pod → claim → the repeats handled (when a later pass nominated
+    /// the same pod to the same claim again, [`crate::oracle::nomination`]). Nested by name
+    /// so the every-tick re-reading of old nominations looks them up without allocating.
+    handled: BTreeMap<String, BTreeMap<String, BTreeSet<Duration>>>,
     /// Pod → the claims it was nominated to, with when.
     nominated: BTreeMap<String, Vec<(Duration, String)>>,
     reported_unused: BTreeSet<String>,
@@ -236,21 +235,26 @@ impl OverProvisioning {
         let by_node: BTreeMap<String, String> =
             self.claims.iter().filter_map(|(name, life)| Some((life.node_name.clone()?, name.clone()))).collect();
         for n in &ctx.view.nominations {
-            let claim = n.node_claim.clone().or_else(|| n.node.as_ref().and_then(|node| by_node.get(node).cloned()));
+            let claim = n
+                .node_claim
+                .as_deref()
+                .or_else(|| n.node.as_ref().and_then(|node| by_node.get(node)).map(String::as_str));
             let Some(claim) = claim else { continue };
-            if !self.claims.contains_key(&claim) {
+            if !self.claims.contains_key(claim) {
                 continue;
             }
-            if !self.nominations.insert((n.pod.clone(), claim.clone())) {
+            if let Some(repeats) = self.handled.get_mut(&n.pod).and_then(|claims| claims.get_mut(claim)) {
                 // A repeat: the claim is still wanted then; it is not a new nomination to
                 // judge for duplicates (the first one was).
-                if self.repeats.insert((n.pod.clone(), claim.clone(), n.at)) {
-                    let last = self.last_nominated.entry(claim.clone()).or_default();
+                if repeats.insert(n.at) {
+                    let last = self.last_nominated.entry(claim.to_string()).or_default();
                     *last = (*last).max(n.at);
-                    self.nominated.entry(n.pod.clone()).or_default().push((n.at, claim));
+                    self.nominated.entry(n.pod.clone()).or_default().push((n.at, claim.to_string()));
                 }
                 continue;
             }
+            self.handled.entry(n.pod.clone()).or_default().insert(claim.to_string(), BTreeSet::new());
+            let claim = claim.to_string();
             let created = self.claims[&claim].created;
             if let Some(life) = self.claims.get_mut(&claim) {
                 life.used = true;

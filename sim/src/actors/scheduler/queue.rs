@@ -127,6 +127,10 @@ pub struct SchedulingQueue {
     entries: BTreeMap<PodKey, Entry>,
     active: BTreeSet<ActiveKey>,
     backoff: BTreeSet<(Duration, u64, PodKey)>,
+    /// The entries in [`Place::Unschedulable`], by `unschedulable_since`: the leftover
+    /// flush finds the due ones as a prefix (the flush deadline grows with `since`) instead
+    /// of scanning every entry at every pop.
+    unschedulable: BTreeSet<(Duration, PodKey)>,
     flush_origin: Duration,
     seq: u64,
     pop_from_backoff: bool,
@@ -156,6 +160,7 @@ impl SchedulingQueue {
             entries: BTreeMap::new(),
             active: BTreeSet::new(),
             backoff: BTreeSet::new(),
+            unschedulable: BTreeSet::new(),
             flush_origin: now,
             seq: 0,
             pop_from_backoff: true,
@@ -183,12 +188,20 @@ impl SchedulingQueue {
             Place::Backoff => {
                 self.backoff.remove(&(e.backoff_until, e.seq, key.clone()));
             }
-            Place::Unschedulable | Place::Gated | Place::InFlight => {}
+            Place::Unschedulable => {
+                self.unschedulable.remove(&(e.unschedulable_since, key.clone()));
+            }
+            Place::Gated | Place::InFlight => {}
         }
     }
 
     fn put(&mut self, key: &PodKey, place: Place) {
         let e = self.entries.get_mut(key).expect("entry exists");
+        // Callers move an unschedulable entry without `take_out` (it sat in no ordered
+        // set before the index existed); its `unschedulable_since` is unchanged while there.
+        if e.place == Place::Unschedulable {
+            self.unschedulable.remove(&(e.unschedulable_since, key.clone()));
+        }
         e.place = place;
         match place {
             Place::Active => {
@@ -198,7 +211,10 @@ impl SchedulingQueue {
             Place::Backoff => {
                 self.backoff.insert((e.backoff_until, e.seq, key.clone()));
             }
-            Place::Unschedulable | Place::Gated | Place::InFlight => {}
+            Place::Unschedulable => {
+                self.unschedulable.insert((e.unschedulable_since, key.clone()));
+            }
+            Place::Gated | Place::InFlight => {}
         }
     }
 
@@ -282,12 +298,15 @@ impl SchedulingQueue {
             self.take_out(&key);
             self.put(&key, Place::Active);
         }
-        let stale: Vec<PodKey> = self
-            .entries
+        // The due entries are a prefix of the index; they move in key order, as a scan of
+        // `entries` would take them.
+        let mut stale: Vec<PodKey> = self
+            .unschedulable
             .iter()
-            .filter(|(_, e)| e.place == Place::Unschedulable && self.flush_deadline(e.unschedulable_since) <= now)
-            .map(|(k, _)| k.clone())
+            .take_while(|(since, _)| self.flush_deadline(*since) <= now)
+            .map(|(_, k)| k.clone())
             .collect();
+        stale.sort_unstable();
         for key in stale {
             let place = self.retry_place(&key, now);
             self.put(&key, place);
@@ -366,12 +385,8 @@ impl SchedulingQueue {
     /// `None` when only events can change it.
     pub fn next_deadline(&self) -> Option<Duration> {
         let backoff = self.backoff.first().map(|(until, _, _)| *until);
-        let flush = self
-            .entries
-            .values()
-            .filter(|e| e.place == Place::Unschedulable)
-            .map(|e| self.flush_deadline(e.unschedulable_since))
-            .min();
+        // The flush deadline grows with `since`: the earliest entry's is the minimum.
+        let flush = self.unschedulable.first().map(|(since, _)| self.flush_deadline(*since));
         match (backoff, flush) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
