@@ -121,6 +121,13 @@ pub const READINESS_TAINT_PREFIX: &str = "readiness.k8s.io/";
 
 /// Label naming the EC2NodeClass a node was launched from.
 pub const EC2_NODE_CLASS_LABEL: &str = "karpenter.k8s.aws/ec2nodeclass";
+
+/// The node class label key of a class reference, `<group>/<lowercased kind>` (core
+/// `pkg/apis/v1/labels.go` l. 173 `NodeClassLabelKey`): [`EC2_NODE_CLASS_LABEL`] for an
+/// EC2NodeClass.
+pub fn node_class_label_key(group: &str, kind: &str) -> String {
+    format!("{group}/{}", kind.to_lowercase())
+}
 /// ID of the capacity reservation a reserved node runs in.
 pub const CAPACITY_RESERVATION_ID_LABEL: &str = "karpenter.k8s.aws/capacity-reservation-id";
 /// Type (`default`, `capacity-block`) of the capacity reservation.

@@ -115,10 +115,9 @@ fn node_pool_of(node: &Node) -> Option<&str> {
 ///
 /// Which Nodes are judged at all: upstream's watch predicate takes Nodes carrying its node
 /// class label (`nodeutils.IsManaged`, `pkg/utils/node/node.go` l. 218–223) and then needs
-/// their NodeClaim (l. 115–118). Dovetail's NodeClaims do not carry
-/// `karpenter.k8s.aws/ec2nodeclass` yet (core sets it in `nodeclaimtemplate.go` l. 81; ours
-/// in `scheduling/` does not), so the caller judges every Node that has a NodeClaim, which on
-/// a cluster with only EC2NodeClasses is the same set.
+/// their NodeClaim (l. 115–118). The caller judges every Node that has a NodeClaim: ours all
+/// carry `karpenter.k8s.aws/ec2nodeclass` (core `nodeclaimtemplate.go` l. 81), so on a
+/// cluster with only EC2NodeClasses it is the same set.
 pub fn verdict<'a>(
     node: &Node,
     claim: &NodeClaim,

@@ -17,11 +17,6 @@ use crate::scheduling::PlannedNodeClaim;
 /// (requirement drift is computed semantically), so a template change marks claims drifted.
 pub use crate::apis::hash::node_pool_hash;
 
-/// The node class label key of a class reference (core `NodeClassLabelKey`).
-pub fn node_class_label_key(group: &str, kind: &str) -> String {
-    format!("{group}/{}", kind.to_lowercase())
-}
-
 /// The NodeClaim object for a planned claim of `node_pool`.
 pub fn to_node_claim(node_pool: &NodePool, planned: &PlannedNodeClaim) -> NodeClaim {
     let pool_name = node_pool.metadata.name.clone().unwrap_or_default();
@@ -36,7 +31,7 @@ pub fn to_node_claim(node_pool: &NodePool, planned: &PlannedNodeClaim) -> NodeCl
     spec.resources = Some(ResourceRequirements { requests: Some(planned.requests.to_resource_list()) });
     let class = node_pool.node_class_ref();
     let mut claim_labels = node_pool.node_claim_labels();
-    claim_labels.insert(node_class_label_key(&class.group, &class.kind), class.name.clone());
+    claim_labels.insert(labels::node_class_label_key(&class.group, &class.kind), class.name.clone());
     let mut claim = NodeClaim::new("", spec);
     claim.metadata = ObjectMeta {
         generate_name: Some(format!("{pool_name}-")),
@@ -72,8 +67,11 @@ spec:
 
     #[test]
     fn node_class_label_key_is_group_and_lowercased_kind() {
-        assert_eq!(node_class_label_key("karpenter.k8s.aws", "EC2NodeClass"), labels::EC2_NODE_CLASS_LABEL);
-        assert_eq!(node_class_label_key("karpenter.kwok.sh", "KWOKNodeClass"), "karpenter.kwok.sh/kwoknodeclass");
+        assert_eq!(labels::node_class_label_key("karpenter.k8s.aws", "EC2NodeClass"), labels::EC2_NODE_CLASS_LABEL);
+        assert_eq!(
+            labels::node_class_label_key("karpenter.kwok.sh", "KWOKNodeClass"),
+            "karpenter.kwok.sh/kwoknodeclass"
+        );
     }
 
     #[test]

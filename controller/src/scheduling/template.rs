@@ -26,7 +26,8 @@ pub struct NodeClaimTemplate {
     pub node_pool: String,
     /// `spec.weight` (absent = 0).
     pub weight: i32,
-    /// Pool requirements ∩ template labels ∩ `karpenter.sh/nodepool In [name]`.
+    /// Pool requirements ∩ template labels ∩ `karpenter.sh/nodepool In [name]` ∩ the node
+    /// class label `In [class name]`.
     pub requirements: Requirements,
     /// Taints pods must tolerate (startup taints are not: something else removes them).
     pub taints: Vec<Taint>,
@@ -52,6 +53,14 @@ impl NodeClaimTemplate {
         let mut requirements = Requirements::from_node_selector(&spec.requirements);
         requirements.add_all(&Requirements::from_labels(&pool.spec.template_labels()));
         requirements.add(labels::NODE_POOL_LABEL, Requirement::in_values([name.clone()]));
+        // The node class label is one of the template's labels too, so a pod selecting it
+        // (`karpenter.k8s.aws/ec2nodeclass: default`) is compatible (core
+        // `nodeclaimtemplate.go` l. 79-84: labels, nodepool and node class, become requirements).
+        let class = pool.node_class_ref();
+        requirements.add(
+            &labels::node_class_label_key(&class.group, &class.kind),
+            Requirement::in_values([class.name.clone()]),
+        );
         let taints: Vec<Taint> = spec.taints().iter().map(Taint::from_k8s).collect();
         // DaemonSet overhead per group of instance types that run the same DaemonSets (core
         // `scheduler.go` `buildDaemonOverheadGroups` l. 969-1003): a type whose own overhead

@@ -125,6 +125,27 @@ fn custom_labels_must_come_from_the_node_pool() {
     assert_eq!(results.new_node_claims[0].requirements.get("team").unwrap().single_value(), Some("a"));
 }
 
+/// A pod may select the node class label, which every claim of the pool carries (core
+/// `nodeclaimtemplate.go` l. 79-84 makes the nodepool and node class labels requirements);
+/// a pod selecting another class finds no pool.
+#[test]
+fn pods_may_select_the_node_class_label() {
+    let selecting = |class: &str| {
+        let mut p = pod("p", 100, 64);
+        p.shape.node_selector =
+            Requirements::from_labels(&BTreeMap::from([(labels::EC2_NODE_CLASS_LABEL.to_owned(), class.to_owned())]));
+        p
+    };
+    let results = schedule(&input(types(4), vec![selecting("default")]));
+    assert!(results.pod_errors.is_empty(), "{:?}", results.pod_errors);
+    let class = results.new_node_claims[0].requirements.get(labels::EC2_NODE_CLASS_LABEL).unwrap();
+    assert_eq!(class.single_value(), Some("default"));
+
+    let results = schedule(&input(types(4), vec![selecting("gpu-class")]));
+    assert!(results.new_node_claims.is_empty());
+    assert!(results.pod_errors.contains_key("default/p"), "{:?}", results.pod_errors);
+}
+
 #[test]
 fn pods_must_tolerate_node_pool_taints() {
     let tainted = node_pool(
