@@ -41,6 +41,9 @@ pub struct PodDisruption {
     pub pod: String,
     /// The pod's node.
     pub node: Option<String>,
+    /// That node's `spec.providerID` when the request came, to look its instance up in the
+    /// cloud ([`crate::oracle::protection::failed_check_forces`]).
+    pub provider_id: Option<String>,
     /// Budgets the request took below their minimum (empty when none).
     pub pdb_breaches: Vec<PdbBreach>,
     /// The pod had an active `karpenter.sh/do-not-disrupt` and its node's
@@ -119,6 +122,14 @@ impl AuditObserver for Recorder {
         // A NodeClaim's terminationGracePeriod overrides PDBs and do-not-disrupt alike: at its
         // deadline minus the pod's grace, Karpenter deletes it.
         let forced = forced(store, &pod, node.as_deref(), r.at);
+        let provider_id = node.as_ref().and_then(|n| {
+            let node = store.get_ref(&crate::apiserver::store::ObjRef {
+                key: key("", "nodes"),
+                namespace: String::new(),
+                name: n.clone(),
+            })?;
+            node["spec"]["providerID"].as_str().map(String::from)
+        });
         let pdb_breaches = if ready(&pod) && !forced { breaches(store, &pod, &r.namespace) } else { Vec::new() };
         let do_not_disrupt = do_not_disrupt_active(&pod, r.at) && !forced;
         let d = PodDisruption {
@@ -127,6 +138,7 @@ impl AuditObserver for Recorder {
             verb: r.verb,
             pod: format!("{}/{}", r.namespace, r.name),
             node,
+            provider_id,
             pdb_breaches,
             do_not_disrupt,
             trace_position: 0,

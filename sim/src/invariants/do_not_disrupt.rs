@@ -1,5 +1,6 @@
 //! `doNotDisrupt`: the controller never voluntarily disrupts what `karpenter.sh/do-not-disrupt`
-//! protects, before a node's terminationGracePeriod forces it:
+//! protects, before a node's terminationGracePeriod forces it (or the cloud's status checks
+//! make its termination forceful, [`crate::oracle::protection::failed_check_forces`]):
 //! - a pod with the annotation active is not evicted or deleted by the controller (judged on
 //!   the cluster just before the request, [`super::disruptions`]) nor taken down with its Node
 //!   or instance ([`super::pod_losses`]);
@@ -17,6 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::disruption_budgets::{ExternalDeletes, disrupting, expire_after};
 use super::pod_losses::PodLosses;
 use super::{Ctx, Invariant, Violation};
+use crate::oracle::protection::failed_check_forces;
 use crate::oracle::view::{ClaimView, View};
 
 /// The invariant.
@@ -44,7 +46,8 @@ impl Invariant for DoNotDisruptRespected {
     }
 
     fn tick(&mut self, ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
-        for d in ctx.recorded.pods.iter().filter(|d| d.do_not_disrupt) {
+        let forced = |p: &Option<String>, at| p.as_deref().is_some_and(|p| failed_check_forces(ctx.cloud, p, at));
+        for d in ctx.recorded.pods.iter().filter(|d| d.do_not_disrupt && !forced(&d.provider_id, d.at)) {
             let mut objects = vec![format!("Pod {}", d.pod)];
             objects.extend(d.node.as_ref().map(|n| format!("Node {n}")));
             out.push(Violation {

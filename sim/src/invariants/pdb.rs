@@ -3,10 +3,13 @@
 //! [`super::disruptions`]), and not by removing the pod's Node or terminating its instance
 //! while the pod still runs there (see [`super::pod_losses`]) — unless the node's
 //! terminationGracePeriod has come, which overrides PDBs by design (computed from the
-//! NodeClaim's deletionTimestamp and the pool's `terminationGracePeriod`).
+//! NodeClaim's deletionTimestamp and the pool's `terminationGracePeriod`) — or the cloud's
+//! status checks have made the termination forceful (a system or instance check failed for
+//! 2 minutes, [`crate::oracle::protection::failed_check_forces`]).
 
 use super::pod_losses::PodLosses;
 use super::{Ctx, Invariant, Violation};
+use crate::oracle::protection::failed_check_forces;
 
 /// The invariant.
 #[derive(Default)]
@@ -21,6 +24,9 @@ impl Invariant for PdbRespected {
 
     fn tick(&mut self, ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
         for d in &ctx.recorded.pods {
+            if d.provider_id.as_deref().is_some_and(|p| failed_check_forces(ctx.cloud, p, d.at)) {
+                continue;
+            }
             for b in &d.pdb_breaches {
                 let mut objects = vec![format!("Pod {}", d.pod), format!("PodDisruptionBudget {}", b.pdb)];
                 objects.extend(d.node.as_ref().map(|n| format!("Node {n}")));

@@ -15,7 +15,8 @@
 //! zone (required, or preferred: Karpenter holds preferences as required until they fail,
 //! [`groups`]) sends each pod of the group to a zone with none while one is left, and a
 //! spread over `kubernetes.io/hostname` or a pod anti-affinity on it keeps two pods of the
-//! same group off one node. A pool's `spec.limits` on CPU and memory are modelled the way
+//! same group off one node, as do host ports that collide (kube-scheduler's NodePorts
+//! filter, [`super::host_ports`]). A pool's `spec.limits` on CPU and memory are modelled the way
 //! Karpenter's scheduler counts them within a pass, since that can *raise* the count: a
 //! new NodeClaim may only use types that fit in what remains, and opening it takes the
 //! largest of them off the remainder (core `scheduling/scheduler.go` l. 709 filters the
@@ -28,6 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+use super::host_ports::{HostPort, any_collision, host_ports};
 use super::resources::{Offering, Resources, pod_allows, pool_node_labels, tolerates_pool};
 
 /// Zone label.
@@ -84,6 +86,8 @@ struct Bin {
     labels: BTreeMap<String, String>,
     free: Resources,
     exclusive: BTreeSet<String>,
+    /// The host ports its pods bind ([`host_ports`]).
+    ports: Vec<HostPort>,
     /// What its pods take (without the DaemonSet overhead).
     used: Resources,
     /// Indexes into the packer's pods placed here, to re-check a smaller offering.
@@ -357,6 +361,7 @@ impl<'p, 'a> Packer<'p, 'a> {
         labels.extend(pool_node_labels(self.pools[pool].pool));
         let mut used = Resources::default();
         let mut exclusive = BTreeSet::new();
+        let mut ports = Vec::new();
         for d in &placed.pods {
             let groups = groups(d.pod);
             for group in groups.per_zone() {
@@ -366,6 +371,7 @@ impl<'p, 'a> Packer<'p, 'a> {
             need.pods = need.pods.max(1.0);
             used.add(&need);
             exclusive.extend(groups.host);
+            ports.extend(host_ports(d.pod));
         }
         let mut taken = used;
         taken.add(&self.overhead);
@@ -374,6 +380,7 @@ impl<'p, 'a> Packer<'p, 'a> {
             labels,
             free: placed.offering.allocatable.minus(&taken),
             exclusive,
+            ports,
             used,
             pods: Vec::new(),
             capacity: limit_capacity(&placed.offering),
@@ -420,18 +427,21 @@ impl<'p, 'a> Packer<'p, 'a> {
         };
         let mut need = demand.requests;
         need.pods = need.pods.max(1.0);
+        let ports = host_ports(demand.pod);
         let fits = |bin: &Bin| {
             tolerated.contains(&bin.pool)
                 && in_zone(&bin.labels)
                 && pod_allows(demand.pod, &bin.labels)
                 && need.fits_in(&bin.free)
                 && groups.host.iter().all(|g| !bin.exclusive.contains(g))
+                && !any_collision(&ports, &bin.ports)
         };
         let index = self.pods.len();
         let zone = if let Some(bin) = self.bins.iter_mut().find(|b| fits(b)) {
             bin.free = bin.free.minus(&need);
             bin.used.add(&need);
             bin.exclusive.extend(groups.host.iter().cloned());
+            bin.ports.extend(ports.iter().cloned());
             bin.pods.push(index);
             self.pods.push(demand.pod.clone());
             bin.labels.get(ZONE_KEY).cloned()
@@ -457,6 +467,7 @@ impl<'p, 'a> Packer<'p, 'a> {
                         labels,
                         free: o.allocatable.minus(&with_overhead),
                         exclusive: groups.host.iter().cloned().collect(),
+                        ports: ports.clone(),
                         used: need,
                         pods: vec![index],
                         capacity: limit_capacity(o),

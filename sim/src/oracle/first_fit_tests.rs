@@ -76,6 +76,26 @@ fn zone_spread_and_hostname_anti_affinity_raise_the_count() {
     assert_eq!(first_fit_decreasing(&demands(&keys, &anti, 200.0), &supply(&pool), &Resources::default()).total(), 6);
 }
 
+/// Six pods binding host port 8080 need six nodes though one holds them all; on distinct
+/// host IPs, or with no port, they share one (core `pkg/scheduling/hostportusage.go`).
+#[test]
+fn colliding_host_ports_keep_pods_off_one_node() {
+    let pool = json!({"metadata": {"name": "default"}, "spec": {}});
+    let keys: Vec<String> = (0..6).map(|i| format!("default/p{i}")).collect();
+    let ported = pod(json!({"containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 8080}]}]}));
+    let packing = first_fit_decreasing(&demands(&keys, &ported, 500.0), &supply(&pool), &Resources::default());
+    assert_eq!(packing.total(), 6);
+    let plain = pod(json!({"containers": [{"name": "c", "ports": [{"containerPort": 80}]}]}));
+    let packing = first_fit_decreasing(&demands(&keys, &plain, 500.0), &supply(&pool), &Resources::default());
+    assert_eq!(packing.total(), 1);
+    let a = pod(json!({"containers": [{"name": "c", "ports": [{"hostPort": 8080, "hostIP": "10.0.0.1"}]}]}));
+    let b = pod(json!({"containers": [{"name": "c", "ports": [{"hostPort": 8080, "hostIP": "10.0.0.2"}]}]}));
+    let (ka, kb) = ("default/a".to_string(), "default/b".to_string());
+    let mut both = demands(std::slice::from_ref(&ka), &a, 500.0);
+    both.extend(demands(std::slice::from_ref(&kb), &b, 500.0));
+    assert_eq!(first_fit_decreasing(&both, &supply(&pool), &Resources::default()).total(), 1);
+}
+
 #[test]
 fn a_pod_no_offering_allows_is_unplaceable() {
     let pool = json!({"metadata": {"name": "default"}, "spec": {}});

@@ -11,6 +11,7 @@
 //! | the consolidation moves Karpenter's rules allow, and what keeps every other node | [`moves`] |
 //! | PodDisruptionBudget and do-not-disrupt protection of a pod | [`protection`] |
 //! | first-fit-decreasing packing of pending pods onto new nodes | [`first_fit`] |
+//! | the host ports a pod binds, and which collide on one node | [`host_ports`] |
 //! | which pending pods one provisioning pass can have seen under watch lag | [`batches`] |
 //! | the pods Karpenter nominated to NodeClaims, from its Events | [`nomination`] |
 //! | the NodeClaims Karpenter launched as replacements or disrupted, from its Events | [`disruption_events`] |
@@ -21,6 +22,7 @@ pub mod budget;
 pub mod cost_bound;
 pub mod disruption_events;
 pub mod first_fit;
+pub mod host_ports;
 pub mod moves;
 pub mod node_preference;
 pub mod nomination;

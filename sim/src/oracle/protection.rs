@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use dovetail_fakecloud::FakeCloud;
 use dovetail_world::SimDuration;
 use serde_json::Value;
 
@@ -41,6 +42,27 @@ pub fn do_not_disrupt_active(pod: &Value, now: Duration) -> bool {
         },
         None => false,
     }
+}
+
+/// How long a system or instance status check must have failed before Karpenter acts on it
+/// (aws/karpenter-provider-aws v1.14.1 `pkg/providers/instancestatus/instancestatus.go`
+/// l. 45, `UnhealthyThreshold`).
+pub const FAILED_CHECK_FORCES_AFTER: Duration = Duration::from_secs(120);
+
+/// Whether the cloud's own status checks make Karpenter's termination of the instance behind
+/// `provider_id` forceful at `at`: its system or instance check (not the attached-EBS one) has
+/// failed for [`FAILED_CHECK_FORCES_AFTER`]. Karpenter then sets the NodeClaim's termination
+/// timestamp to now before deleting it (aws `pkg/controllers/interruption/utils.go`
+/// l. 117–124 and 174–186, `ForcefulTermination`), so the drain deletes every pod at once
+/// whatever its PodDisruptionBudgets and do-not-disrupt say (core
+/// `pkg/controllers/node/termination/terminator/terminator.go`, `DeleteExpiringPods`). Read
+/// from the cloud's record of the instance, never from the annotation the controller writes.
+pub fn failed_check_forces(cloud: &FakeCloud, provider_id: &str, at: Duration) -> bool {
+    let Some(id) = provider_id.rsplit('/').next().filter(|id| !id.is_empty()) else { return false };
+    cloud.instances().filter(|i| i.id == id).any(|i| {
+        let checks = &i.status_checks;
+        [checks.instance, checks.system].into_iter().flatten().any(|since| since + FAILED_CHECK_FORCES_AFTER <= at)
+    })
 }
 
 /// A NodePool's `spec.template.spec.terminationGracePeriod`, if set and valid.
@@ -139,5 +161,46 @@ mod tests {
         assert!(!tolerates_disrupted_taint(&pod(json!({"key": "karpenter.sh/disrupted", "effect": "NoExecute"}))));
         assert!(!tolerates_disrupted_taint(&pod(json!({"key": "other", "operator": "Exists"}))));
         assert!(!tolerates_disrupted_taint(&json!({"spec": {}})));
+    }
+
+    /// The cloud's failed system or instance check makes the termination forceful after
+    /// 2 minutes, on that instance only; a failed attached-EBS check never does (Karpenter
+    /// ignores it), nor an instance that is not the node's.
+    #[test]
+    fn only_a_system_or_instance_check_failed_two_minutes_forces_the_termination() {
+        use dovetail_fakecloud::{
+            Catalog, CloudConfig, LaunchTemplateRef, LaunchTemplateSpec, RunInstancesRequest, StatusCheck,
+        };
+        let mut cloud = FakeCloud::new(
+            CloudConfig::new(1, dovetail_world::clock::sim_epoch()),
+            Catalog::load("us-east-1").expect("the shipped catalog"),
+        );
+        let ami = cloud
+            .images()
+            .parameter("/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/x86_64/standard/recommended/image_id")
+            .expect("ami")
+            .to_string();
+        cloud
+            .create_launch_template(LaunchTemplateSpec { name: "lt".into(), image_id: Some(ami), ..Default::default() })
+            .expect("lt");
+        let ids = cloud
+            .run_instances(&RunInstancesRequest {
+                instance_type: Some("m5.large".into()),
+                min_count: 2,
+                max_count: 2,
+                availability_zone: Some("us-east-1a".into()),
+                launch_template: Some(LaunchTemplateRef::Name("lt".into())),
+                ..Default::default()
+            })
+            .expect("launched")
+            .instance_ids;
+        let (system, ebs) = (format!("aws:///us-east-1a/{}", ids[0]), format!("aws:///us-east-1a/{}", ids[1]));
+        cloud.advance_to(Duration::from_secs(100));
+        cloud.set_status_check(&ids[0], StatusCheck::System, true).expect("known");
+        cloud.set_status_check(&ids[1], StatusCheck::AttachedEbs, true).expect("known");
+        assert!(!failed_check_forces(&cloud, &system, Duration::from_secs(219)), "failing for 119 s");
+        assert!(failed_check_forces(&cloud, &system, Duration::from_secs(220)));
+        assert!(!failed_check_forces(&cloud, &ebs, Duration::from_secs(3600)), "the EBS check");
+        assert!(!failed_check_forces(&cloud, "aws:///us-east-1a/i-unknown", Duration::from_secs(3600)));
     }
 }

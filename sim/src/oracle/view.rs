@@ -54,7 +54,7 @@ pub fn expire_after(claim: &Value) -> Option<Duration> {
 
 /// How long a status check must have failed before Karpenter acts on it (aws
 /// `instancestatus.go` `UnhealthyThreshold`).
-const IMPAIRED_FOR: Duration = Duration::from_secs(120);
+const IMPAIRED_FOR: Duration = super::protection::FAILED_CHECK_FORCES_AFTER;
 
 /// Whether a system or instance check has failed for [`IMPAIRED_FOR`] at `now` (an attached
 /// EBS check does not count: Karpenter ignores it).

@@ -41,7 +41,7 @@ pub struct Report {
     pub launches: u64,
     /// Instances interrupted (spot warnings, zone outages).
     pub interruptions: u64,
-    /// NodeClaims deleted, by reason (Underutilized, Empty, Drifted, Expired, Interrupted, Other).
+    /// NodeClaims deleted, by reason (Underutilized, Empty, Drifted, Expired, Interrupted, Unhealthy, Other).
     pub disruptions: BTreeMap<String, u64>,
     /// API calls: `ec2 <Action>`, `sqs <Action>` (fake cloud) and `kube <verb> <resource>`
     /// (API server mutations).

@@ -7,7 +7,8 @@ use serde_json::Value;
 use crate::apiserver::store::Store;
 
 /// Why a NodeClaim is being deleted: its `DisruptionReason` condition (Underutilized,
-/// Empty, Drifted), a disruption or interruption Event about it or its node, expiry, or
+/// Empty, Drifted), a disruption, interruption or instance-status Event about it or its node
+/// (`Unhealthy`), expiry, or
 /// `Other` (garbage collection, launch failure, a deleted NodePool, a user).
 pub fn disruption_reason(store: &Store, claim: &Value, now: Duration) -> String {
     let conditions = claim.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
@@ -41,6 +42,11 @@ pub fn disruption_reason(store: &Store, claim: &Value, now: Duration) -> String 
                     | "CapacityReservationInterrupted"
             ) {
                 return "Interrupted".into();
+            }
+            if reason == "InstanceUnhealthy" {
+                // aws `pkg/controllers/interruption/utils.go` l. 193–194: a failed status check
+                // or a scheduled event EC2 reported through DescribeInstanceStatus.
+                return "Unhealthy".into();
             }
         }
     }
