@@ -107,7 +107,9 @@ impl ApiServer {
         I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
     {
         let server = self.clone();
-        tokio::spawn(async move {
+        // Its CPU is the API server's in `dovetail bench split` (the watch events a write
+        // fans out included).
+        tokio::spawn(dovetail_world::cpu_meter::metered(("apiserver", "apiserver"), async move {
             let svc = service_fn(move |req| {
                 let server = server.clone();
                 let peer = peer.clone();
@@ -116,7 +118,7 @@ impl ApiServer {
             // Connection errors (a client going away, a partition) end only this
             // connection, as on a real server.
             let _ = http1::Builder::new().timer(TokioTimer::new()).serve_connection(io, svc).await;
-        });
+        }));
     }
 }
 

@@ -167,6 +167,12 @@ enum Command {
         /// Repetitions (the median is reported).
         #[arg(long, default_value_t = 5)]
         samples: usize,
+        /// The scenario `split` runs.
+        #[arg(long, default_value = "scenarios/batch-burst.yaml")]
+        scenario: std::path::PathBuf,
+        /// The seed `split` runs.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
     },
 }
 
@@ -216,10 +222,7 @@ fn main() -> ExitCode {
             );
             Ok(())
         }
-        Command::Bench { what, samples } => {
-            cli::bench::bench(what, samples);
-            Ok(())
-        }
+        Command::Bench { what, samples, scenario, seed } => cli::bench::bench(what, samples, &scenario, seed),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,6 +4,7 @@
 //! simulated time.
 
 pub mod clock;
+pub mod cpu_meter;
 pub mod duration;
 pub mod rng;
 pub mod trace;

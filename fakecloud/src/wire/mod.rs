@@ -212,12 +212,15 @@ fn json_error(e: &ApiError) -> Response<Full<Bytes>> {
     respond(status(e), "application/x-amz-json-1.0", body, Some(format!("{};{fault}", e.code)))
 }
 
-/// Accepts connections on a turmoil listener forever (run it as a turmoil host).
+/// Accepts connections on a turmoil listener forever (run it as a turmoil host). Each
+/// connection's CPU is the fake cloud's in `dovetail bench split`.
 pub async fn serve_turmoil(listener: turmoil::net::TcpListener, server: Server) -> std::io::Result<()> {
     loop {
         let (stream, _) = listener.accept().await?;
         let server = server.clone();
-        tokio::spawn(async move { server.serve_io(stream).await });
+        tokio::spawn(dovetail_world::cpu_meter::metered(("fakecloud", "fakecloud"), async move {
+            server.serve_io(stream).await
+        }));
     }
 }
 

@@ -73,7 +73,8 @@ pub async fn run(server: ApiServer, mut actors: Vec<Box<dyn Reconciler>>) {
             if dirty[i] || due {
                 dirty[i] = false;
                 let mut store = server.store.lock().unwrap_or_else(|e| e.into_inner());
-                deadlines[i] = actor.reconcile(&mut store, now);
+                deadlines[i] =
+                    dovetail_world::cpu_meter::measure(("actors", actor.name()), || actor.reconcile(&mut store, now));
             }
         }
         // Writes made above come back as events and wake whoever watches them in the same

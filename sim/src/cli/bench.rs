@@ -23,10 +23,18 @@ pub enum Target {
     Apiserver,
     /// The cluster's actors: an idle simulated hour of a 1,000-node world.
     Cluster,
+    /// Where one scenario run's CPU goes (`--scenario`, `--seed`): API server, actors,
+    /// fake cloud, invariant checker, and the controller with the runtime (issue 21's P7).
+    Split,
 }
 
-/// Runs the benchmark and prints medians.
-pub fn bench(what: Target, samples: usize) {
+/// Runs the benchmark and prints medians (`split`: runs `scenario` at `seed`).
+pub fn bench(
+    what: Target,
+    samples: usize,
+    scenario: &std::path::Path,
+    seed: u64,
+) -> Result<(), super::failure::Failure> {
     match what {
         Target::Apiserver => {
             let samples = samples.max(1);
@@ -41,7 +49,9 @@ pub fn bench(what: Target, samples: usize) {
             report("idle simulated hour, 1000 nodes + actors (wall ms)", samples, || idle_cluster_hour_ms(1000, 0));
             report("idle simulated hour, 1000 nodes, 10000 pods (wall ms)", samples, || idle_cluster_hour_ms(1000, 10));
         }
+        Target::Split => return super::bench_split::split(scenario, seed, samples),
     }
+    Ok(())
 }
 
 fn report(name: &str, samples: usize, f: impl Fn() -> f64) {

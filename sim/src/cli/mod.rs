@@ -1,6 +1,7 @@
 //! The `dovetail` subcommands.
 
 pub mod bench;
+pub mod bench_split;
 pub mod compare;
 pub mod explain;
 pub mod failure;

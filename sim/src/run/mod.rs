@@ -154,7 +154,9 @@ pub fn run_world(built: ScenarioWorld<'_>, options: &mut RunOptions) -> anyhow::
             }
         }
         if now >= next_sample {
-            observer.sample(&server, cloud.as_ref(), checker.as_mut(), now);
+            dovetail_world::cpu_meter::measure(("observer", "observer"), || {
+                observer.sample(&server, cloud.as_ref(), checker.as_mut(), now)
+            });
             if let Some(p) = options.progress.as_mut() {
                 p(now.min(total), total);
             }
@@ -169,7 +171,7 @@ pub fn run_world(built: ScenarioWorld<'_>, options: &mut RunOptions) -> anyhow::
         sim.step().map_err(|e| anyhow::anyhow!("simulation failed at {}: {e}", SimDuration(now)))?;
         // Between steps the runner is in no host: the cloud's faults act at the world's time.
         if let Some(cloud) = &cloud {
-            cloud.stepped_to(sim.elapsed());
+            dovetail_world::cpu_meter::measure(("fakecloud", "clock"), || cloud.stepped_to(sim.elapsed()));
         }
     }
     let end = sim.elapsed();
