@@ -48,7 +48,7 @@ pub fn cluster_actors(seed: u64, cloud: Option<SharedCloud>) -> Vec<Box<dyn runt
         )));
     }
     actors.push(Box::new(disruption_controller::DisruptionController::default()));
-    actors.push(Box::new(pod_gc::PodGc));
+    actors.push(Box::new(pod_gc::PodGc::default()));
     actors.push(Box::new(kube_scheduler::KubeScheduler::new(
         scheduler::SchedulerConfig::default(),
         Stream::KubeScheduler.rng(seed),

@@ -253,7 +253,7 @@ pub struct View {
 impl View {
     /// Reads the store's NodePools, NodeClaims and Nodes and the cloud's instances.
     pub fn read(store: &Store, cloud: &FakeCloud, now: Duration) -> Self {
-        let mut view = Self::read_store(store);
+        let mut view = Self::read_store(store, &mut EventReadings::default());
         view.now = now;
         view.read_cloud(cloud);
         view
@@ -265,9 +265,12 @@ impl View {
     /// unchanged one means unchanged objects. The observation pass reads the world every
     /// simulated second and most seconds write nothing, so this saves most re-reads
     /// (issue 21: `View::read` was ~8% of a run's CPU).
-    pub fn refresh(&mut self, store: &Store, cloud: &FakeCloud, now: Duration) {
+    ///
+    /// `events` keeps what each Event said between readings, so only Events written since
+    /// are decoded again (issue 21: every store write re-decoded every Event).
+    pub fn refresh(&mut self, store: &Store, cloud: &FakeCloud, now: Duration, events: &mut EventReadings) {
         if store.resource_version() != self.resource_version {
-            *self = Self::read_store(store);
+            *self = Self::read_store(store, events);
         }
         self.now = now;
         self.trace_position = store.trace().len();
@@ -275,14 +278,19 @@ impl View {
     }
 
     /// The store's part of a view (`now` and `instances` left empty).
-    fn read_store(store: &Store) -> Self {
+    fn read_store(store: &Store, events: &mut EventReadings) -> Self {
         let mut view =
             View { trace_position: store.trace().len(), resource_version: store.resource_version(), ..View::default() };
         // One pass over the Events for both readings: every store write re-reads the view.
+        let mut previous = std::mem::take(&mut events.0);
         for event in store.iter(&key("", "events"), None) {
-            view.nominations.extend(super::nomination::of_event_all(event));
-            view.disruption_events.extend(super::disruption_events::of_event(event));
+            let at = Arc::as_ptr(event) as usize;
+            let reading = previous.remove(&at).unwrap_or_else(|| EventReading::of(event));
+            view.nominations.extend(reading.nominations.iter().cloned());
+            view.disruption_events.extend(reading.disruption.iter().cloned());
+            events.0.insert(at, reading);
         }
+        drop(previous);
         view.nominations.sort();
         view.disruption_events.sort();
         for pool in store.iter(&key("karpenter.sh", "nodepools"), None) {
@@ -392,6 +400,32 @@ impl View {
         self.instances.iter().find(|i| i.provider_id == pid)
     }
 }
+
+/// What one Event says to the view, with the Event it was read from.
+#[derive(Debug)]
+struct EventReading {
+    /// Held so that its address, the key, is not reused while the reading is kept.
+    _event: Arc<Value>,
+    nominations: Vec<super::nomination::Nomination>,
+    disruption: Option<super::disruption_events::DisruptionEvent>,
+}
+
+impl EventReading {
+    fn of(event: &Arc<Value>) -> Self {
+        Self {
+            _event: event.clone(),
+            nominations: super::nomination::of_event_all(event),
+            disruption: super::disruption_events::of_event(event),
+        }
+    }
+}
+
+/// The Events a view was last read from, by the address of the store's object: every
+/// store write replaces the object's `Arc`, and a reading is a pure function of the
+/// object, so an Event whose `Arc` is unchanged reads the same. Each reading holds its
+/// `Arc` until the next reading has been built, so an address cannot name another Event.
+#[derive(Debug, Default)]
+pub struct EventReadings(BTreeMap<usize, EventReading>);
 
 /// A pod as invariants see it.
 #[derive(Clone, Debug)]

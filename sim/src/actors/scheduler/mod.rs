@@ -190,7 +190,12 @@ impl Scheduler {
     /// Accounts `pod` as bound to `node` right away (kube-scheduler's assume), so the next
     /// cycle sees it before the store echoes the binding back.
     pub fn assume(&mut self, pod: &Pod, node: &str) {
-        let mut facts = PodFacts::new(pod);
+        self.assume_facts(PodFacts::new(pod), node);
+    }
+
+    /// [`Scheduler::assume`] for a pod already compiled (the actor keeps each queued pod's
+    /// facts between attempts).
+    pub fn assume_facts(&mut self, mut facts: PodFacts, node: &str) {
         facts.node_name = Some(node.to_string());
         self.cache.add_bound(facts, node.to_string(), true);
     }
@@ -202,14 +207,26 @@ impl Scheduler {
     /// [`SchedulingFailure`] when the cluster has no nodes or no node fits; its
     /// [`SchedulingFailure::condition`] is what the actor writes on the pod.
     pub fn schedule(&mut self, pod: &Pod, rng: &mut ChaCha8Rng) -> Result<ScheduleResult, SchedulingFailure> {
-        let facts = PodFacts::new(pod);
+        self.schedule_facts(&PodFacts::new(pod), rng)
+    }
+
+    /// [`Scheduler::schedule`] for a pod already compiled ([`PodFacts::new`] is a pure
+    /// function of the pod, so the result is the same).
+    ///
+    /// # Errors
+    /// As [`Scheduler::schedule`].
+    pub fn schedule_facts(
+        &mut self,
+        facts: &PodFacts,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<ScheduleResult, SchedulingFailure> {
         let num_all_nodes = self.cache.node_count();
         if num_all_nodes == 0 {
             return Err(SchedulingFailure::NoNodes);
         }
         let mut candidates: Vec<usize> = self.cache.node_order().to_vec();
         let mut absent_status = None;
-        match node_affinity::pre_filter(&facts) {
+        match node_affinity::pre_filter(facts) {
             node_affinity::PreFilter::AllNodes => {}
             node_affinity::PreFilter::Conflict => {
                 let status = Status::new(
@@ -217,7 +234,7 @@ impl Scheduler {
                     Code::UnschedulableAndUnresolvable,
                     node_affinity::REASON_CONFLICT,
                 );
-                return Err(self.unfit(&facts, BTreeMap::new(), Some(status), true));
+                return Err(self.unfit(facts, BTreeMap::new(), Some(status), true));
             }
             node_affinity::PreFilter::Only(names) => {
                 candidates = names.iter().filter_map(|n| self.cache.slot_of(n)).collect();
@@ -228,17 +245,17 @@ impl Scheduler {
                 ));
             }
         }
-        let spread = pod_topology_spread::pre_filter(&mut self.cache, &facts);
-        let affinity = inter_pod_affinity::pre_filter(&mut self.cache, &facts);
-        let (feasible, statuses) = self.find_feasible(&facts, &candidates, spread.as_ref(), affinity.as_ref());
+        let spread = pod_topology_spread::pre_filter(&mut self.cache, facts);
+        let affinity = inter_pod_affinity::pre_filter(&mut self.cache, facts);
+        let (feasible, statuses) = self.find_feasible(facts, &candidates, spread.as_ref(), affinity.as_ref());
         if feasible.is_empty() {
-            return Err(self.unfit(&facts, statuses, absent_status, false));
+            return Err(self.unfit(facts, statuses, absent_status, false));
         }
         let evaluated_nodes = feasible.len() + statuses.len();
         let chosen = if feasible.len() == 1 {
             feasible[0]
         } else {
-            let scores = self.score(&facts, &feasible);
+            let scores = self.score(facts, &feasible);
             select_host(&feasible, &scores, rng)
         };
         Ok(ScheduleResult {
