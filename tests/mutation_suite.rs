@@ -37,12 +37,15 @@ use dovetail_sim::scenario::Loaded;
 ///   replace), budgets, PDB-aware drain and NodeClaim termination;
 /// - `spot-storm`: the interruption queue (spot interruption warnings) and relaunch;
 /// - `pdb-blocked-expiration`: expiration, eviction blocked by a PDB, the drain's
-///   termination grace;
+///   termination grace; a value-less NoSchedule pool taint (session 12: kills
+///   `termination/node.rs`'s disrupted-taint test widened, through `drainConformance`);
 /// - `nodes-never-join`: launch, the registration timeout and liveness of NodeClaims;
 /// - `drift-rollout`: drift detection (AMI) and replacement, termination;
 /// - `nodepool-drift`: NodePool drift (a template label changes), with a DaemonSet, pods
 ///   that tolerate every taint and a do-not-disrupt for a duration beside the drained
-///   pods. Added for the survivors the first five let through (docs/mutation-score.md);
+///   pods. Added for the survivors the first five let through (docs/mutation-score.md;
+///   session 12: kills `drain.rs` evicting pods that tolerate the disrupted taint, through
+///   `drainConformance`);
 /// - `consolidation-on-demand`: on-demand consolidation, where `consolidationLegality`
 ///   judges each replace's price (session 6: kills `worst_launch_price` -> `Some(-1.0)`);
 /// - `pdb-two-workloads`: two PDBs in one namespace on underutilized nodes (session 6:

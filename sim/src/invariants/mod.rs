@@ -28,6 +28,7 @@
 //! | `interruptionHandled` | [`interruption_handled`] |
 //! | `consolidationLegality` | [`consolidation_legality`] |
 //! | `expiryTiming` | [`expiry_timing`] |
+//! | `drainConformance` | [`drain_conformance`] |
 //!
 //! The cost section ([`cost`]: rate, LP bound, gap) is measured at the end, not judged.
 
@@ -39,6 +40,7 @@ pub mod disruption_budgets;
 pub mod disruptions;
 pub mod do_not_disrupt;
 pub mod double_launch;
+pub mod drain_conformance;
 pub mod drift_convergence;
 pub mod expiry_timing;
 pub mod interruption_handled;
@@ -299,6 +301,9 @@ impl Checker {
         }
         if c.interruption_handled.enabled {
             invariants.push(Box::new(interruption_handled::InterruptionHandled::default()));
+        }
+        if c.drain_conformance.enabled {
+            invariants.push(Box::new(drain_conformance::DrainConformance::new(c, server)));
         }
         Self {
             config: config.clone(),

@@ -72,6 +72,10 @@ pub struct InvariantConfig {
     /// No NodeClaim is disrupted for Expired before its expireAfter, and an expired one is
     /// deleting within `deleteWithin` (after faults heal).
     pub expiry_timing: ExpiryTiming,
+    /// Every pod eviction or delete of a drain follows Karpenter's drain rules: pods that
+    /// tolerate the disrupted taint are left, the Node is tainted disrupted first, and the
+    /// four drain groups go in order.
+    pub drain_conformance: Toggle,
 }
 
 impl Default for InvariantConfig {
@@ -97,6 +101,7 @@ impl Default for InvariantConfig {
             interruption_handled: InterruptionHandled::default(),
             consolidation_legality: Toggle::default(),
             expiry_timing: ExpiryTiming::default(),
+            drain_conformance: Toggle::default(),
         }
     }
 }
