@@ -186,11 +186,21 @@ pub fn plan<'a>(
             }
             out.next_force_delete = Some(out.next_force_delete.map_or(at, |n| n.min(at)));
         }
-        if is_evictable(pod, now) {
-            tiers[Tier::of(pod) as usize].push(pod);
-        }
+        tiers[Tier::of(pod) as usize].push(pod);
     }
-    out.evict = tiers.into_iter().find(|tier| !tier.is_empty()).unwrap_or_default();
+    // The first tier with any pod still waiting gates the rest, terminating and
+    // do-not-disrupt pods included: core v1.14 `Terminator.Drain` groups every waiting pod
+    // not past its force-delete threshold (`gracefulCandidates`, terminator.go l. 99-127)
+    // and enqueues the first non-empty group whole; the queue evicts only its evictable
+    // pods and keeps the others until they go (`eviction.go` `Reconcile`, l. 206-218).
+    // (v1.0 grouped only evictable pods, so a tier still terminating let the next go.)
+    out.evict = tiers
+        .into_iter()
+        .find(|tier| !tier.is_empty())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|pod| is_evictable(pod, now))
+        .collect();
     debug_assert!(out.evict.len() + out.force_delete.len() <= out.waiting);
     out
 }
@@ -270,6 +280,29 @@ mod tests {
         let plan = plan(pods.iter(), at(0), None);
         assert_eq!(names(&plan.evict), ["a", "b"]);
         assert_eq!(plan.waiting, 3);
+    }
+
+    /// A tier whose pods still terminate, or wait under do-not-disrupt, holds the next tier
+    /// back (core v1.14 `Terminator.Drain` groups every waiting pod); v1.0 grouped only
+    /// evictable pods and let the DaemonSet pod go while the application pod terminated.
+    #[test]
+    fn a_tier_still_terminating_or_protected_holds_the_next_tier_back() {
+        let mut terminating = pod("app", json!({}));
+        terminating.metadata.deletion_timestamp = Some(Time(at(0)));
+        let pods = [terminating, pod("ds", daemon())];
+        let plan_now = plan(pods.iter(), at(10), None);
+        assert_eq!(plan_now.waiting, 2);
+        assert!(plan_now.evict.is_empty(), "the daemon waits for the terminating pod: {:?}", names(&plan_now.evict));
+        let protected = [
+            pod("keep", json!({"metadata": {"annotations": {"karpenter.sh/do-not-disrupt": "true"}}})),
+            pod("ds", daemon()),
+        ];
+        assert!(plan(protected.iter(), at(0), None).evict.is_empty());
+        let mixed = [
+            pod("keep", json!({"metadata": {"annotations": {"karpenter.sh/do-not-disrupt": "true"}}})),
+            pod("a", json!({})),
+        ];
+        assert_eq!(names(&plan(mixed.iter(), at(0), None).evict), ["a"], "the tier's evictable pods go");
     }
 
     #[test]

@@ -36,15 +36,13 @@ impl Reconciler for DaemonSetController {
         let dst = ty(store, "apps", "daemonsets");
         let nodes_t = ty(store, "", "nodes");
         // Shared handles to the pass-start objects, not deep copies.
-        let nodes: Vec<Arc<Value>> = store
-            .iter(&nodes_t.key(), None)
-            .filter(|n| at(n, &["metadata", "deletionTimestamp"]).is_none())
-            .cloned()
-            .collect();
+        let all_nodes: Vec<Arc<Value>> = store.iter(&nodes_t.key(), None).cloned().collect();
+        let nodes: Vec<Arc<Value>> =
+            all_nodes.iter().filter(|n| at(n, &["metadata", "deletionTimestamp"]).is_none()).cloned().collect();
         let all: Vec<Arc<Value>> = store.iter(&dst.key(), None).cloned().collect();
         for ds in all {
             if at(&ds, &["metadata", "deletionTimestamp"]).is_none() {
-                reconcile_one(store, &ds, &nodes);
+                reconcile_one(store, &ds, &nodes, &all_nodes);
             }
         }
         None
@@ -65,7 +63,9 @@ fn pinned_node(pod: &Value) -> Option<String> {
     })
 }
 
-fn reconcile_one(store: &mut Store, ds: &Value, nodes: &[Arc<Value>]) {
+/// `nodes` are the Nodes new daemon pods may go to (not deleting); `all_nodes` every Node,
+/// deleting ones included, on which a running daemon pod may stay.
+fn reconcile_one(store: &mut Store, ds: &Value, nodes: &[Arc<Value>], all_nodes: &[Arc<Value>]) {
     let ns = ds["metadata"]["namespace"].as_str().unwrap_or("").to_string();
     let uid = ds["metadata"]["uid"].as_str().unwrap_or("").to_string();
     let pods_t = ty(store, "", "pods");
@@ -90,8 +90,18 @@ fn reconcile_one(store: &mut Store, ds: &Value, nodes: &[Arc<Value>]) {
             create_from_template(store, ds, template, Some(spec_extra));
         }
     }
+    // A daemon pod already running keeps running on a node it may no longer be placed on, as
+    // long as it tolerates the node's NoExecute taints (Kubernetes
+    // `pkg/controller/daemon/daemon_controller.go`, `NodeShouldRunDaemonPod`: a NoSchedule
+    // taint stops new daemon pods, not running ones — e.g. `karpenter.sh/disrupted` on a
+    // node Karpenter drains, which then evicts the daemon pods itself, last; nor does a
+    // Node's deletion, which Karpenter's finalizer holds until the drain is done).
     for (node, pods) in &by_node {
-        let keep = usize::from(eligible_names.contains(node));
+        let continues = all_nodes
+            .iter()
+            .find(|n| n["metadata"]["name"].as_str() == Some(node.as_str()))
+            .is_some_and(|n| should_continue_running(template, n));
+        let keep = usize::from(eligible_names.contains(node) || continues);
         for p in pods.iter().skip(keep) {
             delete_pod(store, p);
         }
@@ -134,6 +144,18 @@ fn daemon_tolerations() -> Vec<Value> {
 /// Whether a daemon pod belongs on `node`: its nodeSelector matches and it tolerates the
 /// node's NoSchedule/NoExecute taints (with the daemon tolerations added).
 fn should_run(template: &Value, node: &Value) -> bool {
+    fits(template, node, |effect| effect != "PreferNoSchedule")
+}
+
+/// Whether a daemon pod already on `node` may stay: the node selector matches and it
+/// tolerates the node's NoExecute taints.
+fn should_continue_running(template: &Value, node: &Value) -> bool {
+    fits(template, node, |effect| effect == "NoExecute")
+}
+
+/// Whether the template's node selector matches `node` and its tolerations (with the daemon
+/// ones added) tolerate every taint of `node` whose effect `counts`.
+fn fits(template: &Value, node: &Value, counts: impl Fn(&str) -> bool) -> bool {
     let labels = labels_of(node);
     let selector_ok = template
         .pointer("/spec/nodeSelector")
@@ -146,7 +168,7 @@ fn should_run(template: &Value, node: &Value) -> bool {
     tolerations.extend(daemon_tolerations());
     at(node, &["spec", "taints"]).and_then(Value::as_array).into_iter().flatten().all(|taint| {
         let effect = taint["effect"].as_str().unwrap_or("");
-        effect == "PreferNoSchedule" || tolerations.iter().any(|t| tolerates(t, taint))
+        !counts(effect) || tolerations.iter().any(|t| tolerates(t, taint))
     })
 }
 
