@@ -28,10 +28,15 @@
 //! | `interruptionHandled` | [`interruption_handled`] |
 //! | `consolidationLegality` | [`consolidation_legality`] |
 //! | `expiryTiming` | [`expiry_timing`] |
+//! | `cloudReadRate` | [`cloud_read_rate`] |
+//! | `noOpWrites` | [`no_op_writes`] |
+//! | `consolidatableTiming` | [`consolidatable_timing`] |
 //!
 //! The cost section ([`cost`]: rate, LP bound, gap) is measured at the end, not judged.
 
 pub mod churn;
+pub mod cloud_read_rate;
+pub mod consolidatable_timing;
 pub mod consolidation_legality;
 pub mod convergence;
 pub mod cost;
@@ -44,6 +49,7 @@ pub mod expiry_timing;
 pub mod interruption_handled;
 pub mod launch_conformance;
 pub mod leaked_instance;
+pub mod no_op_writes;
 pub mod nodepool_limits;
 pub mod over_provisioning;
 pub mod pdb;
@@ -299,6 +305,15 @@ impl Checker {
         }
         if c.interruption_handled.enabled {
             invariants.push(Box::new(interruption_handled::InterruptionHandled::default()));
+        }
+        if c.cloud_read_rate.enabled {
+            invariants.push(Box::new(cloud_read_rate::CloudReadRate::default()));
+        }
+        if c.no_op_writes.enabled {
+            invariants.push(Box::new(no_op_writes::NoOpWrites::new(c, server)));
+        }
+        if c.consolidatable_timing.enabled {
+            invariants.push(Box::new(consolidatable_timing::ConsolidatableTiming::new(server)));
         }
         Self {
             config: config.clone(),

@@ -72,6 +72,15 @@ pub struct InvariantConfig {
     /// No NodeClaim is disrupted for Expired before its expireAfter, and an expired one is
     /// deleting within `deleteWithin` (after faults heal).
     pub expiry_timing: ExpiryTiming,
+    /// EC2 DescribeInstances calls per 5-minute window stay within 20 + 10 per NodeClaim
+    /// seen (upstream's drift and GC periods; see `invariants::cloud_read_rate`).
+    pub cloud_read_rate: Toggle,
+    /// No update or patch by the controller that the API server accepts changes nothing
+    /// (upstream compares before patching).
+    pub no_op_writes: Toggle,
+    /// An initialized NodeClaim is Consolidatable=True within 5 s of consolidateAfter
+    /// passing since the later of its initialization and last pod event.
+    pub consolidatable_timing: Toggle,
 }
 
 impl Default for InvariantConfig {
@@ -97,6 +106,9 @@ impl Default for InvariantConfig {
             interruption_handled: InterruptionHandled::default(),
             consolidation_legality: Toggle::default(),
             expiry_timing: ExpiryTiming::default(),
+            cloud_read_rate: Toggle::default(),
+            no_op_writes: Toggle::default(),
+            consolidatable_timing: Toggle::default(),
         }
     }
 }
