@@ -194,11 +194,11 @@ mod tests {
 
     #[test]
     fn the_due_time_counts_from_the_later_of_initialization_and_the_last_pod_event() {
-        assert_eq!(due(secs(100), None, secs(30), secs(0)), secs(150));
-        assert_eq!(due(secs(100), Some(secs(200)), secs(30), secs(0)), secs(250));
-        assert_eq!(due(secs(100), Some(secs(50)), secs(30), secs(0)), secs(150));
+        assert_eq!(due(secs(100), None, secs(30), secs(0)), secs(135));
+        assert_eq!(due(secs(100), Some(secs(200)), secs(30), secs(0)), secs(235));
+        assert_eq!(due(secs(100), Some(secs(50)), secs(30), secs(0)), secs(135));
         // A heal after the window: due at the heal plus slack.
-        assert_eq!(due(secs(100), None, secs(30), secs(400)), secs(420));
+        assert_eq!(due(secs(100), None, secs(30), secs(400)), secs(405));
     }
 
     #[test]
