@@ -52,6 +52,12 @@ pub fn not_initialized_reason(claim: &NodeClaim, node: &Node) -> Option<String> 
     None
 }
 
+/// Whether the Node already carries `karpenter.sh/initialized: "true"` (then the
+/// initialization patch would change nothing, and core sends none: `initialization.go:93-95`).
+pub fn has_initialized_label(node: &Node) -> bool {
+    node.metadata.labels.as_ref().and_then(|l| l.get(labels::NODE_INITIALIZED_LABEL)).is_some_and(|v| v == "true")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +90,13 @@ mod tests {
         let no_gpu = node(serde_json::json!([]), "0");
         assert!(not_initialized_reason(&c, &no_gpu).unwrap().contains("nvidia.com/gpu"));
         assert_eq!(not_initialized_reason(&c, &node(serde_json::json!([]), "1")), None);
+    }
+
+    #[test]
+    fn the_initialized_label_is_patched_only_when_missing() {
+        let mut n = node(serde_json::json!([]), "1");
+        assert!(!has_initialized_label(&n));
+        n.metadata.labels = Some([(labels::NODE_INITIALIZED_LABEL.to_owned(), "true".to_owned())].into());
+        assert!(has_initialized_label(&n));
     }
 }

@@ -208,7 +208,9 @@ impl Lifecycle {
         let node_name = node.metadata.name.clone().unwrap_or_default();
         let api: Api<Node> = Api::all(self.client.clone());
         let patch = registration::registration_patch(claim, node);
-        if let Err(error) = api.patch(&node_name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+        if registration::registration_changes(claim, node)
+            && let Err(error) = api.patch(&node_name, &PatchParams::default(), &Patch::Merge(&patch)).await
+        {
             tracing::debug!(node = %node_name, %error, "registering node (will retry)");
             return;
         }
@@ -255,7 +257,11 @@ impl Lifecycle {
         let node_name = node.metadata.name.clone().unwrap_or_default();
         let api: Api<Node> = Api::all(self.client.clone());
         let patch = json!({"metadata": {"labels": {labels::NODE_INITIALIZED_LABEL: "true"}}});
-        if api.patch(&node_name, &PatchParams::default(), &Patch::Merge(&patch)).await.is_err() {
+        // Core patches only on change (`initialization.go:93-95`): a retry after a lost status
+        // write finds the label already there.
+        if !initialization::has_initialized_label(node)
+            && api.patch(&node_name, &PatchParams::default(), &Patch::Merge(&patch)).await.is_err()
+        {
             return;
         }
         if set_condition(

@@ -65,6 +65,21 @@ pub fn registration_patch(claim: &NodeClaim, node: &Node) -> Value {
     })
 }
 
+/// Whether [`registration_patch`] would change the Node: core patches only on change
+/// (`pkg/controllers/nodeclaim/lifecycle/registration.go:104`, `if
+/// !equality.Semantic.DeepEqual(stored, node)`), so a registration retried after its status
+/// write lost a race sends no empty patch.
+pub fn registration_changes(claim: &NodeClaim, node: &Node) -> bool {
+    let patch = registration_patch(claim, node);
+    let m = &node.metadata;
+    let taints = node.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
+    patch["metadata"]["labels"] != json!(m.labels.clone().unwrap_or_default())
+        || patch["metadata"]["annotations"] != json!(m.annotations.clone().unwrap_or_default())
+        || patch["metadata"]["finalizers"] != json!(m.finalizers.clone().unwrap_or_default())
+        || patch["metadata"]["ownerReferences"] != json!(m.owner_references.clone().unwrap_or_default())
+        || patch["spec"]["taints"] != json!(taints)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +108,31 @@ mod tests {
         let keys: Vec<&str> =
             patch["spec"]["taints"].as_array().unwrap().iter().map(|t| t["key"].as_str().unwrap()).collect();
         assert_eq!(keys, ["dedicated", "example.com/startup"]);
+    }
+
+    #[test]
+    fn a_registered_node_needs_no_second_patch() {
+        let claim: NodeClaim = serde_json::from_value(json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": "default-abcde", "uid": "c-1", "labels": {"karpenter.sh/nodepool": "default"}},
+            "spec": {"requirements": [], "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                     "taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}
+        }))
+        .expect("claim");
+        let fresh: Node = serde_json::from_value(json!({
+            "metadata": {"name": "ip-10-0-0-1", "resourceVersion": "7"},
+            "spec": {"taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]}
+        }))
+        .expect("node");
+        assert!(registration_changes(&claim, &fresh));
+        // The node as the patch left it: registering again changes nothing.
+        let patch = registration_patch(&claim, &fresh);
+        let mut registered = serde_json::to_value(&fresh).expect("node");
+        for field in ["labels", "annotations", "finalizers", "ownerReferences"] {
+            registered["metadata"][field] = patch["metadata"][field].clone();
+        }
+        registered["spec"]["taints"] = patch["spec"]["taints"].clone();
+        let registered: Node = serde_json::from_value(registered).expect("node");
+        assert!(!registration_changes(&claim, &registered));
     }
 }

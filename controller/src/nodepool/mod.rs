@@ -82,9 +82,21 @@ pub fn desired_status(
     let nodes = usage.get("nodes");
     usage.set("nodes", 0);
     let mut status = updated.status.unwrap_or_default();
-    status.resources = Some(usage.to_resource_list());
+    status.resources = Some(with_base_resources(usage.to_resource_list()));
     status.nodes = Some(nodes);
     status
+}
+
+/// The usage with every base resource listed, zero when unused: core's counter starts from
+/// `BaseResources` (cpu, memory, pods, ephemeral-storage and nodes at 0,
+/// `pkg/controllers/nodepool/counter/controller.go:52-58`, `lo.Assign` l. 88). A key left out
+/// instead would survive in the stored status, since a merge patch removes nothing it omits,
+/// and the status would be re-sent, unchanged, on every pass.
+pub fn with_base_resources(mut list: crate::apis::ResourceList) -> crate::apis::ResourceList {
+    for key in ["cpu", "memory", "pods", "ephemeral-storage", "nodes"] {
+        list.entry(key.to_owned()).or_insert_with(|| crate::apis::IntOrQuantity::String("0".to_owned()));
+    }
+    list
 }
 
 /// Bursts of changes are acted on at most once a second.
@@ -144,5 +156,21 @@ impl Reconciler for NodePoolStatusController {
 
     fn error_policy(&mut self, error: &Self::Error) -> Action {
         match *error {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apis::IntOrQuantity;
+
+    #[test]
+    fn an_unused_pool_lists_every_base_resource_at_zero() {
+        let used: crate::apis::ResourceList = [("cpu".to_owned(), IntOrQuantity::String("4".to_owned()))].into();
+        let list = with_base_resources(used);
+        assert_eq!(list.get("cpu"), Some(&IntOrQuantity::String("4".to_owned())));
+        for key in ["memory", "pods", "ephemeral-storage", "nodes"] {
+            assert_eq!(list.get(key), Some(&IntOrQuantity::String("0".to_owned())), "{key}");
+        }
     }
 }

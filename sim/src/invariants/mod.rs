@@ -29,10 +29,15 @@
 //! | `consolidationLegality` | [`consolidation_legality`] |
 //! | `expiryTiming` | [`expiry_timing`] |
 //! | `drainConformance` | [`drain_conformance`] |
+//! | `cloudReadRate` | [`cloud_read_rate`] |
+//! | `noOpWrites` | [`no_op_writes`] |
+//! | `consolidatableTiming` | [`consolidatable_timing`] |
 //!
 //! The cost section ([`cost`]: rate, LP bound, gap) is measured at the end, not judged.
 
 pub mod churn;
+pub mod cloud_read_rate;
+pub mod consolidatable_timing;
 pub mod consolidation_legality;
 pub mod convergence;
 pub mod cost;
@@ -46,6 +51,7 @@ pub mod expiry_timing;
 pub mod interruption_handled;
 pub mod launch_conformance;
 pub mod leaked_instance;
+pub mod no_op_writes;
 pub mod nodepool_limits;
 pub mod over_provisioning;
 pub mod pdb;
@@ -304,6 +310,15 @@ impl Checker {
         }
         if c.drain_conformance.enabled {
             invariants.push(Box::new(drain_conformance::DrainConformance::new(c, server)));
+        }
+        if c.cloud_read_rate.enabled {
+            invariants.push(Box::new(cloud_read_rate::CloudReadRate::default()));
+        }
+        if c.no_op_writes.enabled {
+            invariants.push(Box::new(no_op_writes::NoOpWrites::new(c, server)));
+        }
+        if c.consolidatable_timing.enabled {
+            invariants.push(Box::new(consolidatable_timing::ConsolidatableTiming::new(server)));
         }
         Self {
             config: config.clone(),

@@ -76,6 +76,15 @@ pub struct InvariantConfig {
     /// tolerate the disrupted taint are left, the Node is tainted disrupted first, and the
     /// four drain groups go in order.
     pub drain_conformance: Toggle,
+    /// EC2 DescribeInstances calls per 5-minute window stay within 20 + 10 per NodeClaim
+    /// seen (upstream's drift and GC periods; see `invariants::cloud_read_rate`).
+    pub cloud_read_rate: Toggle,
+    /// No update or patch by the controller that the API server accepts changes nothing
+    /// (upstream compares before patching).
+    pub no_op_writes: Toggle,
+    /// An initialized NodeClaim is Consolidatable=True within 5 s of consolidateAfter
+    /// passing since the later of its initialization and last pod event.
+    pub consolidatable_timing: Toggle,
 }
 
 impl Default for InvariantConfig {
@@ -102,6 +111,9 @@ impl Default for InvariantConfig {
             consolidation_legality: Toggle::default(),
             expiry_timing: ExpiryTiming::default(),
             drain_conformance: Toggle::default(),
+            cloud_read_rate: Toggle::default(),
+            no_op_writes: Toggle::default(),
+            consolidatable_timing: Toggle::default(),
         }
     }
 }

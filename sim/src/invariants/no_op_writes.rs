@@ -1,0 +1,154 @@
+//! `noOpWrites`: the controller does not send writes that change nothing. An update or
+//! patch (main resource or status) from a controller host that the API server accepts
+//! (2xx) but that leaves the object's `resourceVersion` where it was is a no-op write:
+//! the server, like kube-apiserver, stores nothing and notifies no watcher
+//! (`apiserver/src/store/update.rs`), so the request was wasted load.
+//!
+//! Upstream patches only on change: core `pkg/controllers/nodeclaim/disruption/controller.go:96-104`
+//! copies the claim (`stored := nodeClaim.DeepCopy()`), runs the drift and consolidation
+//! reconcilers, and patches status only `if !equality.Semantic.DeepEqual(stored, nodeClaim)`;
+//! the lifecycle, termination and pod-events controllers follow the same
+//! compare-before-patch pattern (e.g. `pkg/controllers/nodeclaim/podevents/controller.go`
+//! patches only when `LastPodEventTime` moves).
+//!
+//! Judged from the audit hook: before the request, the object's `resourceVersion` is read
+//! from the store it will act on; after a 2xx answer, again. Equal means no commit
+//! happened in between, so the accepted write was a no-op (another write in between only
+//! hides one: never a false report). While faults are live the check waits: a write
+//! retried after a lost response is a no-op the client could not avoid.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::{Ctx, Invariant, Phase, Violation};
+use crate::apiserver::ApiServer;
+use crate::apiserver::audit::{AuditObserver, AuditRequest};
+use crate::apiserver::store::{ObjRef, Store};
+use crate::oracle::view::key;
+use crate::scenario::invariants::InvariantConfig;
+
+/// One accepted write that changed nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoOp {
+    /// When the request arrived.
+    pub at: Duration,
+    /// The requesting host.
+    pub host: String,
+    /// `update` or `patch`.
+    pub verb: &'static str,
+    /// `Kind`-ish object name: `resource[.group] namespace/name`.
+    pub object: String,
+    /// The trace position after the answer.
+    pub trace_position: u64,
+}
+
+/// The audit observer: each controller write's resourceVersion before, compared after.
+pub struct WriteRecorder {
+    store: Arc<Mutex<Store>>,
+    config: InvariantConfig,
+    before: Mutex<BTreeMap<u64, Option<String>>>,
+    found: Mutex<Vec<NoOp>>,
+}
+
+fn object_ref(r: &AuditRequest) -> ObjRef {
+    ObjRef { key: key(&r.group, &r.resource), namespace: r.namespace.clone(), name: r.name.clone() }
+}
+
+fn resource_version(store: &Store, r: &AuditRequest) -> Option<String> {
+    store.get_ref(&object_ref(r)).and_then(|o| o["metadata"]["resourceVersion"].as_str().map(String::from))
+}
+
+impl WriteRecorder {
+    /// Takes the no-op writes found so far.
+    pub fn drain(&self) -> Vec<NoOp> {
+        std::mem::take(&mut *self.found.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl AuditObserver for WriteRecorder {
+    fn before(&self, store: &Store, r: &AuditRequest) {
+        if !matches!(r.verb, "update" | "patch") || r.name.is_empty() || !self.config.is_controller(&r.host) {
+            return;
+        }
+        let rv = resource_version(store, r);
+        self.before.lock().unwrap_or_else(|e| e.into_inner()).insert(r.seq, rv);
+    }
+
+    fn after(&self, r: &AuditRequest, status: u16, trace_position: u64) {
+        let Some(Some(rv)) = self.before.lock().unwrap_or_else(|e| e.into_inner()).remove(&r.seq) else {
+            return;
+        };
+        if !(200..300).contains(&status) {
+            return;
+        }
+        // The server holds the audit lock, not the store's, while reporting (audit, then
+        // store: the order `audit_request` takes them in).
+        let now = resource_version(&self.store.lock().unwrap_or_else(|e| e.into_inner()), r);
+        if now.as_deref() != Some(rv.as_str()) {
+            return;
+        }
+        let resource = if r.group.is_empty() { r.resource.clone() } else { format!("{}.{}", r.resource, r.group) };
+        let name = if r.namespace.is_empty() { r.name.clone() } else { format!("{}/{}", r.namespace, r.name) };
+        self.found.lock().unwrap_or_else(|e| e.into_inner()).push(NoOp {
+            at: r.at,
+            host: r.host.clone(),
+            verb: r.verb,
+            object: format!("{resource} {name}"),
+            trace_position,
+        });
+    }
+}
+
+/// The invariant.
+pub struct NoOpWrites {
+    recorder: Arc<WriteRecorder>,
+}
+
+impl NoOpWrites {
+    /// Installs its observer on `server`'s audit hook.
+    pub fn new(config: &InvariantConfig, server: &ApiServer) -> Self {
+        let recorder = Arc::new(WriteRecorder {
+            store: server.store.clone(),
+            config: config.clone(),
+            before: Mutex::default(),
+            found: Mutex::default(),
+        });
+        server.audit.lock().unwrap_or_else(|e| e.into_inner()).observe(recorder.clone());
+        Self { recorder }
+    }
+}
+
+/// Whether a write at `at` is judged: not while faults are live, nor in a window the
+/// controller was cut off from the API server or the cloud.
+pub fn judged(phase: Phase, cut_off: &[(Duration, Duration)], at: Duration) -> bool {
+    phase != Phase::Faults && !cut_off.iter().any(|(start, heal)| (*start..=*heal).contains(&at))
+}
+
+impl Invariant for NoOpWrites {
+    fn name(&self) -> &'static str {
+        "noOpWrites"
+    }
+
+    fn tick(&mut self, ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
+        for w in self.recorder.drain() {
+            if !judged(ctx.phase, ctx.controller_cut_off, w.at) {
+                continue;
+            }
+            out.push(Violation {
+                invariant: self.name().into(),
+                at: w.at,
+                objects: vec![w.object.clone()],
+                message: format!(
+                    "{} sent a {} of {} that the API server accepted but that changed nothing (resourceVersion unchanged)",
+                    w.host, w.verb, w.object
+                ),
+                trace_position: w.trace_position,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "no_op_writes_tests.rs"]
+mod tests;
