@@ -18,7 +18,7 @@ pub mod eviction;
 pub mod node;
 pub mod node_claim;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -76,6 +76,10 @@ pub struct Termination {
     /// Claim UID → when its instance may next be asked about (the 5 s requeue, kept per claim so
     /// change-driven passes do not hammer the cloud).
     polls: Arc<Mutex<BTreeMap<String, Instant>>>,
+    /// UIDs of the claims whose termination timestamp this process wrote: the watch may
+    /// deliver the annotated claim only after the next pass, which must not write the same
+    /// annotation again (a patch that changes nothing).
+    stamped: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl Termination {
@@ -88,7 +92,7 @@ impl Termination {
         events: EventRecorder,
     ) -> Self {
         let queue = EvictionQueue::new(client.clone(), cluster.clone(), clock.clone(), events.clone());
-        Self { client, cluster, cloud, clock, events, queue, polls: Arc::default() }
+        Self { client, cluster, cloud, clock, events, queue, polls: Arc::default(), stamped: Arc::default() }
     }
 
     /// The eviction queue (for inspection).

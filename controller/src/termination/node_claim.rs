@@ -44,14 +44,18 @@ impl Termination {
     pub(super) async fn finalize_node_claim(&self, snapshot: &Snapshot, claim: &NodeClaim) -> Option<Duration> {
         let name = claim.name_any();
         // 1. Record the TGP deadline once, so the Node side (and a restarted controller) sees it.
+        let uid = claim.metadata.uid.clone().unwrap_or_default();
+        let stamped = || self.stamped.lock().unwrap_or_else(|e| e.into_inner()).contains(&uid);
         if let Some(deadline) = termination_deadline(claim)
             && !claim.annotations().contains_key(NODE_CLAIM_TERMINATION_TIMESTAMP_ANNOTATION)
+            && !stamped()
         {
             let stamp = format_deadline(deadline);
             let patch = json!({"metadata": {"annotations": {NODE_CLAIM_TERMINATION_TIMESTAMP_ANNOTATION: stamp}}});
             let api: Api<NodeClaim> = Api::all(self.client.clone());
             return match api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
                 Ok(_) => {
+                    self.stamped.lock().unwrap_or_else(|e| e.into_inner()).insert(uid);
                     self.events.publish(
                         Event::about(
                             claim,
@@ -91,6 +95,7 @@ impl Termination {
         // 5. Release the claim.
         match remove_finalizer(&self.client, claim).await {
             Ok(()) => {
+                self.stamped.lock().unwrap_or_else(|e| e.into_inner()).remove(&uid);
                 tracing::info!(nodeclaim = %name, "deleted nodeclaim");
                 None
             }
