@@ -86,6 +86,15 @@ const KNOWN_FINDINGS: &[KnownFinding] = &[
               likewise). Reproduces on 9cb9018, before session 12's controller changes; \
               surfaced by base seed 721374975 (2026-12-06).",
     },
+    KnownFinding {
+        invariant: "consolidationLegality",
+        shows: "for Underutilized without a replacement, but their pods need",
+        example: "story-947913955.yaml",
+        why: "controller or oracle, not yet diagnosed: a single-node delete whose pods need \
+              2.5 GiB while the other nodes had 0.9 GiB free (story-947913955, 5m3s). \
+              Reproduces on 9cb9018, before session 12's controller changes; surfaced by base \
+              seed 947913928 (2026-12-06).",
+    },
 ];
 
 fn generated_dir() -> PathBuf {
