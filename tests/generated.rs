@@ -95,6 +95,15 @@ const KNOWN_FINDINGS: &[KnownFinding] = &[
               Reproduces on 9cb9018, before session 12's controller changes; surfaced by base \
               seed 947913928 (2026-12-06).",
     },
+    KnownFinding {
+        invariant: "doNotDisrupt",
+        shows: "terminated with do-not-disrupt pod",
+        example: "story-291094197.yaml",
+        why: "controller or oracle, not yet diagnosed: instances terminated with a \
+              do-not-disrupt Job pod still running (story-291094197, 5m29s and 5m48s). \
+              Reproduces on 9cb9018, before session 12's controller changes; surfaced by base \
+              seed 291094195 (2026-12-06).",
+    },
 ];
 
 fn generated_dir() -> PathBuf {
