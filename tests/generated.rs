@@ -61,23 +61,6 @@ const KNOWN_FINDINGS: &[KnownFinding] = &[
               yet diagnosed. Found 2026-12-06 (session 12) by the new invariant.",
     },
     KnownFinding {
-        invariant: "noOpWrites",
-        shows: "patch of nodeclaims.karpenter.sh",
-        example: "story-721374983.yaml",
-        why: "controller: a NodeClaim patch that changes nothing, at 8m35s of story-721374983 \
-              (the termination-timestamp re-patch found the same day is fixed; this one is \
-              not yet traced). Found 2026-12-06 (session 12).",
-    },
-    KnownFinding {
-        invariant: "interruptionHandled",
-        shows: "is not deleting",
-        example: "story-721374996.yaml",
-        why: "controller or oracle, not yet diagnosed: a spot interruption warning \
-              (story-721374996, 1m17s) and stopping state changes (story-721374983, 3m46s) \
-              not acted on within 30 s. Reproduces on 9cb9018, before session 12's controller \
-              changes; surfaced by base seed 721374975 (2026-12-06).",
-    },
-    KnownFinding {
         invariant: "overProvisioning",
         shows: "live NodeClaims created for a wave of",
         example: "story-721375015.yaml",
@@ -85,24 +68,6 @@ const KNOWN_FINDINGS: &[KnownFinding] = &[
               the packing needs 7 + 1 per pool (story-721375015, 1m12s; story-721375021 \
               likewise). Reproduces on 9cb9018, before session 12's controller changes; \
               surfaced by base seed 721374975 (2026-12-06).",
-    },
-    KnownFinding {
-        invariant: "consolidationLegality",
-        shows: "for Underutilized without a replacement, but their pods need",
-        example: "story-947913955.yaml",
-        why: "controller or oracle, not yet diagnosed: a single-node delete whose pods need \
-              2.5 GiB while the other nodes had 0.9 GiB free (story-947913955, 5m3s). \
-              Reproduces on 9cb9018, before session 12's controller changes; surfaced by base \
-              seed 947913928 (2026-12-06).",
-    },
-    KnownFinding {
-        invariant: "doNotDisrupt",
-        shows: "terminated with do-not-disrupt pod",
-        example: "story-291094197.yaml",
-        why: "controller or oracle, not yet diagnosed: instances terminated with a \
-              do-not-disrupt Job pod still running (story-291094197, 5m29s and 5m48s). \
-              Reproduces on 9cb9018, before session 12's controller changes; surfaced by base \
-              seed 291094195 (2026-12-06).",
     },
 ];
 

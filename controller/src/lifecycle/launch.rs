@@ -179,7 +179,14 @@ impl Launcher {
         let updated = if Some(&new_labels) != claim.metadata.labels.as_ref()
             || Some(&new_annotations) != claim.metadata.annotations.as_ref()
         {
-            let patch = json!({"metadata": {"labels": new_labels, "annotations": new_annotations}});
+            // Guarded like the status write below: a claim read before this launch's first
+            // record landed (the cache answered a second pass) gets a conflict and is re-read,
+            // instead of re-sending labels the server already has.
+            let patch = json!({"metadata": {
+                "labels": new_labels,
+                "annotations": new_annotations,
+                "resourceVersion": claim.metadata.resource_version,
+            }});
             api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?
         } else {
             claim.clone()

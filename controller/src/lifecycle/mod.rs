@@ -39,7 +39,15 @@ struct LaunchState {
     in_flight: BTreeSet<String>,
     /// uid → (next attempt, current backoff).
     backoff: BTreeMap<String, (Instant, Duration)>,
+    /// uid → when its launch was recorded: until the watch shows `Launched=True` the claim in
+    /// the snapshot is older than our own write, and launching it again would only re-send
+    /// what the server has (core's cache has the same gap; its optimistic lock turns the
+    /// second write into a conflict).
+    recorded: BTreeMap<String, Instant>,
 }
+
+/// How long a recorded launch waits for the watch before the claim is looked at again.
+const RECORD_SETTLE: Duration = Duration::from_secs(10);
 
 /// The lifecycle controller.
 #[derive(Clone)]
@@ -151,6 +159,11 @@ impl Lifecycle {
             if state.in_flight.contains(&uid) {
                 return None;
             }
+            let now = Instant::now();
+            state.recorded.retain(|_, at| *at + RECORD_SETTLE > now);
+            if let Some(at) = state.recorded.get(&uid) {
+                return Some(*at + RECORD_SETTLE);
+            }
             if let Some((at, _)) = state.backoff.get(&uid)
                 && *at > Instant::now()
             {
@@ -173,7 +186,11 @@ impl Lifecycle {
                     tracing::warn!(nodeclaim = claim.metadata.name.as_deref().unwrap_or_default(), %reason, ?backoff, "launch failed, retrying");
                     state.backoff.insert(uid, (Instant::now() + backoff, backoff));
                 }
-                LaunchOutcome::Launched | LaunchOutcome::Deleted(_) => {
+                LaunchOutcome::Launched => {
+                    state.backoff.remove(&uid);
+                    state.recorded.insert(uid, Instant::now());
+                }
+                LaunchOutcome::Deleted(_) => {
                     state.backoff.remove(&uid);
                 }
             }

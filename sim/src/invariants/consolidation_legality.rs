@@ -121,6 +121,8 @@ pub struct ConsolidationLegality {
     arrivals: BTreeMap<String, (BTreeSet<String>, Option<Duration>)>,
     before: Option<Before>,
     commands: Vec<Command>,
+    /// Launches already matched to a command (a replacement serves one command only).
+    matched: BTreeSet<String>,
 }
 
 impl Invariant for ConsolidationLegality {
@@ -268,15 +270,26 @@ impl ConsolidationLegality {
     /// Finds each command's replacement; judges fit once its window closed without one, and
     /// price and spot-to-spot once the replacement's instance is known.
     fn follow_commands(&mut self, view: &View, cloud: &FakeCloud, spot_to_spot: bool, out: &mut Vec<Violation>) {
+        // A replacement may come from any NodePool: the disruption simulation schedules the
+        // candidates' pods against every managed pool (core
+        // `pkg/controllers/provisioning/provisioner.go` `NewScheduler`, l. 272). One in the
+        // candidates' own pool is preferred, and a launch is matched to one command only.
+        self.matched.retain(|name| view.claims.contains_key(name));
+        let taken = &mut self.matched;
         self.commands.retain_mut(|cmd| {
             if cmd.replacement.is_none() {
-                cmd.replacement = view
+                let launches: Vec<&str> = view
                     .disruption_events
                     .iter()
                     .filter(|l| l.is_launch() && l.disruption_reason() == Some(cmd.reason.as_str()))
                     .filter(|l| l.at + REPLACEMENT_WINDOW >= cmd.at && l.at <= cmd.at + REPLACEMENT_WINDOW)
-                    .find(|l| view.claims.get(&l.node_claim).is_some_and(|c| c.nodepool == cmd.nodepool))
-                    .map(|l| l.node_claim.clone());
+                    .map(|l| l.node_claim.as_str())
+                    .filter(|name| !taken.contains(*name) && view.claims.contains_key(*name))
+                    .collect();
+                let same_pool =
+                    launches.iter().find(|n| view.claims.get(**n).is_some_and(|c| c.nodepool == cmd.nodepool));
+                cmd.replacement = same_pool.or(launches.first()).map(|n| n.to_string());
+                taken.extend(cmd.replacement.clone());
             }
             match &cmd.replacement {
                 None if view.now <= cmd.at + REPLACEMENT_WINDOW => true,

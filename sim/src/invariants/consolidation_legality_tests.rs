@@ -236,3 +236,37 @@ fn a_replacement_launched_for_another_reason_is_not_the_commands() {
     assert_eq!(out.len(), 1, "{out:?}");
     assert!(out[0].message.contains("must cost strictly less"), "{}", out[0].message);
 }
+
+/// The disruption simulation schedules against every NodePool (core `provisioner.go`
+/// `NewScheduler`), so a replacement from another pool is the command's: the delete whose pods
+/// fit nowhere is a replace, judged by price. The same launch cannot serve two commands: a
+/// second delete in another pool is still judged as a delete and fires.
+#[test]
+fn a_replacement_from_another_pool_counts_once() {
+    let full = || two_nodes("0s").pod("p2", "a", 3_000.0).pod("q", "b", 1_000.0);
+    let mut replaced =
+        full().node("r", "m5.large", CapacityType::OnDemand).launched("r", 10).mark("a", "Underutilized");
+    replaced.view.claims.get_mut("r").expect("r").nodepool = "other".into();
+    let out = run(&[(0, full()), (10, replaced.clone()), (20, replaced.clone())], false);
+    assert!(out.is_empty(), "{out:?}");
+
+    let mut dearer =
+        full().node("r", "m5.2xlarge", CapacityType::OnDemand).launched("r", 10).mark("a", "Underutilized");
+    dearer.view.claims.get_mut("r").expect("r").nodepool = "other".into();
+    let out = run(&[(0, full()), (10, dearer)], false);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(out[0].message.contains("must cost strictly less"), "{}", out[0].message);
+
+    // Two candidates in two pools (c in pool "second", its pods fit nowhere), one launch.
+    let two = || {
+        let mut w = full().node("c", "m5.xlarge", CapacityType::OnDemand).pod("p3", "c", 3_900.0);
+        w.view.claims.get_mut("c").expect("c").nodepool = "second".into();
+        w
+    };
+    let mut both = two().node("r", "m5.large", CapacityType::OnDemand).launched("r", 10);
+    both.view.claims.get_mut("r").expect("r").nodepool = "default".into();
+    let both = both.mark("a", "Underutilized").mark("c", "Underutilized");
+    let out = run(&[(0, two()), (10, both.clone()), (20, both.clone()), (60, both)], false);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(out[0].message.contains("without a replacement") && out[0].message.contains('c'), "{}", out[0].message);
+}

@@ -225,7 +225,8 @@ impl InterruptionHandled {
 }
 
 /// `deadline` for an event receivable at `receivable_at`, moved past each window in which the
-/// controller was partitioned from the cloud or the API server before it: it can neither
+/// controller was partitioned from the cloud or the API server, or down with no replica
+/// left, before it: it can neither
 /// receive the message (SQS lives in the cloud) nor delete the NodeClaim meanwhile, as
 /// Karpenter could not (its interruption controller receives from SQS and deletes through the
 /// API server: aws `pkg/controllers/interruption/controller.go` `Reconcile`, `sqs.go`), so it

@@ -73,6 +73,11 @@ impl PodLosses {
         let view = ctx.view;
         let mut out = Vec::new();
         let evicted: BTreeSet<&str> = ctx.recorded.pods.iter().map(|d| d.pod.as_str()).collect();
+        // A pod that ran to completion between the two observations was not taken down: a pod
+        // killed with its node never reports `Succeeded` (the observation before can be a
+        // tick too early to see the completion that let the drain finish).
+        let completed: BTreeSet<&str> =
+            ctx.pods.iter().filter(|p| p.object["status"]["phase"] == "Succeeded").map(|p| p.uid.as_str()).collect();
         for (name, before) in &self.nodes {
             if self.lost.contains(name) {
                 continue;
@@ -93,6 +98,7 @@ impl PodLosses {
                 .iter()
                 .filter(|p| drained(p) && p.node_name.as_deref() == Some(name.as_str()))
                 .filter(|p| !evicted.contains(p.key.as_str()))
+                .filter(|p| !completed.contains(p.uid.as_str()))
                 .filter(|p| !forced_off(&p.object, before.deadline, view.now))
                 .collect();
             if lost.is_empty() {

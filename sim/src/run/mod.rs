@@ -121,7 +121,8 @@ pub fn run_world(built: ScenarioWorld<'_>, options: &mut RunOptions) -> anyhow::
         checker.set_node_repair_possible(repair || repair_upgraded);
     }
     if let Some(checker) = checker.as_mut() {
-        checker.set_controller_cut_off(controller_cut_off(&plan));
+        let count = replicas.as_ref().map_or(0, |r| r.hosts.len());
+        checker.set_controller_cut_off(controller_cut_off(&plan, count));
     }
     if let Some(checker) = checker.as_mut()
         && !plan.faults.is_empty()
@@ -421,21 +422,61 @@ fn unjoined_section(c: &dovetail_fakecloud::FakeCloud) -> UnjoinedSection {
     out
 }
 
-/// The planned partitions between the controller (any replica, or the leader) and the cloud
-/// or the API server, as (start, heal): while one lasts the controller can neither receive
-/// the interruption queue's messages nor delete what they name.
-fn controller_cut_off(plan: &crate::scenario::plan::Plan) -> Vec<(Duration, Duration)> {
+/// The planned windows in which the controller is cut off, as (start, heal): partitions
+/// between it (any replica, or the leader) and the cloud or the API server, and crashes that
+/// leave no replica running. While one lasts the controller can neither receive the
+/// interruption queue's messages nor delete what they name.
+fn controller_cut_off(plan: &crate::scenario::plan::Plan, replicas: usize) -> Vec<(Duration, Duration)> {
+    cut_off_windows(&plan.faults, plan.phases.faults_until.0, replicas)
+}
+
+/// [`controller_cut_off`] over the planned faults (`faults_until` heals open-ended ones).
+fn cut_off_windows(
+    faults: &[crate::scenario::plan::PlannedFault],
+    faults_until: Duration,
+    replicas: usize,
+) -> Vec<(Duration, Duration)> {
+    use crate::scenario::drawn_fault::DrawnFault;
     let controller = |e: &str| e == "controller" || e == "leader";
     let remote = |e: &str| e == "aws" || e == "apiserver";
-    plan.faults
+    faults
         .iter()
-        .filter_map(|f| match &f.fault {
-            crate::scenario::drawn_fault::DrawnFault::Partition { between: [a, b] }
-                if (controller(a) && remote(b)) || (controller(b) && remote(a)) =>
-            {
-                Some((f.at.0, f.until.map_or(plan.phases.faults_until.0, |u| u.0)))
-            }
-            _ => None,
+        .filter(|f| match &f.fault {
+            DrawnFault::Partition { between: [a, b] } => (controller(a) && remote(b)) || (controller(b) && remote(a)),
+            // Every replica down (a crash of `controller` takes them all; of the leader, all
+            // there is when it runs alone): no replica can act until they restart.
+            DrawnFault::ControllerCrash { target } => target == "controller" || replicas <= 1,
+            DrawnFault::LeaderFailover => replicas <= 1,
+            _ => false,
         })
+        .map(|f| (f.at.0, f.until.map_or(faults_until, |u| u.0)))
         .collect()
+}
+
+#[cfg(test)]
+mod cut_off_tests {
+    use std::time::Duration;
+
+    use super::cut_off_windows;
+    use crate::scenario::drawn_fault::DrawnFault;
+    use crate::scenario::plan::PlannedFault;
+    use dovetail_world::SimDuration;
+
+    fn crash(target: &str) -> PlannedFault {
+        PlannedFault {
+            entry: "faults[0]".into(),
+            at: SimDuration(Duration::from_secs(71)),
+            until: Some(SimDuration(Duration::from_secs(120))),
+            fault: DrawnFault::ControllerCrash { target: target.into() },
+        }
+    }
+
+    #[test]
+    fn a_crash_cuts_the_controller_off_only_when_no_replica_is_left() {
+        let until = Duration::from_secs(600);
+        let window = vec![(Duration::from_secs(71), Duration::from_secs(120))];
+        assert_eq!(cut_off_windows(&[crash("controller")], until, 2), window);
+        assert_eq!(cut_off_windows(&[crash("leader")], until, 1), window);
+        assert!(cut_off_windows(&[crash("leader")], until, 2).is_empty(), "the other replica takes over");
+    }
 }
