@@ -165,7 +165,7 @@ impl Lifecycle {
                 return Some(*at + RECORD_SETTLE);
             }
             if let Some((at, _)) = state.backoff.get(&uid)
-                && *at > Instant::now()
+                && *at > now
             {
                 return Some(*at);
             }

@@ -74,10 +74,11 @@ impl PodLosses {
         let mut out = Vec::new();
         let evicted: BTreeSet<&str> = ctx.recorded.pods.iter().map(|d| d.pod.as_str()).collect();
         // A pod that ran to completion between the two observations was not taken down: a pod
-        // killed with its node never reports `Succeeded` (the observation before can be a
-        // tick too early to see the completion that let the drain finish).
-        let completed: BTreeSet<&str> =
-            ctx.pods.iter().filter(|p| p.object["status"]["phase"] == "Succeeded").map(|p| p.uid.as_str()).collect();
+        // killed with its node never reports `Succeeded`, and a terminal pod no longer holds
+        // the drain (core `pkg/utils/pod/scheduling.go` `IsWaitingEviction`); the observation
+        // before can be a tick too early to see the completion that let the drain finish.
+        // Built only when a node is lost: most ticks lose none.
+        let mut completed: Option<BTreeSet<&str>> = None;
         for (name, before) in &self.nodes {
             if self.lost.contains(name) {
                 continue;
@@ -93,6 +94,9 @@ impl PodLosses {
                 Some(i) if terminated => format!("instance {} terminated", i.id),
                 _ => "Node removed".to_string(),
             };
+            let completed = completed.get_or_insert_with(|| {
+                ctx.pods.iter().filter(|p| p.object["status"]["phase"] == "Succeeded").map(|p| p.uid.as_str()).collect()
+            });
             let lost: Vec<&PodView> = self
                 .pods
                 .iter()

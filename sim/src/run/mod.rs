@@ -122,7 +122,7 @@ pub fn run_world(built: ScenarioWorld<'_>, options: &mut RunOptions) -> anyhow::
     }
     if let Some(checker) = checker.as_mut() {
         let count = replicas.as_ref().map_or(0, |r| r.hosts.len());
-        checker.set_controller_cut_off(controller_cut_off(&plan, count));
+        checker.set_controller_cut_off(controller_cut_off(&plan.faults, plan.phases.faults_until.0, count));
     }
     if let Some(checker) = checker.as_mut()
         && !plan.faults.is_empty()
@@ -425,13 +425,9 @@ fn unjoined_section(c: &dovetail_fakecloud::FakeCloud) -> UnjoinedSection {
 /// The planned windows in which the controller is cut off, as (start, heal): partitions
 /// between it (any replica, or the leader) and the cloud or the API server, and crashes that
 /// leave no replica running. While one lasts the controller can neither receive the
-/// interruption queue's messages nor delete what they name.
-fn controller_cut_off(plan: &crate::scenario::plan::Plan, replicas: usize) -> Vec<(Duration, Duration)> {
-    cut_off_windows(&plan.faults, plan.phases.faults_until.0, replicas)
-}
-
-/// [`controller_cut_off`] over the planned faults (`faults_until` heals open-ended ones).
-fn cut_off_windows(
+/// interruption queue's messages nor delete what they name. `faults_until` heals open-ended
+/// faults.
+fn controller_cut_off(
     faults: &[crate::scenario::plan::PlannedFault],
     faults_until: Duration,
     replicas: usize,
@@ -457,7 +453,7 @@ fn cut_off_windows(
 mod cut_off_tests {
     use std::time::Duration;
 
-    use super::cut_off_windows;
+    use super::controller_cut_off;
     use crate::scenario::drawn_fault::DrawnFault;
     use crate::scenario::plan::PlannedFault;
     use dovetail_world::SimDuration;
@@ -475,8 +471,8 @@ mod cut_off_tests {
     fn a_crash_cuts_the_controller_off_only_when_no_replica_is_left() {
         let until = Duration::from_secs(600);
         let window = vec![(Duration::from_secs(71), Duration::from_secs(120))];
-        assert_eq!(cut_off_windows(&[crash("controller")], until, 2), window);
-        assert_eq!(cut_off_windows(&[crash("leader")], until, 1), window);
-        assert!(cut_off_windows(&[crash("leader")], until, 2).is_empty(), "the other replica takes over");
+        assert_eq!(controller_cut_off(&[crash("controller")], until, 2), window);
+        assert_eq!(controller_cut_off(&[crash("leader")], until, 1), window);
+        assert!(controller_cut_off(&[crash("leader")], until, 2).is_empty(), "the other replica takes over");
     }
 }
