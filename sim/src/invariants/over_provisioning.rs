@@ -46,7 +46,10 @@
 //!     `Node.Status.Allocatable`, l. 381, filled from `NodeClaim.Status.Allocatable` for
 //!     zero quantities, l. 382–386; the claim's own figure only while no Node exists,
 //!     l. 389). A kubelet that reports less than the estimate leaves fewer pods room there,
-//!     and the next pass opens a claim for the rest ([`wave::seen_allocatable`]).
+//!     and the next pass opens a claim for the rest ([`wave::seen_allocatable`]). The claim
+//!     such a pod was meant for stays, at the size it was launched with: later passes plan
+//!     on it and no pass takes it back before it initializes, so the packing places it too,
+//!     and the pods still pending fill it first ([`wave::wave_bound`]).
 //! - **Unused capacity.** A NodeClaim that has initialized and had no pod bound to its node
 //!   nor nominated to it (Karpenter's `Nominated` Events, [`crate::oracle::nomination`]) for
 //!   `unusedFor` plus its NodePool's `consolidateAfter` (Karpenter removes an empty node
@@ -357,6 +360,7 @@ impl OverProvisioning {
                 cuts: BTreeSet::new(),
                 watch_delay: Duration::ZERO,
                 misdirected: BTreeMap::new(),
+                released: BTreeMap::new(),
                 bound: BTreeSet::new(),
                 bound_for: None,
                 reported: false,
@@ -388,14 +392,16 @@ impl OverProvisioning {
             if wave.reported {
                 break;
             }
-            let live: Vec<&String> = wave
+            let live: BTreeSet<String> = wave
                 .claims
                 .iter()
                 .filter(|c| self.claims.get(*c).is_some_and(|l| l.created <= at))
                 .filter(|c| ctx.view.claims.get(*c).is_some_and(|c| c.deleting_since.is_none()))
+                .cloned()
                 .collect();
             let slack = ctx.config.over_provisioning.slack_per_pool as usize;
-            let key = (wave.pods.len(), wave.misdirected_by(at).len(), wave.watch_delay);
+            let released = wave.released_by(at).filter(|c| live.contains(*c)).count();
+            let key = (wave.pods.len(), wave.misdirected_by(at).len(), released, wave.watch_delay);
             let bound = match wave.bound_for {
                 Some((k, bound)) if k == key => bound,
                 _ => {
@@ -405,7 +411,7 @@ impl OverProvisioning {
                         .iter()
                         .filter_map(|(name, life)| Some((name.clone(), life.launched_as.clone()?)))
                         .collect();
-                    let bound = wave_bound(wave, at, &launched, &registered, slack);
+                    let bound = wave_bound(wave, at, &live, &launched, &registered, slack);
                     wave.bound_for = Some((key, bound));
                     bound
                 }
@@ -432,8 +438,8 @@ impl OverProvisioning {
                     message: format!(
                         "{} live NodeClaims created for a wave of {} pending pods (since {}) where a \
                          first-fit-decreasing packing over the allowed offerings needs {} plus {} per NodePool \
-                         ({} pod(s) placed where kube-scheduler bound them{seen}; plus {moved} for pods moved to a \
-                         claim their preferred node affinity ranks higher)",
+                         ({} pod(s) placed where kube-scheduler bound them, {released} claim(s) they were meant for \
+                         kept{seen}; plus {moved} for pods moved to a claim their preferred node affinity ranks higher)",
                         live.len(),
                         wave.pods.len(),
                         format_duration(wave.start),

@@ -55,6 +55,7 @@ fn wave(n: usize) -> Wave {
         cuts: BTreeSet::new(),
         watch_delay: Duration::ZERO,
         misdirected: BTreeMap::new(),
+        released: BTreeMap::new(),
         bound: BTreeSet::new(),
         bound_for: None,
         reported: false,
@@ -75,21 +76,21 @@ const AT: Duration = Duration::from_secs(60);
 fn a_wave_under_watch_lag_is_packed_pass_by_pass_and_without_lag_at_once() {
     let mut burst = wave(50);
     assert_eq!(
-        wave_bound(&burst, AT, &BTreeMap::new(), &BTreeMap::new(), 1),
+        wave_bound(&burst, AT, &BTreeSet::new(), &BTreeMap::new(), &BTreeMap::new(), 1),
         2,
         "no lag: one pass, one large node, plus one"
     );
     // A 2 s lag: one pod per pass, each new node the smallest that fits (9 pods), filled by
     // the passes after it: 6 nodes, plus one.
     burst.watch_delay = Duration::from_secs(2);
-    assert_eq!(wave_bound(&burst, AT, &BTreeMap::new(), &BTreeMap::new(), 1), 7);
+    assert_eq!(wave_bound(&burst, AT, &BTreeSet::new(), &BTreeMap::new(), &BTreeMap::new(), 1), 7);
 }
 
 #[test]
 fn pods_bound_elsewhere_than_their_nomination_sit_where_they_were_bound() {
     let mut w = wave(20);
     assert_eq!(
-        wave_bound(&w, AT, &BTreeMap::new(), &BTreeMap::new(), 1),
+        wave_bound(&w, AT, &BTreeSet::new(), &BTreeMap::new(), &BTreeMap::new(), 1),
         2,
         "every pod where nominated: one node, plus one"
     );
@@ -99,10 +100,10 @@ fn pods_bound_elsewhere_than_their_nomination_sit_where_they_were_bound() {
     for i in 0..9 {
         w.misdirected.insert(format!("uid-{i:02}"), ("small".into(), Duration::ZERO));
     }
-    assert_eq!(wave_bound(&w, AT, &instances, &BTreeMap::new(), 1), 3);
+    assert_eq!(wave_bound(&w, AT, &BTreeSet::new(), &instances, &BTreeMap::new(), 1), 3);
     // A claim whose instance is not one of the pool's offerings places nothing.
     w.misdirected = (0..9).map(|i| (format!("uid-{i:02}"), ("unknown".to_string(), Duration::ZERO))).collect();
-    assert_eq!(wave_bound(&w, AT, &instances, &BTreeMap::new(), 1), 2);
+    assert_eq!(wave_bound(&w, AT, &BTreeSet::new(), &instances, &BTreeMap::new(), 1), 2);
 }
 
 /// Five pods kube-scheduler bound to the wave's m.large `small` leave it room for four more
@@ -120,10 +121,26 @@ fn a_registered_node_offers_the_room_its_kubelet_reports_not_the_claims_estimate
         w.misdirected.insert(format!("uid-{i:02}"), ("small".into(), Duration::ZERO));
     }
     let node = |cpu: f64, memory: f64| BTreeMap::from([("small".to_string(), Resources { cpu, memory, pods: 110.0 })]);
-    assert_eq!(wave_bound(&w, AT, &instances, &BTreeMap::new(), 1), 3, "no Node yet: the claim's estimate");
-    assert_eq!(wave_bound(&w, AT, &instances, &node(1900.0, 60.0 * GIB), 1), 3, "the Node reports the estimate");
-    assert_eq!(wave_bound(&w, AT, &instances, &node(1100.0, 60.0 * GIB), 1), 4, "the Node reports less");
-    assert_eq!(wave_bound(&w, AT, &instances, &node(1100.0, 0.0), 1), 4, "memory not reported: the estimate's");
+    assert_eq!(
+        wave_bound(&w, AT, &BTreeSet::new(), &instances, &BTreeMap::new(), 1),
+        3,
+        "no Node yet: the claim's estimate"
+    );
+    assert_eq!(
+        wave_bound(&w, AT, &BTreeSet::new(), &instances, &node(1900.0, 60.0 * GIB), 1),
+        3,
+        "the Node reports the estimate"
+    );
+    assert_eq!(
+        wave_bound(&w, AT, &BTreeSet::new(), &instances, &node(1100.0, 60.0 * GIB), 1),
+        4,
+        "the Node reports less"
+    );
+    assert_eq!(
+        wave_bound(&w, AT, &BTreeSet::new(), &instances, &node(1100.0, 0.0), 1),
+        4,
+        "memory not reported: the estimate's"
+    );
 }
 
 #[test]
@@ -146,9 +163,21 @@ fn a_claim_is_judged_against_the_bindings_known_when_it_was_created() {
         w.misdirected.insert(format!("uid-{i:02}"), ("small".into(), Duration::from_secs(30)));
     }
     let registered = BTreeMap::new();
-    assert_eq!(wave_bound(&w, Duration::from_secs(60), &instances, &registered, 1), 3, "binding known: 3");
-    assert_eq!(wave_bound(&w, Duration::from_secs(30), &instances, &registered, 1), 3, "seen at creation: known");
-    assert_eq!(wave_bound(&w, Duration::from_secs(20), &instances, &registered, 1), 2, "binding later: not counted");
+    assert_eq!(
+        wave_bound(&w, Duration::from_secs(60), &BTreeSet::new(), &instances, &registered, 1),
+        3,
+        "binding known: 3"
+    );
+    assert_eq!(
+        wave_bound(&w, Duration::from_secs(30), &BTreeSet::new(), &instances, &registered, 1),
+        3,
+        "seen at creation: known"
+    );
+    assert_eq!(
+        wave_bound(&w, Duration::from_secs(20), &BTreeSet::new(), &instances, &registered, 1),
+        2,
+        "binding later: not counted"
+    );
 }
 
 /// The recorded story 428dd0df6df1b9bb's shape: three pods pending at 0 s, seventeen at
@@ -162,11 +191,11 @@ fn pods_pending_a_minute_apart_are_packed_pass_by_pass() {
     let mut w = wave(20);
     w.pending_at =
         w.order.iter().enumerate().map(|(i, u)| (u.clone(), Duration::from_secs(if i < 3 { 0 } else { 60 }))).collect();
-    assert_eq!(wave_bound(&w, AT, &BTreeMap::new(), &BTreeMap::new(), 1), 3);
+    assert_eq!(wave_bound(&w, AT, &BTreeSet::new(), &BTreeMap::new(), &BTreeMap::new(), 1), 3);
     let mut together = wave(20);
     together.pending_at = together.order.iter().map(|u| (u.clone(), Duration::from_secs(1))).collect();
     together.cuts = BTreeSet::from([Duration::ZERO]);
-    assert_eq!(wave_bound(&together, AT, &BTreeMap::new(), &BTreeMap::new(), 1), 2);
+    assert_eq!(wave_bound(&together, AT, &BTreeSet::new(), &BTreeMap::new(), &BTreeMap::new(), 1), 2);
 }
 
 /// A claim created at 30 s marks a pass: the pods pending from then on were not in it, so
@@ -181,8 +210,49 @@ fn a_claim_created_between_pods_marks_a_pass() {
         .enumerate()
         .map(|(i, u)| (u.clone(), Duration::from_millis(if i < 9 { 200 * i as u64 } else { 2_000 })))
         .collect();
-    assert_eq!(wave_bound(&w, AT, &BTreeMap::new(), &BTreeMap::new(), 1), 2, "one window, no cut");
+    assert_eq!(wave_bound(&w, AT, &BTreeSet::new(), &BTreeMap::new(), &BTreeMap::new(), 1), 2, "one window, no cut");
     w.cuts = BTreeSet::from([Duration::from_millis(1_900)]);
-    assert_eq!(wave_bound(&w, AT, &BTreeMap::new(), &BTreeMap::new(), 1), 3, "a claim at 1.9 s");
-    assert_eq!(wave_bound(&w, Duration::from_secs(1), &BTreeMap::new(), &BTreeMap::new(), 1), 2, "cut after at");
+    assert_eq!(wave_bound(&w, AT, &BTreeSet::new(), &BTreeMap::new(), &BTreeMap::new(), 1), 3, "a claim at 1.9 s");
+    assert_eq!(
+        wave_bound(&w, Duration::from_secs(1), &BTreeSet::new(), &BTreeMap::new(), &BTreeMap::new(), 1),
+        2,
+        "cut after at"
+    );
+}
+
+/// Generated story 721375015's shape: nine pods Karpenter had planned for the claims
+/// `spare-1` and `spare-2` (m.large each) were bound by kube-scheduler to `small` at 30 s,
+/// and three 2-CPU pods still pending need room no m.large has. The released claims stay
+/// live at the room they were launched with (core `provisioner.go` `Schedule`, l. 375, plans
+/// on them; `statenode.go` l. 219–221, no disruption before initialization), so the bound
+/// counts them: `small`, both spares and one m.4xlarge, plus one. Where they are gone, or
+/// the binding comes after the claim judged, they count for nothing. And where their room
+/// holds the pods still pending, a claim launched beside them is still over: three 200m pods
+/// fill `spare-1`, and `small`, the spares and two new claims are five, over four.
+#[test]
+fn claims_a_binding_released_stay_with_the_room_they_were_launched_with() {
+    let secs = Duration::from_secs;
+    let mut w = wave(12);
+    let mut instances = launched("small", "m.large");
+    instances.extend(launched("spare-1", "m.large"));
+    instances.extend(launched("spare-2", "m.large"));
+    for i in 0..9 {
+        w.misdirected.insert(format!("uid-{i:02}"), ("small".into(), secs(30)));
+    }
+    w.released = BTreeMap::from([("spare-1".to_string(), secs(30)), ("spare-2".to_string(), secs(30))]);
+    let small_pods = w.pods.clone();
+    for i in 9..12 {
+        if let Some(pod) = w.pods.get_mut(&format!("uid-{i:02}")) {
+            pod.2.cpu = 2000.0;
+        }
+    }
+    let live: BTreeSet<String> = ["small", "spare-1", "spare-2", "new"].map(String::from).into();
+    let none = BTreeMap::new();
+    assert_eq!(wave_bound(&w, AT, &live, &instances, &none, 1), 5, "released claims kept: 4, plus one");
+    let gone: BTreeSet<String> = ["small", "new"].map(String::from).into();
+    assert_eq!(wave_bound(&w, AT, &gone, &instances, &none, 1), 3, "released claims gone: 2, plus one");
+    assert_eq!(wave_bound(&w, secs(20), &live, &instances, &none, 1), 2, "binding later: one pass, plus one");
+    let mut fits = w;
+    fits.pods = small_pods;
+    assert_eq!(wave_bound(&fits, AT, &live, &instances, &none, 1), 4, "the spare's room holds the rest: 3, plus one");
 }

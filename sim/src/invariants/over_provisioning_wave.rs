@@ -59,10 +59,15 @@ pub struct Wave {
     /// uid → the wave's NodeClaim kube-scheduler bound the pod to, when that is not the claim
     /// Karpenter last nominated it to ([`misdirected`]), and when the binding was seen.
     pub misdirected: BTreeMap<String, (String, Duration)>,
+    /// Claim → when a binding was first seen that took a pod Karpenter had last nominated to
+    /// it to another of the wave's claims ([`misdirected`]): the room it was planned for
+    /// is released, but the claim stays ([`wave_bound`]).
+    pub released: BTreeMap<String, Duration>,
     /// Pods seen bound already (uids).
     pub bound: BTreeSet<String>,
-    /// The packing's bound and what it was computed for: (pods, misdirected, delay).
-    pub bound_for: Option<((usize, usize, Duration), usize)>,
+    /// The packing's bound and what it was computed for: (pods, misdirected, released claims
+    /// live, delay).
+    pub bound_for: Option<((usize, usize, usize, Duration), usize)>,
     pub reported: bool,
 }
 
@@ -72,6 +77,11 @@ impl Wave {
     pub fn misdirected_by(&self, at: Duration) -> BTreeMap<&String, &String> {
         self.misdirected.iter().filter(|(_, (_, seen))| *seen <= at).map(|(uid, (claim, _))| (uid, claim)).collect()
     }
+
+    /// The claims released by the bindings seen by `at` ([`Wave::released`]).
+    pub fn released_by(&self, at: Duration) -> impl Iterator<Item = &String> {
+        self.released.iter().filter(move |(_, seen)| **seen <= at).map(|(claim, _)| claim)
+    }
 }
 
 /// Records the wave's pods kube-scheduler bound to one of the wave's NodeClaims other
@@ -80,7 +90,8 @@ impl Wave {
 /// `pkg/controllers/provisioning/scheduling/events.go` `NominatePodEvent`, l. 35–52), so it
 /// binds a pending pod to whichever node fits it once that node is ready, and the pods
 /// Karpenter meant for that node must go elsewhere. The packing places such a pod where it
-/// was bound: the room it was nominated to is released, the room it took is gone.
+/// was bound: the room it took is gone, and the claim it was nominated to is released
+/// ([`Wave::released`]).
 pub fn misdirected(
     wave: &mut Wave,
     ctx: &Ctx<'_>,
@@ -96,8 +107,13 @@ pub fn misdirected(
         }
         let Some(claim) = by_node.get(node) else { continue };
         let last = nominated.get(&p.key).and_then(|n| n.last()).map(|(_, c)| c.as_str());
-        if last.is_some_and(|c| c != *claim) && wave.claims.contains(*claim) {
+        if let Some(from) = last.filter(|c| c != claim)
+            && wave.claims.contains(*claim)
+        {
             wave.misdirected.insert(p.uid.clone(), (claim.to_string(), ctx.view.now));
+            if wave.claims.contains(from) {
+                wave.released.entry(from.to_string()).or_insert(ctx.view.now);
+            }
         }
     }
 }
@@ -136,9 +152,25 @@ pub fn seen_allocatable(node: &Resources, estimate: &Resources) -> Resources {
 /// where they were bound ([`Wave::misdirected_by`]), on the node `launched` (claim → what it
 /// was launched as) names, with the room `registered` (claim → its Node's allocatable) says
 /// that node has ([`seen_allocatable`]).
+///
+/// The claims those bindings released ([`Wave::released`]) that are still `live` at `at`
+/// are placed too, empty, at the offering they were launched as: the pass that planned them
+/// did not know of the bindings, and no later pass takes them back. A provisioning pass
+/// plans on the cluster's nodes, in-flight claims included (core `provisioner.go`
+/// `Schedule`, l. 375, `DeepCopyNodes`), and tries them before any new claim (core
+/// `scheduling/scheduler.go` `add`, l. 593, `addToExistingNode`); a claim not yet
+/// initialized is no disruption candidate (core `state/statenode.go`
+/// `ValidateNodeDisruptable`, l. 219–221), so it stays with the room it was launched with,
+/// which may be too small for the pods still pending (generated story 721375015: seven
+/// `ScheduleAnyway`-spread pods planned over five zones, all bound to the first node
+/// ready, left a 1-vCPU and two 2-vCPU claims empty that 2-CPU pods of a later pass cannot
+/// use). Each released claim was judged when it was created, against what was known then;
+/// here the pods still pending fill its room first, so a claim launched where that room
+/// would have done is still over the bound.
 pub fn wave_bound(
     wave: &Wave,
     at: Duration,
+    live: &BTreeSet<String>,
     launched: &BTreeMap<String, LaunchedAs>,
     registered: &BTreeMap<String, Resources>,
     slack_per_pool: usize,
@@ -159,12 +191,14 @@ pub fn wave_bound(
     let mut placed: Vec<Placed<'_>> = Vec::new();
     let mut on_placed: BTreeSet<&String> = BTreeSet::new();
     let claims: BTreeSet<&String> = misdirected.values().copied().collect();
-    for claim in claims {
-        let Some(mut offering) = launched.get(claim).and_then(|l| claim_offering(wave, l)) else { continue };
-        if let Some(node) = registered.get(claim) {
+    let released = wave.released_by(at).filter(|c| live.contains(*c) && !claims.contains(c));
+    let released: Vec<&String> = released.collect();
+    for claim in claims.iter().chain(&released) {
+        let Some(mut offering) = launched.get(*claim).and_then(|l| claim_offering(wave, l)) else { continue };
+        if let Some(node) = registered.get(*claim) {
             offering.1.allocatable = seen_allocatable(node, &offering.1.allocatable);
         }
-        let uids: Vec<&String> = misdirected.iter().filter(|(_, c)| **c == claim).map(|(u, _)| *u).collect();
+        let uids: Vec<&String> = misdirected.iter().filter(|(_, c)| **c == *claim).map(|(u, _)| *u).collect();
         on_placed.extend(uids.iter().copied());
         placed.push(Placed {
             pool: offering.0,
