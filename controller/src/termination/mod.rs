@@ -80,6 +80,8 @@ pub struct Termination {
     /// deliver the annotated claim only after the next pass, which must not write the same
     /// annotation again (a patch that changes nothing).
     stamped: Arc<Mutex<BTreeSet<String>>>,
+    /// Node name → when its NotReady instance may next be asked about ([`Termination::dead_instances`]).
+    instance_checks: Arc<Mutex<BTreeMap<String, Instant>>>,
 }
 
 impl Termination {
@@ -92,7 +94,17 @@ impl Termination {
         events: EventRecorder,
     ) -> Self {
         let queue = EvictionQueue::new(client.clone(), cluster.clone(), clock.clone(), events.clone());
-        Self { client, cluster, cloud, clock, events, queue, polls: Arc::default(), stamped: Arc::default() }
+        Self {
+            client,
+            cluster,
+            cloud,
+            clock,
+            events,
+            queue,
+            polls: Arc::default(),
+            stamped: Arc::default(),
+            instance_checks: Arc::default(),
+        }
     }
 
     /// The eviction queue (for inspection).
@@ -135,19 +147,24 @@ impl Termination {
                 requeue(self.finalize_node_claim(snapshot, claim).await);
             }
         }
+        let dead = self.dead_instances(snapshot).await;
         for node in snapshot.nodes.values() {
             if node.metadata.deletion_timestamp.is_some() && has_termination_finalizer(node.as_ref()) {
-                requeue(self.finalize_node(snapshot, node).await);
+                requeue(self.finalize_node(snapshot, node, &dead).await);
             }
         }
         soonest
     }
 
     /// Makes sure the claim's instance is being terminated and reports whether it is gone
-    /// (core `termination.EnsureTerminated`): the first call terminates it and sets
-    /// `InstanceTerminating=True`; later calls ask the cloud, at most every 5 s.
+    /// (core `nodeclaim/lifecycle` finalize): every call, at most every 5 s, asks the cloud to
+    /// delete the instance, which reads it fresh from EC2 and terminates it unless it is already
+    /// shutting down (aws `instance.go` `Delete`, `Get(SkipCache)`); the first success sets
+    /// `InstanceTerminating=True`, NotFound means gone.
     pub async fn ensure_terminated(&self, claim: &NodeClaim) -> InstanceState {
-        let Some(provider_id) = claim.provider_id() else { return InstanceState::Terminated };
+        if claim.provider_id().is_none() {
+            return InstanceState::Terminated;
+        }
         let uid = claim.metadata.uid.clone().unwrap_or_default();
         let now = Instant::now();
         if let Some(due) = self.polls.lock().expect("polls").get(&uid).copied()
@@ -155,30 +172,23 @@ impl Termination {
         {
             return InstanceState::Terminating(due - now);
         }
-        let result = if claim.is_condition_true(INSTANCE_TERMINATING) {
-            self.cloud.get(provider_id).await.map(|_| ())
-        } else {
-            match self.cloud.delete(claim).await {
-                Ok(()) => {
-                    if let Err(error) = set_condition(
-                        &self.client,
-                        &self.clock,
-                        claim,
-                        INSTANCE_TERMINATING,
-                        crate::apis::condition::ConditionStatus::True,
-                        "InstanceTerminating",
-                        "",
-                        json!({}),
-                    )
-                    .await
-                    {
-                        tracing::debug!(nodeclaim = claim.name_any(), %error, "recording InstanceTerminating (will retry)");
-                    }
-                    Ok(())
-                }
-                Err(error) => Err(error),
-            }
-        };
+        let result = self.cloud.delete(claim).await;
+        if result.is_ok()
+            && !claim.is_condition_true(INSTANCE_TERMINATING)
+            && let Err(error) = set_condition(
+                &self.client,
+                &self.clock,
+                claim,
+                INSTANCE_TERMINATING,
+                crate::apis::condition::ConditionStatus::True,
+                "InstanceTerminating",
+                "",
+                json!({}),
+            )
+            .await
+        {
+            tracing::debug!(nodeclaim = claim.name_any(), %error, "recording InstanceTerminating (will retry)");
+        }
         match result {
             Err(CloudError::NotFound(_)) => {
                 self.polls.lock().expect("polls").remove(&uid);

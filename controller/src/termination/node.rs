@@ -2,12 +2,14 @@
 //! deleting, let a dead node go at once, taint `karpenter.sh/disrupted:NoSchedule`, drain, wait
 //! out [`MIN_DRAIN_TIME`], terminate the instance, then remove the Node's finalizer.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
+use tokio::time::Instant;
 
 use super::node_claim::recorded_deadline;
 use super::{DRAIN_REQUEUE, InstanceState, MIN_DRAIN_TIME, Termination, drain, remove_finalizer};
@@ -45,8 +47,50 @@ pub fn drain_started(claim: &NodeClaim) -> Option<jiff::Timestamp> {
 }
 
 impl Termination {
-    /// One step of a deleting Node's finalizer; returns when to look again.
-    pub(super) async fn finalize_node(&self, snapshot: &Snapshot, node: &Node) -> Option<Duration> {
+    /// The provider IDs of deleting NotReady nodes whose instance the cloud no longer knows
+    /// (step 2 of [`Termination::finalize_node`]). Core asks the cloud once per reconcile of such
+    /// a node (node/termination/controller.go l. 121-128), and a draining node is reconciled once
+    /// a second (`awaitDrain`, `RequeueAfter: 1s`) by concurrent workers; the AWS provider answers
+    /// from its instance cache or one batched DescribeInstances. This pass also runs on every pod
+    /// change, so each node is asked about at most once per [`DRAIN_REQUEUE`], all due nodes at
+    /// once.
+    pub(super) async fn dead_instances(&self, snapshot: &Snapshot) -> BTreeSet<String> {
+        let now = Instant::now();
+        let due: Vec<String> = {
+            let mut checks = self.instance_checks.lock().expect("instance checks");
+            let dying: Vec<(String, String)> = snapshot
+                .nodes
+                .values()
+                .filter(|n| n.metadata.deletion_timestamp.is_some() && super::has_termination_finalizer(n.as_ref()))
+                .filter(|n| !node_is_ready(n) && snapshot.node_claim_for_node(n).is_some())
+                .filter_map(|n| Some((n.name_any(), n.spec.as_ref()?.provider_id.clone()?)))
+                .collect();
+            checks.retain(|name, _| dying.iter().any(|(n, _)| n == name));
+            let mut due = Vec::new();
+            for (name, provider_id) in dying {
+                if checks.get(&name).is_none_or(|at| *at <= now) {
+                    checks.insert(name, now + DRAIN_REQUEUE);
+                    due.push(provider_id);
+                }
+            }
+            due
+        };
+        let answers = futures::future::join_all(due.iter().map(|id| self.cloud.get(id))).await;
+        due.into_iter()
+            .zip(answers)
+            .filter(|(_, a)| matches!(a, Err(CloudError::NotFound(_))))
+            .map(|(id, _)| id)
+            .collect()
+    }
+
+    /// One step of a deleting Node's finalizer; returns when to look again. `dead` holds the
+    /// provider IDs [`Termination::dead_instances`] found gone.
+    pub(super) async fn finalize_node(
+        &self,
+        snapshot: &Snapshot,
+        node: &Node,
+        dead: &BTreeSet<String>,
+    ) -> Option<Duration> {
         let name = node.name_any();
         let Some(claim) = snapshot.node_claim_for_node(node) else {
             // Core treats this as a terminal error: the claim carries the deadline and the
@@ -65,7 +109,7 @@ impl Termination {
         // 2. A NotReady node whose instance is gone has nothing left to drain.
         if !node_is_ready(node)
             && let Some(provider_id) = node.spec.as_ref().and_then(|s| s.provider_id.as_deref())
-            && let Err(CloudError::NotFound(_)) = self.cloud.get(provider_id).await
+            && dead.contains(provider_id)
         {
             return self.release(node).await;
         }

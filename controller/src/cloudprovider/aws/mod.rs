@@ -3,10 +3,12 @@
 //! lifecycle and garbage collection. Everything goes through the injected `aws-sdk-ec2` and
 //! `aws-sdk-ssm` clients, so the same code talks to AWS, to moto, or to our fake cloud.
 
+pub mod describe_batcher;
 pub mod discovery;
 pub mod drift;
 pub mod errors;
 pub mod fleet_batcher;
+pub mod instance_cache;
 pub mod instance_status;
 pub mod instance_types;
 pub mod instances;
@@ -50,6 +52,7 @@ pub struct AwsCloudProvider {
     instance_types: InstanceTypeProvider,
     launch_templates: LaunchTemplateProvider,
     fleets: fleet_batcher::FleetBatcher,
+    reads: instance_cache::InstanceCache,
     /// Free addresses per subnet, from discovery minus launches since.
     subnet_ips: Mutex<BTreeMap<String, i64>>,
     /// Serialises the first catalog load.
@@ -73,6 +76,7 @@ impl AwsCloudProvider {
     ) -> Self {
         Self {
             fleets: fleet_batcher::FleetBatcher::new(ec2.clone()),
+            reads: instance_cache::InstanceCache::new(describe_batcher::DescribeBatcher::new(ec2.clone())),
             ec2,
             ssm,
             price_list,
@@ -346,9 +350,9 @@ impl AwsCloudProvider {
             .provider_id()
             .ok_or_else(|| CloudError::NotFound(format!("NodeClaim {:?} has no providerID", claim.metadata.name)))?;
         let id = instances::parse_provider_id(provider_id)?;
-        let found = instances::describe(&self.ec2, std::slice::from_ref(&id)).await?;
-        let instance = found.first().ok_or_else(|| CloudError::NotFound(format!("instance {id} not found")))?;
-        let facts = drift::InstanceFacts::of(instance);
+        let found = self.reads.get(&id, instance_cache::Read::Cached).await?;
+        let instance = found.ok_or_else(|| CloudError::NotFound(format!("instance {id} not found")))?;
+        let facts = drift::InstanceFacts::of(&instance);
         self.ensure_catalog().await?;
         let types = self.instance_types.resolve(node_class, &self.settings, &self.pricing, &self.unavailable)?;
         let type_name = instance.instance_type().map(|t| t.as_str().to_owned()).unwrap_or_default();
@@ -526,9 +530,9 @@ impl CloudProvider for AwsCloudProvider {
     fn get<'a>(&'a self, provider_id: &'a str) -> BoxFuture<'a, Result<NodeClaim, CloudError>> {
         Box::pin(async move {
             let id = instances::parse_provider_id(provider_id)?;
-            let found = instances::describe(&self.ec2, std::slice::from_ref(&id)).await?;
+            let found = self.reads.get(&id, instance_cache::Read::Cached).await?;
             found
-                .first()
+                .as_ref()
                 .map(instances::instance_to_node_claim)
                 .ok_or_else(|| CloudError::NotFound(format!("instance {id} not found")))
         })
@@ -537,6 +541,7 @@ impl CloudProvider for AwsCloudProvider {
     fn list(&self) -> BoxFuture<'_, Result<Vec<NodeClaim>, CloudError>> {
         Box::pin(async move {
             let found = instances::list(&self.ec2, &self.settings.cluster_name).await?;
+            self.reads.listed(&found);
             Ok(found.iter().map(instances::instance_to_node_claim).collect())
         })
     }
@@ -550,8 +555,7 @@ impl CloudProvider for AwsCloudProvider {
                 ))
             })?;
             let id = instances::parse_provider_id(provider_id)?;
-            let found = instances::describe(&self.ec2, std::slice::from_ref(&id)).await?;
-            let Some(instance) = found.first() else {
+            let Some(instance) = self.reads.get(&id, instance_cache::Read::Fresh).await? else {
                 return Err(CloudError::NotFound(format!("instance {id} not found")));
             };
             let shutting_down = instance
