@@ -49,16 +49,7 @@ struct KnownFinding {
 }
 
 /// Known controller findings (see [`KnownFinding`]).
-const KNOWN_FINDINGS: &[KnownFinding] = &[KnownFinding {
-    invariant: "cloudReadRate",
-    shows: "EC2 DescribeInstances calls in the 5m0s ending now",
-    example: "story-4275.yaml",
-    why: "controller: instance reads are not batched as upstream batches them \
-              (aws/karpenter-provider-aws pkg/batcher/describeinstances.go: concurrent Gets \
-              share one DescribeInstances), so launch bursts read 1-2% over the budget \
-              (story-4275: 102 of 100); story-721374983 reaches 227 of 90 under faults, not \
-              yet diagnosed. Found 2026-12-06 (session 12) by the new invariant.",
-}];
+const KNOWN_FINDINGS: &[KnownFinding] = &[];
 
 fn generated_dir() -> PathBuf {
     Path::new("../scenarios/regressions/generated").to_path_buf()
