@@ -102,12 +102,20 @@ pub struct Replicas {
     pub settings: Arc<std::sync::Mutex<Settings>>,
     /// Replicas that exited (leadership lost, or `operator::run` returned), in order.
     pub exited: Arc<std::sync::Mutex<Vec<String>>>,
+    /// The metrics registry of every start of every replica, in start order (a restart
+    /// starts a fresh one, as a new process would).
+    pub metrics: Arc<std::sync::Mutex<Vec<(String, dovetail_controller::runtime::Metrics)>>>,
 }
 
 impl Replicas {
     /// Takes the list of replicas that exited since the last call.
     pub fn take_exited(&self) -> Vec<String> {
         std::mem::take(&mut *self.exited.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Every start's `/metrics` text as Prometheus would scrape it: (host, OpenMetrics text).
+    pub fn scrape(&self) -> Vec<(String, String)> {
+        self.metrics.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(h, m)| (h.clone(), m.encode())).collect()
     }
 }
 
@@ -134,6 +142,7 @@ pub(crate) fn add_controller_replicas(
         hosts: hosts.clone(),
         settings: Arc::new(std::sync::Mutex::new(settings)),
         exited: Arc::new(std::sync::Mutex::new(Vec::new())),
+        metrics: Arc::new(std::sync::Mutex::new(Vec::new())),
     };
     let elect = hosts.len() > 1;
     for (index, host) in (0u8..).zip(hosts) {
@@ -164,11 +173,13 @@ pub(crate) fn add_controller_replicas(
                             .with_thread_rng_seed(rng_seeds[3]),
                     ),
                 };
+                let metrics = dovetail_controller::runtime::Metrics::new();
+                replicas.metrics.lock().unwrap_or_else(|e| e.into_inner()).push((host.clone(), metrics.clone()));
                 let env = Environment {
                     clock: Arc::new(SimClock),
                     rng: SharedRng::from_seed(rng_seed),
                     events: EventRecorder::new(),
-                    metrics: dovetail_controller::runtime::Metrics::new(),
+                    metrics,
                     instance: host.clone(),
                 };
                 let lost = async {

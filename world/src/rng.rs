@@ -58,6 +58,9 @@ pub enum Stream {
     Kubelet,
     /// Node agents (registration and readiness of the cloud's instances): `nodes`.
     Nodes,
+    /// The cloud-controller-manager's node controller (when it initializes a registered
+    /// Node): `cloud-controller-manager`.
+    CloudControllerManager,
     /// Controller replica `i` (0 is `controller`, 1 is `controller-b`, ...): its `SharedRng`.
     Controller(u8),
     /// The retry jitter of controller replica `i`'s AWS SDK clients (EC2, SQS and SSM are
@@ -90,7 +93,7 @@ pub enum Stream {
 impl Stream {
     /// Every stream of a world but the indexed ones (further controller replicas, the
     /// plan's workloads and faults), for listing them and checking that no two share a name.
-    pub const FIXED: [Stream; 12] = [
+    pub const FIXED: [Stream; 13] = [
         Stream::Turmoil,
         Stream::Fastrand,
         Stream::ApiServer,
@@ -98,6 +101,7 @@ impl Stream {
         Stream::KubeScheduler,
         Stream::Kubelet,
         Stream::Nodes,
+        Stream::CloudControllerManager,
         Stream::Controller(0),
         Stream::SdkRetry(0),
         Stream::Cloud,
@@ -115,6 +119,7 @@ impl Stream {
             Stream::KubeScheduler => "kube-scheduler".into(),
             Stream::Kubelet => "kubelet".into(),
             Stream::Nodes => "nodes".into(),
+            Stream::CloudControllerManager => "cloud-controller-manager".into(),
             Stream::Controller(0) => "controller".into(),
             Stream::Controller(i) => format!("controller-{}", char::from(b'a'.saturating_add(i))).into(),
             Stream::SdkRetry(i) => format!("sdk-retry/{i}").into(),

@@ -32,8 +32,8 @@ use dovetail_fakecloud::cloud::SharedCloud;
 use crate::apiserver::{self, ApiServer};
 use crate::world::Stream;
 
-/// The streams the cluster's actors draw from without a cloud ([`Stream::Nodes`] joins
-/// them with one).
+/// The streams the cluster's actors draw from without a cloud ([`Stream::Nodes`] and
+/// [`Stream::CloudControllerManager`] join them with one).
 pub const STREAMS: [Stream; 2] = [Stream::KubeScheduler, Stream::Kubelet];
 
 /// Every cluster actor of a world, in a fixed order. With a cloud, nodes follow its
@@ -45,6 +45,7 @@ pub fn cluster_actors(seed: u64, cloud: Option<SharedCloud>) -> Vec<Box<dyn runt
             cloud,
             node_agent::NodeTiming::default(),
             Stream::Nodes.rng(seed),
+            Stream::CloudControllerManager.rng(seed),
         )));
     }
     actors.push(Box::new(disruption_controller::DisruptionController::default()));

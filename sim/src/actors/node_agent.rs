@@ -5,7 +5,13 @@
 //! seeded boot delay, with the labels, taints and max-pods its launch asked for (read from
 //! the launch template's user data, as a real kubelet takes them from its flags), and
 //! reports Ready after a further delay. Startup taints named in [`NodeTiming::agent_taints`]
-//! are removed by the agent after a seeded delay. When the instance stops or goes away the
+//! are removed by the agent after a seeded delay. The kubelet runs with
+//! `--cloud-provider=external`, as on EKS, so it registers the Node with
+//! `node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule` (kubelet `initialNode`,
+//! `pkg/kubelet/kubelet_node_status.go`), and the cloud-controller-manager's node controller
+//! removes that taint a seeded few seconds after registration, whether or not the Node is
+//! Ready yet (`k8s.io/cloud-provider` `controllers/node/node_controller.go`
+//! `syncNode`). When the instance stops or goes away the
 //! node turns NotReady with the unreachable taints, and once the cloud says the instance
 //! is terminated the Node is deleted (finalizers permitting), whether or not anyone
 //! drained it. A kubelet whose IAM role has no access entry in the cluster is refused by
@@ -33,6 +39,11 @@ use crate::world::clock::timestamp;
 /// its instance runs; the fault's heal does.
 pub const SICK_KUBELET_REASON: &str = "KubeletUnhealthy";
 
+/// The taint a kubelet with `--cloud-provider=external` registers with, until the cloud
+/// controller manager has initialized the Node (`k8s.io/cloud-provider/api`
+/// `TaintExternalCloudProvider`).
+pub const UNINITIALIZED_TAINT_KEY: &str = "node.cloudprovider.kubernetes.io/uninitialized";
+
 /// How often the agents look for newly launched instances.
 const INSTANCE_POLL: Duration = Duration::from_secs(1);
 
@@ -49,6 +60,9 @@ pub struct NodeTiming {
     pub ready: (Duration, Duration),
     /// Ready → the agent removes its startup taints.
     pub agent: (Duration, Duration),
+    /// Registered → the cloud controller manager initializes the Node (removes
+    /// [`UNINITIALIZED_TAINT_KEY`]), independently of readiness.
+    pub cloud_init: (Duration, Duration),
     /// Taint keys the simulated agent removes. A scenario can leave a taint out to make it
     /// stay for ever.
     pub agent_taints: BTreeSet<String>,
@@ -62,6 +76,7 @@ impl Default for NodeTiming {
             register: (Duration::from_secs(20), Duration::from_secs(40)),
             ready: (Duration::from_secs(5), Duration::from_secs(15)),
             agent: (Duration::from_secs(2), Duration::from_secs(10)),
+            cloud_init: (Duration::from_secs(1), Duration::from_secs(12)),
             agent_taints: ["node.cilium.io/agent-not-ready", "ebs.csi.aws.com/agent-not-ready", "example.com/startup"]
                 .into_iter()
                 .map(String::from)
@@ -77,6 +92,8 @@ struct Tracked {
     register_at: Duration,
     ready_at: Option<Duration>,
     agent_at: Option<Duration>,
+    /// When the cloud controller manager initializes the registered Node.
+    cloud_init_at: Option<Duration>,
     lost_since: Option<Duration>,
 }
 
@@ -85,14 +102,16 @@ pub struct NodeAgents {
     cloud: SharedCloud,
     timing: NodeTiming,
     rng: SimRng,
+    /// The cloud controller manager's delays (its own stream: the kubelets' draws stay put).
+    ccm_rng: SimRng,
     tracked: BTreeMap<String, Tracked>,
     kubelet_version: String,
 }
 
 impl NodeAgents {
     /// Agents for `cloud`'s instances.
-    pub fn new(cloud: SharedCloud, timing: NodeTiming, rng: SimRng) -> Self {
-        Self { cloud, timing, rng, tracked: BTreeMap::new(), kubelet_version: "v1.34.1-eks-dovetail".into() }
+    pub fn new(cloud: SharedCloud, timing: NodeTiming, rng: SimRng, ccm_rng: SimRng) -> Self {
+        Self { cloud, timing, rng, ccm_rng, tracked: BTreeMap::new(), kubelet_version: "v1.34.1-eks-dovetail".into() }
     }
 
     /// Whether EKS lets the instance's kubelet register now (its role has an access entry;
@@ -222,7 +241,14 @@ impl Reconciler for NodeAgents {
                 let node = node_name(&inst.private_ip, &region);
                 self.tracked.insert(
                     inst.id.clone(),
-                    Tracked { node, register_at: running_at + delay, ready_at: None, agent_at: None, lost_since: None },
+                    Tracked {
+                        node,
+                        register_at: running_at + delay,
+                        ready_at: None,
+                        agent_at: None,
+                        cloud_init_at: None,
+                        lost_since: None,
+                    },
                 );
             }
             let mut t = self.tracked[&inst.id].clone();
@@ -242,7 +268,13 @@ impl Reconciler for NodeAgents {
                         .and_then(|id| cloud.launch_templates().find(|lt| &lt.id == id))
                         .and_then(|lt| lt.user_data.clone())
                         .unwrap_or_default();
-                    let flags = kubelet_flags(&user_data);
+                    let mut flags = kubelet_flags(&user_data);
+                    flags.taints.push(Taint {
+                        key: UNINITIALIZED_TAINT_KEY.into(),
+                        value: Some("true".into()),
+                        effect: "NoSchedule".into(),
+                        time_added: None,
+                    });
                     if let Some(f) = facts(&cloud, &inst.instance_type) {
                         let launch = Launch {
                             node_name: t.node.clone(),
@@ -268,10 +300,23 @@ impl Reconciler for NodeAgents {
                         let obj = serde_json::to_value(&node).unwrap_or(Value::Null);
                         register(store, obj);
                     }
+                    let (lo, hi) = self.timing.cloud_init;
+                    let c = if hi <= lo { lo } else { lo + (hi - lo).mul_f64(self.ccm_rng.random::<f64>()) };
+                    t.cloud_init_at = Some(now + c);
+                    soon(now + c);
                     let d = self.draw(self.timing.ready);
                     t.ready_at = Some(now + d);
                     soon(now + d);
                 } else if let Some(ready_at) = t.ready_at {
+                    // Level-triggered, like the cloud node controller (it initializes any Node
+                    // it sees with the taint): a write that puts the taint back is undone.
+                    if let Some(at) = t.cloud_init_at {
+                        if at > now {
+                            soon(at);
+                        } else {
+                            cloud_initialize(store, &t.node);
+                        }
+                    }
                     if ready_at > now {
                         soon(ready_at);
                     } else {
@@ -373,6 +418,20 @@ fn remove_taints(store: &mut Store, name: &str, keys: &BTreeSet<String>) {
     let Some(taints) = new.pointer_mut("/spec/taints").and_then(Value::as_array_mut) else { return };
     taints.retain(|t| !keys.contains(t["key"].as_str().unwrap_or("")));
     let _ = store.update(&nodes_t, "", name, new, Part::Main, WriteOptions::default());
+}
+
+/// The cloud node controller initializes the Node: removes [`UNINITIALIZED_TAINT_KEY`] if
+/// present (no write otherwise).
+fn cloud_initialize(store: &mut Store, name: &str) {
+    let nodes_t = store.registry().get("", "nodes").expect("built in");
+    let Ok(node) = store.get(&nodes_t, "", name) else { return };
+    let tainted = node
+        .pointer("/spec/taints")
+        .and_then(Value::as_array)
+        .is_some_and(|ts| ts.iter().any(|t| t["key"] == UNINITIALIZED_TAINT_KEY));
+    if tainted {
+        remove_taints(store, name, &BTreeSet::from([UNINITIALIZED_TAINT_KEY.to_string()]));
+    }
 }
 
 /// The cloud node controller: the instance is gone, so is the Node.

@@ -32,6 +32,8 @@
 //! | `cloudReadRate` | [`cloud_read_rate`] |
 //! | `noOpWrites` | [`no_op_writes`] |
 //! | `consolidatableTiming` | [`consolidatable_timing`] |
+//! | `initializationConformance` | [`initialization_conformance`] |
+//! | `metricsConformance` | [`metrics_conformance`] |
 //!
 //! The cost section ([`cost`]: rate, LP bound, gap) is measured at the end, not judged.
 
@@ -48,9 +50,11 @@ pub mod double_launch;
 pub mod drain_conformance;
 pub mod drift_convergence;
 pub mod expiry_timing;
+pub mod initialization_conformance;
 pub mod interruption_handled;
 pub mod launch_conformance;
 pub mod leaked_instance;
+pub mod metrics_conformance;
 pub mod no_op_writes;
 pub mod nodepool_limits;
 pub mod over_provisioning;
@@ -212,6 +216,8 @@ pub struct EndOfRun {
     pub open_moves: Vec<(crate::oracle::moves::Move, Duration)>,
     /// How long a move may stay open (validation + `untakenMoves.slack`).
     pub moves_allowance: Duration,
+    /// Every controller start's `/metrics` text at the end: (host, OpenMetrics text).
+    pub metrics: Vec<(String, String)>,
 }
 
 /// One invariant: sees each tick, may add violations; may judge once more at the end.
@@ -247,7 +253,12 @@ pub struct Checker {
     drift: drift_convergence::DriftClock,
     /// The server's faults, to read the watch delay in force.
     api_faults: Arc<std::sync::Mutex<crate::apiserver::ApiFaults>>,
+    /// Scrapes the controller's `/metrics` (every start of every replica) at the end.
+    metrics_source: Option<MetricsSource>,
 }
+
+/// Scrapes the controller's metrics: (host, OpenMetrics text) per controller start.
+pub type MetricsSource = Box<dyn Fn() -> Vec<(String, String)>>;
 
 impl Checker {
     /// A checker of the world around `server`; installs its audit observer on the server.
@@ -320,6 +331,12 @@ impl Checker {
         if c.consolidatable_timing.enabled {
             invariants.push(Box::new(consolidatable_timing::ConsolidatableTiming::new(server)));
         }
+        if c.metrics_conformance.enabled {
+            invariants.push(Box::new(metrics_conformance::MetricsConformance));
+        }
+        if c.initialization_conformance.enabled {
+            invariants.push(Box::new(initialization_conformance::InitializationConformance::new(c, server)));
+        }
         Self {
             config: config.clone(),
             recorder,
@@ -337,6 +354,7 @@ impl Checker {
             moves: untaken_moves::UntakenMoves::new(config.untaken_moves.clone()),
             drift: drift_convergence::DriftClock::default(),
             api_faults: server.faults.clone(),
+            metrics_source: None,
         }
     }
 
@@ -419,6 +437,11 @@ impl Checker {
         self.drift.overdue(seen.view, seen.pods, &self.config, self.healed_at)
     }
 
+    /// Where `metricsConformance` reads the controller's metrics at the end of the run.
+    pub fn set_metrics_source(&mut self, source: MetricsSource) {
+        self.metrics_source = Some(source);
+    }
+
     /// Violations found so far.
     pub fn violations(&self) -> &[Violation] {
         &self.violations
@@ -440,6 +463,7 @@ impl Checker {
         let end = EndOfRun {
             open_moves: self.moves.open_at_end(seen, self.spot_to_spot, self.phase, self.healed_at),
             moves_allowance: self.moves.allowance(),
+            metrics: self.metrics_source.as_ref().map(|scrape| scrape()).unwrap_or_default(),
         };
         let drift_overdue = self.drift_overdue(seen);
         let ctx = Ctx {

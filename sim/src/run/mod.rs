@@ -119,6 +119,8 @@ pub fn run_world(built: ScenarioWorld<'_>, options: &mut RunOptions) -> anyhow::
         let repair_upgraded = matches!(&loaded.scenario.controller, ControllerSpec::Run(c) if c.upgrades.iter()
             .any(|u| u.feature_gates.as_ref().and_then(|g| g.node_repair) == Some(true)));
         checker.set_node_repair_possible(repair || repair_upgraded);
+        let scraped = r.clone();
+        checker.set_metrics_source(Box::new(move || scraped.scrape()));
     }
     if let Some(checker) = checker.as_mut() {
         let count = replicas.as_ref().map_or(0, |r| r.hosts.len());

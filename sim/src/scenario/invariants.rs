@@ -85,6 +85,12 @@ pub struct InvariantConfig {
     /// An initialized NodeClaim is Consolidatable=True within 5 s of consolidateAfter
     /// passing since the later of its initialization and last pod event.
     pub consolidatable_timing: Toggle,
+    /// A NodeClaim turns Initialized=True only when its Node is Ready and carries none of
+    /// the ephemeral or the claim's startup taints, with every requested resource allocatable.
+    pub initialization_conformance: Toggle,
+    /// The controller's disruption-decision metrics carry upstream's label values
+    /// (`reason` with its matching `consolidation_type`), judged on `/metrics` at the end.
+    pub metrics_conformance: Toggle,
 }
 
 impl Default for InvariantConfig {
@@ -114,6 +120,8 @@ impl Default for InvariantConfig {
             cloud_read_rate: Toggle::default(),
             no_op_writes: Toggle::default(),
             consolidatable_timing: Toggle::default(),
+            initialization_conformance: Toggle::default(),
+            metrics_conformance: Toggle::default(),
         }
     }
 }

@@ -186,6 +186,7 @@ impl WorldBuilder {
             streams.extend(crate::actors::STREAMS);
             if cloud.is_some() {
                 streams.push(Stream::Nodes);
+                streams.push(Stream::CloudControllerManager);
             }
             crate::actors::add_cluster_host(&mut sim, &server, seed, cloud.clone());
         } else {
