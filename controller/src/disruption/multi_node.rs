@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::budgets::take;
-use super::candidates::{Candidate, sort_by_disruption_cost};
+use super::candidates::{Candidate, sort_by_savings_ratio};
 use super::command::{Command, Decision, Method};
 use super::consolidation::{compute_with, consolidation_blocker, filter_out_same_instance_type};
 use super::input::DisruptionInput;
@@ -26,7 +26,7 @@ pub fn multi_node_candidates(
     let mut eligible: Vec<Candidate> =
         candidates.iter().filter(|c| consolidation_blocker(c).is_none()).cloned().collect();
     report.eligible.insert("underutilized", eligible.len());
-    sort_by_disruption_cost(&mut eligible);
+    sort_by_savings_ratio(&mut eligible);
     let mut kept: Vec<Candidate> = eligible.into_iter().filter(|c| take(budgets, &c.pool)).collect();
     kept.truncate(MULTI_NODE_MAX_CANDIDATES);
     kept

@@ -1,4 +1,4 @@
-//! Single-node consolidation (karpenter-behaviour.md §5.8): candidates by disruption cost,
+//! Single-node consolidation (karpenter-behaviour.md §5.8): candidates by savings ratio,
 //! interleaved round-robin across NodePools (pools a previous timeout did not reach go first);
 //! the first that can be deleted or replaced by a cheaper node wins. Stops after
 //! [`SINGLE_NODE_TIMEOUT`] on the injected clock and remembers the pools it did not reach.
@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::SINGLE_NODE_TIMEOUT;
-use super::candidates::{Candidate, sort_by_disruption_cost};
+use super::candidates::{Candidate, sort_by_savings_ratio};
 use super::command::{Command, Method};
 use super::consolidation::{compute_with, consolidation_blocker};
 use super::input::DisruptionInput;
@@ -17,7 +17,7 @@ use crate::runtime::clock::add;
 
 /// Sorted candidates interleaved across pools: one from each pool in turn, `first` pools first.
 pub fn interleave(mut candidates: Vec<Candidate>, first: &BTreeSet<String>) -> Vec<Candidate> {
-    sort_by_disruption_cost(&mut candidates);
+    sort_by_savings_ratio(&mut candidates);
     let mut by_pool: BTreeMap<String, std::collections::VecDeque<Candidate>> = BTreeMap::new();
     for candidate in candidates {
         by_pool.entry(candidate.pool.clone()).or_default().push_back(candidate);
