@@ -158,3 +158,97 @@ fn can_pass_threshold_is_the_delete_score_and_passes_other_policies() {
     assert!(can_pass_threshold(&heavy, &totals));
     assert!(can_pass_threshold(&cand("unknown", true, 1.0, 30), &totals));
 }
+
+// ---- through the controller's candidates (synthetic cluster) ----
+
+mod cluster {
+    use super::super::totals_for;
+    use crate::disruption::candidates::{DisruptionClass, get_candidates, sort_by_savings_ratio};
+    use crate::disruption::controller::{LoopState, decide};
+    use crate::disruption::input::{DisruptionInput, DisruptionOptions};
+    use crate::disruption::report::Report;
+    use crate::disruption::synthetic::{SyntheticCluster, fake_types, node_pool};
+    use crate::runtime::clock::ManualClock;
+
+    fn t0() -> jiff::Timestamp {
+        "2026-01-05T12:00:00Z".parse().expect("timestamp")
+    }
+
+    fn now() -> jiff::Timestamp {
+        jiff::Timestamp::from_second(t0().as_second() + 3600).expect("time")
+    }
+
+    /// Pool `default` with `policy` and eight fake instance types, no node yet.
+    fn cluster(policy: &str) -> SyntheticCluster {
+        let mut c = SyntheticCluster::new(t0());
+        let disruption = serde_json::json!({"consolidateAfter": "0s", "consolidationPolicy": policy, "budgets": [{"nodes": "100%"}]});
+        let od = serde_json::json!([{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}]);
+        c.add_pool(node_pool("default", disruption, od), fake_types(8));
+        c
+    }
+
+    fn input(c: &SyntheticCluster) -> DisruptionInput {
+        c.input(now(), DisruptionOptions::default())
+    }
+
+    #[test]
+    fn sort_candidates_by_savings_ratio_highest_first() {
+        // "sortCandidates > should sort Balanced candidates by savings ratio (highest first)"
+        // and "... non-Balanced candidates by savings ratio descending": the order is the
+        // same for every policy.
+        for policy in ["Balanced", "WhenEmptyOrUnderutilized"] {
+            let mut c = cluster(policy);
+            for (n, pods) in [("a", 1), ("b", 3), ("d", 2)] {
+                c.add_node(n, "default", "c5.4xlarge", "test-zone-1", "on-demand");
+                for p in 0..pods {
+                    c.add_pod(&format!("p-{n}-{p}"), "x", Some(n), 500, 256);
+                }
+            }
+            let i = input(&c);
+            let (mut candidates, _) = get_candidates(&i, DisruptionClass::Graceful);
+            sort_by_savings_ratio(&mut candidates);
+            let order: Vec<&str> = candidates.iter().map(|c| c.node_name.as_str()).collect();
+            assert_eq!(order, ["a", "d", "b"], "{policy}: same price, fewer pods first");
+            let ratio = candidates[0].savings_ratio();
+            let price = candidates[0].price.expect("priced");
+            assert!((ratio - price / 2.0).abs() < 1e-12, "price / (1 + one default-cost pod)");
+        }
+    }
+
+    #[test]
+    fn balanced_pool_keeps_a_node_whose_delete_scores_below_half() {
+        // Four equal nodes; a carries 9 pods, b, c and d one do-not-disrupt pod each (no
+        // candidates, but in the totals: "Non-candidate nodes still contribute to the
+        // denominators"). Deleting a saves a quarter of the pool's cost for 10/16 of its
+        // disruption: score 0.4 < 1/2, so Balanced keeps it; the default policy deletes it.
+        for (policy, want) in [("Balanced", false), ("WhenEmptyOrUnderutilized", true)] {
+            let mut c = cluster(policy);
+            for n in ["a", "b", "c", "d"] {
+                c.add_node(n, "default", "c5.4xlarge", "test-zone-1", "on-demand");
+            }
+            for p in 0..9 {
+                c.add_pod(&format!("p-a-{p}"), "x", Some("a"), 100, 64);
+            }
+            for n in ["b", "c", "d"] {
+                let key = c.add_pod(&format!("p-{n}"), "x", Some(n), 100, 64);
+                c.edit_pod(&key, |pod| {
+                    pod.metadata
+                        .annotations
+                        .get_or_insert_with(Default::default)
+                        .insert("karpenter.sh/do-not-disrupt".into(), "true".into());
+                });
+            }
+            let i = input(&c);
+            let (candidates, _) = get_candidates(&i, DisruptionClass::Graceful);
+            assert_eq!(candidates.len(), 1);
+            let totals = totals_for(&i, &candidates);
+            assert_eq!(totals["default"].total_disruption_cost, 10.0 + 3.0 * 2.0);
+            assert!((totals["default"].total_cost - 4.0 * candidates[0].price.expect("priced")).abs() < 1e-9);
+            let mut state = LoopState::default();
+            let command = decide(&i, &ManualClock::new(now()), &mut state, &mut Report::default());
+            let names: Vec<String> =
+                command.map(|c| c.candidates.iter().map(|c| c.node_name.clone()).collect()).unwrap_or_default();
+            assert_eq!(names.contains(&"a".to_string()), want, "{policy}: {names:?}");
+        }
+    }
+}
