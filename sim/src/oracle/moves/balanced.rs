@@ -17,27 +17,11 @@
 
 use std::collections::BTreeMap;
 
+pub use super::host::Totals;
 use super::host::{Host, PoolRules};
 
 /// Upstream's `BalancedK` (`apis/v1/nodepool.go:172`).
 pub const K: f64 = 2.0;
-
-/// A pool's denominators (`NodePoolTotals`, `computeNodePoolTotals` l. 38-103): what its
-/// nodes cost (USD per hour) and Σ of their reschedule disruption costs.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Totals {
-    /// Σ node prices.
-    pub cost: f64,
-    /// Σ node `RescheduleDisruptionCost`.
-    pub disruption: f64,
-}
-
-impl Totals {
-    /// The totals of one pool's hosts.
-    pub fn of(hosts: &[&Host]) -> Self {
-        Totals { cost: hosts.iter().map(|h| h.price).sum(), disruption: hosts.iter().map(|h| h.reschedule_cost).sum() }
-    }
-}
 
 /// `ScoreMove(...).Approved()`: zero totals score 0 (rejected); nothing saved scores 0;
 /// no disruption scores +∞.

@@ -143,7 +143,7 @@ pub struct PoolRules {
     /// `consolidationPolicy: Balanced`: consolidation moves must pass [`super::balanced`].
     pub balanced: bool,
     /// Its nodes' cost and disruption totals (the Balanced denominators).
-    pub totals: super::balanced::Totals,
+    pub totals: Totals,
 }
 
 impl PoolRules {
@@ -159,8 +159,25 @@ impl PoolRules {
             underutilized_budget: budget_left(&budgets, mine.len(), disrupting, "Underutilized", now),
             weight: pool["spec"]["weight"].as_i64().unwrap_or(0),
             balanced: pool["spec"]["disruption"]["consolidationPolicy"] == "Balanced",
-            totals: super::balanced::Totals::of(&mine),
+            totals: Totals::of(&mine),
         }
+    }
+}
+
+/// A pool's Balanced denominators (core HEAD `disruption/balanced.go` `NodePoolTotals`, `computeNodePoolTotals` l. 38-103): what its
+/// nodes cost (USD per hour) and Σ of their reschedule disruption costs.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Totals {
+    /// Σ node prices.
+    pub cost: f64,
+    /// Σ node `RescheduleDisruptionCost`.
+    pub disruption: f64,
+}
+
+impl Totals {
+    /// The totals of one pool's hosts.
+    pub fn of(hosts: &[&Host]) -> Self {
+        Totals { cost: hosts.iter().map(|h| h.price).sum(), disruption: hosts.iter().map(|h| h.reschedule_cost).sum() }
     }
 }
 
