@@ -3,6 +3,7 @@
 //! 2,000 on-demand nodes: m5.8xlarge nodes each running three 1-vCPU pods (~40% utilised), so
 //! consolidation has real work to do.
 
+use std::collections::BTreeMap;
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -47,7 +48,8 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 let (candidates, _) = get_candidates(input, DisruptionClass::Graceful);
                 let mut budgets = allowed_disruptions(input, DisruptionReason::Underutilized);
-                let command = multi_node(input, &candidates, &mut budgets, &clock, &mut Report::default());
+                let command =
+                    multi_node(input, &candidates, &mut budgets, &clock, &BTreeMap::new(), &mut Report::default());
                 black_box(command.map(|c| c.candidates.len()))
             });
         });

@@ -72,12 +72,30 @@ pub struct Candidate {
     pub schedulable: Vec<SchedulablePod>,
     /// Σ pod eviction costs × lifetime remaining (core `DisruptionCost`).
     pub disruption_cost: f64,
+    /// 1 + Σ max(0, eviction cost) over the pods that must move (core
+    /// `RescheduleDisruptionCost`, `types.go` l. 136-143): the denominator of
+    /// [`Candidate::savings_ratio`].
+    pub reschedule_disruption_cost: f64,
 }
 
+/// The disruption cost of draining any node, before its pods (core
+/// `PerNodeBaseDisruptionCost`, `types.go` l. 134).
+pub const PER_NODE_BASE_DISRUPTION_COST: f64 = 1.0;
+
 impl Candidate {
-    /// No reschedulable pods (DaemonSet, static and finished pods do not count).
+    /// No pod that must move adds a positive eviction cost (core `Candidate.IsEmpty`,
+    /// `types.go` l. 151-157): DaemonSet, static and finished pods do not count, nor pods
+    /// whose eviction cost clamps to zero or below (a deletion cost or priority that low);
+    /// the Empty reason and budgets then govern the node.
     pub fn is_empty(&self) -> bool {
-        self.pods.is_empty()
+        self.reschedule_disruption_cost <= PER_NODE_BASE_DISRUPTION_COST
+    }
+
+    /// The node's price per unit of disruption (core `Candidate.SavingsRatio`, `types.go`
+    /// l. 145-146): consolidation tries the highest first. A node whose offering is no longer
+    /// offered has price 0 (core `resolveNodePrice` l. 117-131).
+    pub fn savings_ratio(&self) -> f64 {
+        self.price.unwrap_or(0.0) / self.reschedule_disruption_cost
     }
 
     /// `Consolidatable=True` on the claim.
@@ -296,6 +314,7 @@ fn new_candidate(
         .filter_map(|p| SchedulablePod::from_pod(p).ok())
         .collect();
     let disruption_cost = disruption_cost(&pods, claim, input.now);
+    let reschedule_disruption_cost = reschedule_disruption_cost(&pods);
     Candidate {
         claim: claim.clone(),
         node: node.clone(),
@@ -312,10 +331,21 @@ fn new_candidate(
         pods,
         schedulable,
         disruption_cost,
+        reschedule_disruption_cost,
     }
 }
 
-/// Sorts by disruption cost ascending, ties by name (v1.0–v1.13 order).
-pub fn sort_by_disruption_cost(candidates: &mut [Candidate]) {
-    candidates.sort_by(|a, b| a.disruption_cost.total_cmp(&b.disruption_cost).then_with(|| a.name.cmp(&b.name)));
+/// 1 + Σ max(0, eviction cost) over `pods` (core `computeRescheduleDisruptionCost`,
+/// `types.go` l. 136-143).
+pub fn reschedule_disruption_cost(pods: &[Arc<Pod>]) -> f64 {
+    PER_NODE_BASE_DISRUPTION_COST + pods.iter().map(|p| pod_eviction_cost(p).max(0.0)).sum::<f64>()
+}
+
+/// Sorts by savings ratio descending, ties by name: the order every consolidation method
+/// tries candidates in (core `consolidation.go` `sortCandidates`, l. 138-154, used by
+/// emptiness, single-node and multi-node consolidation; upstream's `sort.Slice` leaves ties
+/// in no particular order, the name makes ours deterministic). Until upstream's Balanced
+/// policy change (kubernetes-sigs/karpenter#2962) the order was disruption cost ascending.
+pub fn sort_by_savings_ratio(candidates: &mut [Candidate]) {
+    candidates.sort_by(|a, b| b.savings_ratio().total_cmp(&a.savings_ratio()).then_with(|| a.name.cmp(&b.name)));
 }

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use kube::{Client, ResourceExt};
 
+use super::balanced::totals_for;
 use super::budgets::{allowed_disruptions, constrained_by_budgets};
 use super::candidates::{DisruptionClass, get_candidates};
 use super::command::{Command, Method};
@@ -110,13 +111,15 @@ pub fn decide(
     }
     report.budget_blocked(input, DisruptionReason::Underutilized);
     let mut budgets = allowed_disruptions(input, DisruptionReason::Underutilized);
+    // Core controller.go l. 186-204: totals from every candidate before the method's filter.
+    let totals = totals_for(input, &candidates);
     let eligible = candidates.iter().filter(|c| consolidation_blocker(c).is_none()).map(|c| c.pool.as_str());
     let constrained = constrained_by_budgets(eligible, &budgets);
-    if let Some(command) = multi_node(input, &candidates, &mut budgets, clock, report) {
+    if let Some(command) = multi_node(input, &candidates, &mut budgets, clock, &totals, report) {
         return Some(command);
     }
     let budgets = allowed_disruptions(input, DisruptionReason::Underutilized);
-    if let Some(command) = single_node(input, &candidates, &budgets, clock, &mut state.unseen_pools, report) {
+    if let Some(command) = single_node(input, &candidates, &budgets, clock, &mut state.unseen_pools, &totals, report) {
         return Some(command);
     }
     // Core singlenodeconsolidation.go l. 66-74 and 116-121: neither a budget that held a

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::budgets::take;
-use super::candidates::{Candidate, sort_by_disruption_cost};
+use super::candidates::{Candidate, sort_by_savings_ratio};
 use super::command::{Command, Method};
 use super::report::Report;
 
@@ -24,7 +24,7 @@ pub fn emptiness(
 ) -> Option<Command> {
     let mut empty: Vec<Candidate> = candidates.iter().filter(|c| is_empty_candidate(c)).cloned().collect();
     report.eligible.insert("empty", empty.len());
-    sort_by_disruption_cost(&mut empty);
+    sort_by_savings_ratio(&mut empty);
     let chosen: Vec<Candidate> = empty.into_iter().filter(|c| take(budgets, &c.pool)).collect();
     (!chosen.is_empty()).then(|| Command { method: Method::Emptiness, candidates: chosen, replacements: Vec::new() })
 }

@@ -13,6 +13,7 @@
 
 #![warn(missing_docs)]
 
+pub mod balanced;
 pub mod blocker;
 pub mod budgets;
 pub mod candidates;

@@ -6,8 +6,9 @@
 
 use std::collections::BTreeMap;
 
+use super::balanced::{PoolTotals, approve};
 use super::budgets::take;
-use super::candidates::{Candidate, sort_by_disruption_cost};
+use super::candidates::{Candidate, sort_by_savings_ratio};
 use super::command::{Command, Decision, Method};
 use super::consolidation::{compute_with, consolidation_blocker, filter_out_same_instance_type};
 use super::input::DisruptionInput;
@@ -26,7 +27,7 @@ pub fn multi_node_candidates(
     let mut eligible: Vec<Candidate> =
         candidates.iter().filter(|c| consolidation_blocker(c).is_none()).cloned().collect();
     report.eligible.insert("underutilized", eligible.len());
-    sort_by_disruption_cost(&mut eligible);
+    sort_by_savings_ratio(&mut eligible);
     let mut kept: Vec<Candidate> = eligible.into_iter().filter(|c| take(budgets, &c.pool)).collect();
     kept.truncate(MULTI_NODE_MAX_CANDIDATES);
     kept
@@ -38,14 +39,20 @@ pub fn multi_node(
     candidates: &[Candidate],
     budgets: &mut BTreeMap<String, u64>,
     clock: &dyn Clock,
+    totals: &BTreeMap<String, PoolTotals>,
     report: &mut Report,
 ) -> Option<Command> {
     let candidates = multi_node_candidates(candidates, budgets, report);
-    first_n_consolidation(input, &candidates, clock)
+    first_n_consolidation(input, &candidates, clock, totals)
 }
 
 /// Binary search on the prefix length over already sorted, budgeted `candidates`.
-pub fn first_n_consolidation(input: &DisruptionInput, candidates: &[Candidate], clock: &dyn Clock) -> Option<Command> {
+pub fn first_n_consolidation(
+    input: &DisruptionInput,
+    candidates: &[Candidate],
+    clock: &dyn Clock,
+    totals: &BTreeMap<String, PoolTotals>,
+) -> Option<Command> {
     if candidates.len() < 2 {
         return None;
     }
@@ -74,6 +81,8 @@ pub fn first_n_consolidation(input: &DisruptionInput, candidates: &[Candidate], 
             },
             Err(_) => None,
         };
+        // Core multinodeconsolidation.go l. 165-173: a Balanced pool may reject the probe.
+        let valid = valid.filter(|command| approve(command, totals));
         match valid {
             Some(command) => {
                 best = Some(command);

@@ -1,4 +1,4 @@
-//! Single-node consolidation (karpenter-behaviour.md §5.8): candidates by disruption cost,
+//! Single-node consolidation (karpenter-behaviour.md §5.8): candidates by savings ratio,
 //! interleaved round-robin across NodePools (pools a previous timeout did not reach go first);
 //! the first that can be deleted or replaced by a cheaper node wins. Stops after
 //! [`SINGLE_NODE_TIMEOUT`] on the injected clock and remembers the pools it did not reach.
@@ -6,7 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::SINGLE_NODE_TIMEOUT;
-use super::candidates::{Candidate, sort_by_disruption_cost};
+use super::balanced::{PoolTotals, Scored, approve, can_pass_threshold};
+use super::candidates::{Candidate, sort_by_savings_ratio};
 use super::command::{Command, Method};
 use super::consolidation::{compute_with, consolidation_blocker};
 use super::input::DisruptionInput;
@@ -17,7 +18,7 @@ use crate::runtime::clock::add;
 
 /// Sorted candidates interleaved across pools: one from each pool in turn, `first` pools first.
 pub fn interleave(mut candidates: Vec<Candidate>, first: &BTreeSet<String>) -> Vec<Candidate> {
-    sort_by_disruption_cost(&mut candidates);
+    sort_by_savings_ratio(&mut candidates);
     let mut by_pool: BTreeMap<String, std::collections::VecDeque<Candidate>> = BTreeMap::new();
     for candidate in candidates {
         by_pool.entry(candidate.pool.clone()).or_default().push_back(candidate);
@@ -47,6 +48,7 @@ pub fn single_node(
     budgets: &BTreeMap<String, u64>,
     clock: &dyn Clock,
     unseen: &mut BTreeSet<String>,
+    totals: &BTreeMap<String, PoolTotals>,
     report: &mut Report,
 ) -> Option<Command> {
     let eligible: Vec<Candidate> = candidates.iter().filter(|c| consolidation_blocker(c).is_none()).cloned().collect();
@@ -66,8 +68,14 @@ pub fn single_node(
             continue;
         }
         seen.insert(candidate.pool.clone());
+        // Core singlenodeconsolidation.go l. 95-99: a Balanced candidate whose delete could
+        // not pass the threshold is skipped; l. 101-104: a move its pool rejects too.
+        if !can_pass_threshold(&Scored::of(candidate), totals) {
+            continue;
+        }
         let templates = templates.get_or_insert_with(|| pool_templates(input));
         match compute_with(input, templates, Method::SingleNode, std::slice::from_ref(candidate)) {
+            Ok(command) if !approve(&command, totals) => {}
             Ok(command) => {
                 unseen.clear();
                 return Some(command);

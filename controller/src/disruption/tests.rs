@@ -1,6 +1,6 @@
 //! Unit tests of the disruption rules, one per rule, on synthetic snapshots.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -370,7 +370,9 @@ fn a_pod_that_fits_nowhere_else_keeps_its_node() {
     let mut report = Report::default();
     let clock = ManualClock::new(now());
     let budgets = allowed_disruptions(&i, DisruptionReason::Underutilized);
-    assert!(single_node(&i, &candidates, &budgets, &clock, &mut BTreeSet::new(), &mut report).is_none());
+    assert!(
+        single_node(&i, &candidates, &budgets, &clock, &mut BTreeSet::new(), &BTreeMap::new(), &mut report).is_none()
+    );
     assert_eq!(report.notes[0].reason, "Unconsolidatable");
     assert!(report.notes[0].message.contains("Can't replace with a cheaper node"), "{}", report.notes[0].message);
 }
@@ -502,7 +504,7 @@ fn multi_node_binary_search_finds_the_longest_consolidatable_prefix() {
     let (candidates, _) = get_candidates(&i, DisruptionClass::Graceful);
     let mut budgets = allowed_disruptions(&i, DisruptionReason::Underutilized);
     let sorted = multi_node_candidates(&candidates, &mut budgets, &mut Report::default());
-    let command = first_n_consolidation(&i, &sorted, &ManualClock::new(now())).expect("a command");
+    let command = first_n_consolidation(&i, &sorted, &ManualClock::new(now()), &BTreeMap::new()).expect("a command");
     // Replacing all four would need a c5.4xlarge, the type they already run (that is really
     // deleting three), so the longest valid prefix is three nodes deleted onto the fourth.
     assert_eq!(command.candidates.len(), 3);
@@ -511,7 +513,7 @@ fn multi_node_binary_search_finds_the_longest_consolidatable_prefix() {
     let mut budgets = [("default".to_string(), 2)].into();
     let sorted = multi_node_candidates(&candidates, &mut budgets, &mut Report::default());
     assert_eq!(sorted.len(), 2);
-    let command = first_n_consolidation(&i, &sorted, &ManualClock::new(now())).expect("a command");
+    let command = first_n_consolidation(&i, &sorted, &ManualClock::new(now()), &BTreeMap::new()).expect("a command");
     assert_eq!(command.candidates.len(), 2);
     // Larger nodes are replaced together by one cheaper node of another type.
     let mut big = cluster(16, "100%");
@@ -523,7 +525,7 @@ fn multi_node_binary_search_finds_the_longest_consolidatable_prefix() {
     let (candidates, _) = get_candidates(&i, DisruptionClass::Graceful);
     let mut budgets = allowed_disruptions(&i, DisruptionReason::Underutilized);
     let sorted = multi_node_candidates(&candidates, &mut budgets, &mut Report::default());
-    let command = first_n_consolidation(&i, &sorted, &ManualClock::new(now())).expect("a command");
+    let command = first_n_consolidation(&i, &sorted, &ManualClock::new(now()), &BTreeMap::new()).expect("a command");
     assert_eq!(command.candidates.len(), 3);
     assert_eq!(command.decision(), Decision::Replace);
     assert!(command.replacements[0].instance_type_options.iter().all(|it| it.name != "m5.8xlarge"));
@@ -538,11 +540,11 @@ fn multi_node_timeout_keeps_the_best_command_so_far() {
     let sorted = multi_node_candidates(&candidates, &mut budgets, &mut Report::default());
     // Reads: deadline (t), first check (t+40 s, in time), second check (t+80 s, too late).
     let clock = TickingClock(Mutex::new(now()), Duration::from_secs(40));
-    let command = first_n_consolidation(&i, &sorted, &clock).expect("the first probe's command");
+    let command = first_n_consolidation(&i, &sorted, &clock, &BTreeMap::new()).expect("the first probe's command");
     assert_eq!(command.candidates.len(), 3, "the first probe, three nodes, was kept");
     assert_eq!(command.decision(), Decision::Delete, "three pods fit on the fourth node");
     let clock = TickingClock(Mutex::new(now()), Duration::from_secs(61));
-    assert!(first_n_consolidation(&i, &sorted, &clock).is_none(), "timed out before the first probe");
+    assert!(first_n_consolidation(&i, &sorted, &clock, &BTreeMap::new()).is_none(), "timed out before the first probe");
 }
 
 #[test]

@@ -70,45 +70,35 @@ pub struct Host {
     /// Only the `consolidateAfter` clock keeps it: upstream's own clock may already count
     /// it consolidatable, so whether it is a candidate is not known from outside.
     pub waiting: bool,
-    /// What upstream's candidate order reads (see [`DisruptionCost`]).
-    pub cost: DisruptionCost,
+    /// Its `RescheduleDisruptionCost` (see [`reschedule_cost`]): what upstream's candidate
+    /// order, its emptiness and Balanced scoring read.
+    pub reschedule_cost: f64,
 }
 
-/// The inputs of upstream's `DisruptionCost` (core v1.13.0 `disruption/types.go:134`):
-/// the eviction costs of every pod bound to the node, times the fraction of the
-/// NodeClaim's `expireAfter` still ahead of it (`utils/disruption/disruption.go:36`).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct DisruptionCost {
-    /// Σ `EvictionCost` over every pod bound to the node (daemon, mirror and terminal pods
-    /// too: upstream lists pods by `spec.nodeName`).
-    pub pods: f64,
-    /// The NodeClaim's creation time and `spec.expireAfter`, when it expires.
-    pub lifetime: Option<(Duration, Duration)>,
+impl Host {
+    /// No pod it must reschedule adds a positive eviction cost (core HEAD
+    /// `disruption/types.go:151-157` `IsEmpty`): Emptiness deletes it, consolidation skips it.
+    pub fn is_empty(&self) -> bool {
+        self.reschedule_cost <= PER_NODE_BASE_DISRUPTION_COST
+    }
+
+    /// Its savings ratio, price over reschedule disruption cost (`types.go:145-146`).
+    pub fn savings_ratio(&self) -> f64 {
+        self.price / self.reschedule_cost
+    }
 }
 
-impl DisruptionCost {
-    /// The cost at `now`.
-    pub fn at(&self, now: Duration) -> f64 {
-        self.pods * self.remaining(now)
-    }
+/// What draining any node costs before its pods (core HEAD `disruption/types.go:134`
+/// `PerNodeBaseDisruptionCost`).
+pub const PER_NODE_BASE_DISRUPTION_COST: f64 = 1.0;
 
-    /// How fast the cost falls, per second (0 without `expireAfter`, or once expired).
-    pub fn rate(&self) -> f64 {
-        match self.lifetime {
-            Some((_, expire)) if !expire.is_zero() => self.pods.abs() / expire.as_secs_f64(),
-            _ => 0.0,
-        }
-    }
-
-    /// `lifetimeRemaining`: `clamp((expireAfter − age) / expireAfter, 0, 1)`.
-    fn remaining(&self, now: Duration) -> f64 {
-        let Some((created, expire)) = self.lifetime else { return 1.0 };
-        if expire.is_zero() {
-            return 0.0;
-        }
-        let total = expire.as_secs_f64();
-        ((total - now.saturating_sub(created).as_secs_f64()) / total).clamp(0.0, 1.0)
-    }
+/// Upstream's `RescheduleDisruptionCost` (core HEAD `disruption/types.go:136-143`
+/// `computeRescheduleDisruptionCost`): `1 +` Σ `max(0, EvictionCost)` over the pods the
+/// node must reschedule (`pod.IsReschedulable`, `utils/pod/scheduling.go:44-51`: active,
+/// not DaemonSet, not static; a terminating StatefulSet pod counts there too, which
+/// [`Movable`] leaves out).
+pub fn reschedule_cost(movable: &[Movable]) -> f64 {
+    PER_NODE_BASE_DISRUPTION_COST + movable.iter().map(|m| eviction_cost(&m.object).max(0.0)).sum::<f64>()
 }
 
 /// Upstream's `EvictionCost` of one pod (core v1.13.0 `utils/disruption/disruption.go:48`):
@@ -150,6 +140,10 @@ pub struct PoolRules {
     pub underutilized_budget: usize,
     /// `spec.weight` (0 when unset): the provisioner tries pools by weight.
     pub weight: i64,
+    /// `consolidationPolicy: Balanced`: consolidation moves must pass [`super::balanced`].
+    pub balanced: bool,
+    /// Its nodes' cost and disruption totals (the Balanced denominators).
+    pub totals: Totals,
 }
 
 impl PoolRules {
@@ -164,7 +158,26 @@ impl PoolRules {
             empty_budget: budget_left(&budgets, mine.len(), disrupting, "Empty", now),
             underutilized_budget: budget_left(&budgets, mine.len(), disrupting, "Underutilized", now),
             weight: pool["spec"]["weight"].as_i64().unwrap_or(0),
+            balanced: pool["spec"]["disruption"]["consolidationPolicy"] == "Balanced",
+            totals: Totals::of(&mine),
         }
+    }
+}
+
+/// A pool's Balanced denominators (core HEAD `disruption/balanced.go` `NodePoolTotals`, `computeNodePoolTotals` l. 38-103): what its
+/// nodes cost (USD per hour) and Σ of their reschedule disruption costs.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Totals {
+    /// Σ node prices.
+    pub cost: f64,
+    /// Σ node `RescheduleDisruptionCost`.
+    pub disruption: f64,
+}
+
+impl Totals {
+    /// The totals of one pool's hosts.
+    pub fn of(hosts: &[&Host]) -> Self {
+        Totals { cost: hosts.iter().map(|h| h.price).sum(), disruption: hosts.iter().map(|h| h.reschedule_cost).sum() }
     }
 }
 
@@ -182,10 +195,8 @@ pub fn hosts(
     let instances: BTreeMap<&str, _> =
         view.instances.iter().filter(|i| i.live).map(|i| (i.provider_id.as_str(), i)).collect();
     let mut on_node: BTreeMap<&str, Vec<&PodView>> = BTreeMap::new();
-    let mut eviction_costs: BTreeMap<&str, f64> = BTreeMap::new();
     for p in pods {
         let Some(n) = p.node_name.as_deref() else { continue };
-        *eviction_costs.entry(n).or_default() += eviction_cost(&p.object);
         if p.active() {
             on_node.entry(n).or_default().push(p);
         }
@@ -239,10 +250,7 @@ pub fn hosts(
         };
         let (blocked, settled) = state.rule();
         let waiting = blocked.is_some() && state.definite_rule().is_none();
-        let cost = DisruptionCost {
-            pods: eviction_costs.get(name.as_str()).copied().unwrap_or_default(),
-            lifetime: claim.and_then(|c| inputs.claim_expire_after.get(&c.name).map(|e| (c.created, *e))),
-        };
+        let reschedule_cost = reschedule_cost(&movable);
         out.push(Host {
             name: name.clone(),
             instance_type: instance.instance_type.clone(),
@@ -257,7 +265,7 @@ pub fn hosts(
             blocked,
             unjudged,
             waiting,
-            cost,
+            reschedule_cost,
         });
     }
     out

@@ -12,7 +12,9 @@
 //!   `provisioning/scheduling/nodeclaim.go:411`, `WorstLaunchPrice` in
 //!   `cloudprovider/types.go:587`), spot first when the replacement may be spot;
 //! - a spot node is replaced only with the `SpotToSpotConsolidation` gate on and at least
-//!   15 cheaper spot types (`computeSpotToSpotConsolidation`, `consolidation.go:311`).
+//!   15 cheaper spot types (`computeSpotToSpotConsolidation`, `consolidation.go:311`);
+//! - out of a `Balanced` NodePool, a consolidation move only when its score passes
+//!   ([`balanced`]).
 //!
 //! - **several nodes at once** (multi-node consolidation: delete them, or replace them with
 //!   one node cheaper than their sum), claimed only where upstream's greedy binary search
@@ -31,9 +33,11 @@
 //! | first-fit-decreasing packing onto other nodes | [`packing`] |
 //! | the cheaper-replacement rule | [`replacement`] |
 //! | the search over the candidates | [`search`] |
-//! | upstream's multi-node candidate order (disruption cost, ties) | [`order`] |
+//! | upstream's candidate order (savings ratio, ties) | [`order`] |
+//! | the Balanced policy's score gate | [`balanced`] |
 //! | the multi-node search | [`multi`] |
 
+pub mod balanced;
 pub mod clock;
 pub mod host;
 pub mod inputs;
@@ -218,7 +222,7 @@ pub fn assess(view: &View, pods: &[PodView], cloud: &FakeCloud, settings: &Setti
         .map(|(name, pool)| (name.clone(), PoolRules::of(&pool.object, &hosts, name, view.now)))
         .collect();
     let mut found = search(&hosts, &pools, |h: &Host| replacements().cheaper(h, settings.spot_to_spot));
-    found.moves.extend(multi_node_move(&hosts, &pools, view.now, settings.spot_to_spot, replacements));
+    found.moves.extend(multi_node_move(&hosts, &pools, settings.spot_to_spot, replacements));
     found
 }
 

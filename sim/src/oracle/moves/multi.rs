@@ -1,6 +1,6 @@
 //! Multi-node consolidation as upstream searches for it (core v1.13.0
-//! `pkg/controllers/disruption/multinodeconsolidation.go`), claimed only where that search
-//! surely finds a command.
+//! `pkg/controllers/disruption/multinodeconsolidation.go`, with HEAD's savings-ratio order
+//! and Balanced gate), claimed only where that search surely finds a command.
 //!
 //! Upstream sorts the consolidation candidates ([`super::order`]), drops, in order, those
 //! whose NodePool has no `Underutilized` budget left (each kept one uses one up,
@@ -8,7 +8,9 @@
 //! prefix length (`firstNConsolidationOption`, lines 117–170): `min = 1`, `max = n − 1`
 //! (or 100), and each probe `candidates[0..=mid]` is *valid* when `computeConsolidation`
 //! gives a delete, or a replacement by one node whose options survive `filterOutSameType`;
-//! a valid probe is kept and the search goes right, an invalid one sends it left.
+//! a valid probe is kept and the search goes right, an invalid one sends it left. At HEAD
+//! a valid probe a Balanced pool rejects counts as invalid (lines 165-173), so the probe
+//! is surely valid only when it surely passes [`super::balanced`].
 //!
 //! The search is greedy, so this oracle does not claim "some subset could go": it walks
 //! the probes upstream makes when every probe fails — prefix lengths `mid + 1` for
@@ -36,10 +38,10 @@
 //! simulated controller computes in no simulated time.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
+use super::balanced::move_passes;
 use super::host::{Host, Movable, PoolRules};
-use super::order::{Cost, orders};
+use super::order::{Ratio, orders};
 use super::packing::fits_elsewhere;
 use super::replacement::{Cheaper, Group, Replacements};
 use super::{Move, MoveKind};
@@ -69,7 +71,6 @@ pub fn failing_probes(n: usize) -> Vec<usize> {
 pub fn multi_node_move<'r>(
     hosts: &[Host],
     pools: &BTreeMap<String, PoolRules>,
-    now: Duration,
     spot_to_spot: bool,
     replacements: impl Fn() -> &'r Replacements<'r>,
 ) -> Option<Move> {
@@ -85,15 +86,15 @@ pub fn multi_node_move<'r>(
         if h.blocked.is_some() {
             continue;
         }
-        if h.movable.is_empty() {
+        if h.is_empty() {
             return None;
         }
         candidates.push(h);
     }
-    let costs: Vec<Cost> = candidates.iter().map(|h| Cost { value: h.cost.at(now), rate: h.cost.rate() }).collect();
+    let ratios: Vec<Ratio> = candidates.iter().map(|h| Ratio(h.savings_ratio())).collect();
     let mut verdicts: BTreeMap<Vec<&str>, Option<Move>> = BTreeMap::new();
     let mut claim = None;
-    for order in orders(&costs)? {
+    for order in orders(&ratios)? {
         let mut budget: BTreeMap<&str, usize> =
             pools.iter().map(|(name, p)| (name.as_str(), p.underutilized_budget)).collect();
         let within: Vec<&Host> = order
@@ -156,7 +157,8 @@ fn surely_valid<'r>(
     };
     let owned: Vec<Movable> = pods.iter().map(|p| (*p).clone()).collect();
     if fits_elsewhere(&owned, &others) {
-        return Some(make(MoveKind::MultiDelete, price));
+        // A Balanced pool may reject the probe (multinodeconsolidation.go:165-173).
+        return move_passes(prefix, price, pools).then(|| make(MoveKind::MultiDelete, price));
     }
     // One replacement node: only from the candidates' one pool, when it outweighs the rest.
     let [pool_name] = pool_names[..] else { return None };
@@ -185,6 +187,10 @@ fn surely_valid<'r>(
     options.retain(|(_, worst)| *worst < cap);
     let (cheapest, _) = options.first()?;
     let worst = options.iter().map(|o| o.1).fold(0.0, f64::max);
+    let least = options.iter().map(|o| o.1).fold(f64::INFINITY, f64::min);
+    if !move_passes(prefix, price - least, pools) {
+        return None;
+    }
     let kind = MoveKind::MultiReplace { cheapest_type: cheapest.clone(), options: options.len() };
     Some(make(kind, price - worst))
 }

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use dovetail_fakecloud::CapacityType;
 use serde_json::json;
@@ -25,7 +24,7 @@ fn multi(hosts: &[Host], rules: PoolRules, offerings: Vec<(Offering, bool)>) -> 
     .into();
     let replacements = Replacements { offerings: &offerings, pools: &views, overhead: r(100.0) };
     let pools: BTreeMap<String, PoolRules> = [("default".to_string(), rules)].into();
-    multi_node_move(hosts, &pools, Duration::ZERO, false, || &replacements)
+    multi_node_move(hosts, &pools, false, || &replacements)
 }
 
 fn budget(n: usize) -> PoolRules {
@@ -36,19 +35,19 @@ fn budget(n: usize) -> PoolRules {
 fn three() -> Vec<Host> {
     let mut hosts = vec![host("a", false, 1, 500.0), host("b", false, 1, 500.0), host("c", false, 1, 3_000.0)];
     for h in &mut hosts {
-        h.cost.pods = 1.0;
+        h.reschedule_cost = 2.0;
     }
     hosts
 }
 
 #[test]
 fn a_prefix_is_claimed_only_when_every_order_of_tied_candidates_reaches_it() {
-    // Three equal costs: upstream's first (and only) probe is any two of them, and {a, c}
+    // Three equal savings ratios: upstream's first (and only) probe is any two of them, and {a, c}
     // or {b, c} fit nowhere.
     assert_eq!(multi(&three(), budget(10), Vec::new()), None);
-    // c costs more, so it sorts last: the probe is {a, b} in either order, and c holds them.
+    // c is dearer to disrupt, so its savings ratio sorts it last: the probe is {a, b} in either order, and c holds them.
     let mut hosts = three();
-    hosts[2].cost.pods = 5.0;
+    hosts[2].reschedule_cost = 6.0;
     let found = multi(&hosts, budget(10), Vec::new()).expect("a multi-node delete");
     assert_eq!(found.kind, MoveKind::MultiDelete);
     assert_eq!(found.nodes, ["a", "b"]);
@@ -59,7 +58,7 @@ fn a_prefix_is_claimed_only_when_every_order_of_tied_candidates_reaches_it() {
 #[test]
 fn every_blocker_of_a_candidate_keeps_the_search_from_claiming() {
     let mut hosts = three();
-    hosts[2].cost.pods = 5.0;
+    hosts[2].reschedule_cost = 6.0;
     // The budget lets one node go: upstream's list has one candidate, and needs two.
     assert_eq!(multi(&hosts, budget(1), Vec::new()), None);
     assert_eq!(multi(&hosts, PoolRules { when_empty: true, ..budget(10) }, Vec::new()), None);
@@ -79,6 +78,7 @@ fn every_blocker_of_a_candidate_keeps_the_search_from_claiming() {
     // An empty candidate: v1.13 lists it, v1.14 leaves it to Emptiness.
     let mut empty = hosts;
     empty[2].movable.clear();
+    empty[2].reschedule_cost = 1.0;
     assert_eq!(multi(&empty, budget(10), Vec::new()), None);
 }
 

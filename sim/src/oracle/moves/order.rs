@@ -1,50 +1,39 @@
-//! The order upstream's multi-node consolidation tries candidates in: by `DisruptionCost`,
-//! lowest first (core v1.13.0 `disruption/consolidation.go:126` `sortCandidates`; v1.14
-//! sorts by savings ratio instead, an optional extra this oracle does not claim for).
+//! The order upstream's consolidation tries candidates in: by *savings ratio*, highest
+//! first (core HEAD `pkg/controllers/disruption/consolidation.go:138-154` `sortCandidates`,
+//! used by emptiness, multi-node and single-node consolidation since the Balanced policy,
+//! kubernetes-sigs/karpenter#2962). A candidate's savings ratio is its price over its
+//! `RescheduleDisruptionCost` (`types.go:145-146` `SavingsRatio`): `1 +` the positive
+//! eviction costs of the pods it must reschedule (`types.go:136-143`, see
+//! [`super::host::reschedule_cost`]). Up to v1.13 the order was `DisruptionCost` ascending.
 //!
-//! Upstream sorts with Go's `sort.Slice`, which is not stable: candidates whose costs are
-//! equal come out in an order nobody outside can know. A cost also falls as its node ages
-//! towards `expireAfter`, so two costs this oracle reads a few seconds before or after
-//! upstream's loop may compare the other way. Candidates that close are *tied*, and the
-//! oracle considers every order of each tied group: a multi-node move is claimed only when
-//! the search finds one in all of them.
-
-use std::time::Duration;
-
-/// How far apart in time the oracle's look and upstream's loop may be: the disruption
-/// loop's 10 s poll, the 15 s validation, the oracle's sampling, with room to spare.
-pub const ORDER_WINDOW: Duration = Duration::from_secs(60);
+//! Upstream sorts with Go's `sort.Slice`, which is not stable: candidates whose ratios are
+//! equal come out in an order nobody outside can know. Unlike `DisruptionCost`, the ratio
+//! does not age (no `expireAfter` factor), so only equal ratios (within float noise) are
+//! *tied*, and the oracle considers every order of each tied group: a multi-node move is
+//! claimed only when the search finds one in all of them.
 
 /// Most candidate orders the oracle walks; past it, it claims nothing.
 pub const MAX_ORDERS: usize = 720;
 
-/// One candidate's cost now and how fast it falls (per second).
+/// One candidate's savings ratio: price (USD per hour) over reschedule disruption cost.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Cost {
-    /// `DisruptionCost` now.
-    pub value: f64,
-    /// Its fall per second (see [`super::host::DisruptionCost::rate`]).
-    pub rate: f64,
+pub struct Ratio(pub f64);
+
+/// Whether upstream could put `a` and `b` either way round: equal within float noise.
+fn tied(a: Ratio, b: Ratio) -> bool {
+    (a.0 - b.0).abs() <= 1e-9 * (1.0 + a.0.abs() + b.0.abs())
 }
 
-/// Whether upstream could put `a` and `b` either way round: their costs are within what
-/// the [`ORDER_WINDOW`] (and a second of creation-timestamp rounding) can move them, or
-/// within float noise.
-fn tied(a: Cost, b: Cost) -> bool {
-    let drift = (ORDER_WINDOW.as_secs_f64() + 1.0) * (a.rate + b.rate);
-    (a.value - b.value).abs() <= drift + 1e-9 * (1.0 + a.value.abs() + b.value.abs())
-}
-
-/// Every order (of indices into `costs`) upstream's sort could produce, lowest cost first;
-/// `None` when there are more than [`MAX_ORDERS`].
-pub fn orders(costs: &[Cost]) -> Option<Vec<Vec<usize>>> {
-    let mut sorted: Vec<usize> = (0..costs.len()).collect();
-    sorted.sort_by(|&a, &b| costs[a].value.total_cmp(&costs[b].value).then(a.cmp(&b)));
-    // Groups of neighbours chained by ties (a tie with either end joins the group).
+/// Every order (of indices into `ratios`) upstream's sort could produce, highest ratio
+/// first; `None` when there are more than [`MAX_ORDERS`].
+pub fn orders(ratios: &[Ratio]) -> Option<Vec<Vec<usize>>> {
+    let mut sorted: Vec<usize> = (0..ratios.len()).collect();
+    sorted.sort_by(|&a, &b| ratios[b].0.total_cmp(&ratios[a].0).then(a.cmp(&b)));
+    // Groups of neighbours chained by ties (a tie with any member joins the group).
     let mut groups: Vec<Vec<usize>> = Vec::new();
     for i in sorted {
         match groups.last_mut() {
-            Some(g) if g.iter().any(|&j| tied(costs[i], costs[j])) => g.push(i),
+            Some(g) if g.iter().any(|&j| tied(ratios[i], ratios[j])) => g.push(i),
             _ => groups.push(vec![i]),
         }
     }
@@ -91,32 +80,27 @@ fn permutations(items: &[usize]) -> Vec<Vec<usize>> {
 mod tests {
     use super::*;
 
-    fn c(value: f64, rate: f64) -> Cost {
-        Cost { value, rate }
+    #[test]
+    fn distinct_ratios_give_one_order_highest_first() {
+        assert_eq!(orders(&[Ratio(3.0), Ratio(1.0), Ratio(2.0)]), Some(vec![vec![0, 2, 1]]));
     }
 
     #[test]
-    fn distinct_costs_give_one_order_lowest_first() {
-        assert_eq!(orders(&[c(3.0, 0.0), c(1.0, 0.0), c(2.0, 0.0)]), Some(vec![vec![1, 2, 0]]));
+    fn equal_ratios_give_every_order_of_the_tie() {
+        let all = orders(&[Ratio(2.0), Ratio(1.0), Ratio(2.0)]).expect("few");
+        assert_eq!(all, vec![vec![0, 2, 1], vec![2, 0, 1]]);
     }
 
     #[test]
-    fn equal_costs_give_every_order_of_the_tie() {
-        let all = orders(&[c(2.0, 0.0), c(1.0, 0.0), c(2.0, 0.0)]).expect("few");
-        assert_eq!(all, vec![vec![1, 0, 2], vec![1, 2, 0]]);
-    }
-
-    #[test]
-    fn costs_that_ageing_can_swap_within_the_window_are_tied() {
-        // 2 pods, expireAfter 1 h: the cost falls by 2/3600 per second, 0.068 over 61 s.
-        let rate = 2.0 / 3600.0;
-        assert_eq!(orders(&[c(1.95, rate), c(1.90, rate)]).map(|o| o.len()), Some(2));
-        assert_eq!(orders(&[c(1.5, rate), c(1.9, rate)]), Some(vec![vec![0, 1]]));
+    fn a_cheap_busy_node_goes_after_a_dear_idle_one() {
+        // balanced_scoring_test.go "Candidate.SavingsRatio": 4.84 with no pods is 4.84,
+        // with three default-cost pods 4.84 / 4 = 1.21.
+        assert_eq!(orders(&[Ratio(4.84 / 4.0), Ratio(4.84)]), Some(vec![vec![1, 0]]));
     }
 
     #[test]
     fn too_many_orders_claim_nothing() {
-        assert!(orders(&[c(1.0, 0.0); 7]).is_none(), "7! = 5040 orders");
-        assert_eq!(orders(&[c(1.0, 0.0); 6]).map(|o| o.len()), Some(720));
+        assert!(orders(&[Ratio(1.0); 7]).is_none(), "7! = 5040 orders");
+        assert_eq!(orders(&[Ratio(1.0); 6]).map(|o| o.len()), Some(720));
     }
 }

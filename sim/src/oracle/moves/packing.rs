@@ -54,7 +54,7 @@ mod tests {
             unjudged: None,
             target: true,
             waiting: false,
-            cost: Default::default(),
+            reschedule_cost: 1.0,
         }
     }
 

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use super::balanced::move_passes;
 use super::host::{Host, PoolRules};
 use super::packing::fits_elsewhere;
 use super::replacement::Cheaper;
@@ -32,7 +33,7 @@ pub fn search(hosts: &[Host], pools: &BTreeMap<String, PoolRules>, cheaper: impl
             price: host.price,
             saving_per_hour: saving,
         };
-        if host.movable.is_empty() {
+        if host.is_empty() {
             if pool.empty_budget == 0 {
                 keep("its NodePool's disruption budget allows no Empty disruption now".into());
             } else {
@@ -52,6 +53,10 @@ pub fn search(hosts: &[Host], pools: &BTreeMap<String, PoolRules>, cheaper: impl
             keep(rule.clone());
             continue;
         }
+        if !move_passes(&[host], host.price, pools) {
+            keep("its NodePool is Balanced and even deleting it scores below 1/k".into());
+            continue;
+        }
         let others: Vec<&Host> =
             hosts.iter().enumerate().filter(|(j, h)| *j != i && h.target).map(|(_, h)| h).collect();
         if fits_elsewhere(&host.movable, &others) {
@@ -61,6 +66,13 @@ pub fn search(hosts: &[Host], pools: &BTreeMap<String, PoolRules>, cheaper: impl
         match cheaper(host) {
             Cheaper::Options(options) => {
                 let worst = options.iter().map(|o| o.1).fold(0.0, f64::max);
+                // Upstream saves the price less the cheapest offering of its cheapest option:
+                // at least the price less the least worst launch price among the options.
+                let least = options.iter().map(|o| o.1).fold(f64::INFINITY, f64::min);
+                if !move_passes(&[host], host.price - least, pools) {
+                    keep("its NodePool is Balanced and a cheaper replacement scores below 1/k".into());
+                    continue;
+                }
                 let kind = MoveKind::Replace { cheapest_type: options[0].0.clone(), options: options.len() };
                 out.moves.push(make(kind, host.price - worst));
             }

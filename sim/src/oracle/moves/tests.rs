@@ -44,7 +44,7 @@ pub(super) fn host(name: &str, spot: bool, pods: usize, free_cpu: f64) -> Host {
         unjudged: None,
         target: true,
         waiting: false,
-        cost: Default::default(),
+        reschedule_cost: 1.0 + pods as f64,
     }
 }
 
@@ -53,7 +53,7 @@ fn pools(rules: PoolRules) -> BTreeMap<String, PoolRules> {
 }
 
 pub(super) fn open() -> PoolRules {
-    PoolRules { when_empty: false, empty_budget: 1, underutilized_budget: 1, weight: 0 }
+    PoolRules { when_empty: false, empty_budget: 1, underutilized_budget: 1, weight: 0, ..PoolRules::default() }
 }
 
 fn no_replacement(_: &Host) -> Cheaper {
