@@ -192,8 +192,11 @@ async fn sync_metrics(cluster: Arc<Cluster>, metrics: Metrics, interruption: Arc
                 metrics.interruption_received(kind.as_str());
             }
         }
+        for latency in counts.latencies.iter().skip(seen.latencies.len()) {
+            metrics.interruption_queue_duration(*latency);
+        }
         for _ in seen.deleted..counts.deleted {
-            metrics.interruption_deleted(Duration::ZERO);
+            metrics.interruption_deleted();
         }
         seen = counts;
         tokio::time::sleep(Duration::from_secs(10)).await;

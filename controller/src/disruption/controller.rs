@@ -278,7 +278,7 @@ impl Disruption {
         self.publish(&report);
         let Some(command) = decided else { return false };
         self.metrics.disruption_evaluation_duration(
-            &format!("{:?}", command.method),
+            &command.reason().as_str().to_lowercase(),
             command.method.consolidation_type(),
             elapsed(started, self.clock.now()),
         );

@@ -222,6 +222,7 @@ impl Interruption {
         let kind = message.kind();
         self.stats.received(kind);
         if kind == Kind::NoOp {
+            self.observe_latency(&message);
             return Handled::Done(kind);
         }
         let snapshot = self.cluster.snapshot();
@@ -232,10 +233,19 @@ impl Interruption {
                 failures.push(error);
             }
         }
+        if !failures.is_empty() {
+            return Handled::Failed(failures.join("; "));
+        }
+        self.observe_latency(&message);
+        Handled::Done(kind)
+    }
+
+    /// A handled message's time on the queue, from its event time to now (Karpenter observes
+    /// it for each message handled without error, before deleting it).
+    fn observe_latency(&self, message: &Message) {
         if let Some(start) = message.metadata().start_time() {
             self.stats.latency(elapsed(start, self.clock.now()));
         }
-        if failures.is_empty() { Handled::Done(kind) } else { Handled::Failed(failures.join("; ")) }
     }
 
     async fn handle_node_claim(&self, snapshot: &Snapshot, message: &Message, claim: &NodeClaim) -> Result<(), String> {

@@ -75,11 +75,9 @@ pub struct InterruptionCounts {
     pub actions: BTreeMap<Action, u64>,
     /// NodeClaims deleted because of a message.
     pub node_claims_deleted: u64,
-    /// Sum of event-time → handled latencies of actionable messages
-    /// (`karpenter_interruption_message_queue_duration_seconds`)...
-    pub latency_total: std::time::Duration,
-    /// ...and how many there were.
-    pub latency_count: u64,
+    /// Event-time → handled latency of each handled message, in handling order
+    /// (`karpenter_interruption_message_queue_duration_seconds` observes each one).
+    pub latencies: Vec<std::time::Duration>,
 }
 
 impl InterruptionCounts {
@@ -120,10 +118,7 @@ impl InterruptionStats {
     }
 
     pub(crate) fn latency(&self, latency: std::time::Duration) {
-        self.update(|c| {
-            c.latency_total += latency;
-            c.latency_count += 1;
-        });
+        self.update(|c| c.latencies.push(latency));
     }
 
     pub(crate) fn node_claim_deleted(&self) {

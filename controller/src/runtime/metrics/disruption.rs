@@ -55,9 +55,10 @@ impl Metrics {
         self.0.disruption.eligible_nodes.get_or_create(&vec![("reason", reason.into())]).set(count as f64);
     }
 
-    /// One disruption method's evaluation took `took`.
-    pub fn disruption_evaluation_duration(&self, method: &str, consolidation_type: &str, took: Duration) {
-        let labels = vec![("method", method.into()), ("consolidation_type", consolidation_type.into())];
+    /// One disruption method's evaluation took `took` (labelled, as in Karpenter, by the
+    /// method's lower-cased `reason` and its `consolidation_type`).
+    pub fn disruption_evaluation_duration(&self, reason: &str, consolidation_type: &str, took: Duration) {
+        let labels = vec![("reason", reason.into()), ("consolidation_type", consolidation_type.into())];
         self.0.disruption.evaluation_duration.get_or_create(&labels).observe(secs(took));
     }
 }

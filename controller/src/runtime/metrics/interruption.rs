@@ -3,16 +3,10 @@
 
 use std::time::Duration;
 
-use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use super::Metrics;
-use super::family::{Counters, Histograms, counter, histogram, secs};
-
-/// Interruption messages wait on the queue for up to its 300 s retention.
-fn queue_histogram() -> Histogram {
-    Histogram::new([1.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 180.0, 300.0])
-}
+use super::family::{Counters, Histograms, counter, duration_histogram, histogram, secs};
 
 /// The interruption families.
 pub(super) struct InterruptionMetrics {
@@ -36,7 +30,7 @@ impl InterruptionMetrics {
             r,
             "karpenter_interruption_message_queue_duration_seconds",
             "Amount of time an interruption message is on the queue before it is processed by karpenter.",
-            queue_histogram,
+            duration_histogram,
         );
         let instance_status_unhealthy = counter(
             r,
@@ -54,9 +48,13 @@ impl Metrics {
         self.0.interruption.received.get_or_create(&vec![("message_type", message_type.into())]).inc();
     }
 
-    /// An SQS interruption message was deleted, having waited `on_queue` since it was sent.
-    pub fn interruption_deleted(&self, on_queue: Duration) {
+    /// An SQS interruption message was deleted.
+    pub fn interruption_deleted(&self) {
         self.0.interruption.deleted.get_or_create(&vec![]).inc();
+    }
+
+    /// A message was handled having waited `on_queue` since its event time.
+    pub fn interruption_queue_duration(&self, on_queue: Duration) {
         self.0.interruption.queue_duration.get_or_create(&vec![]).observe(secs(on_queue));
     }
 
