@@ -192,8 +192,8 @@ async fn sync_metrics(cluster: Arc<Cluster>, metrics: Metrics, interruption: Arc
                 metrics.interruption_received(kind.as_str());
             }
         }
-        for latency in counts.latencies.iter().skip(seen.latencies.len()) {
-            metrics.interruption_queue_duration(*latency);
+        for latency in interruption.take_latencies() {
+            metrics.interruption_queue_duration(latency);
         }
         for _ in seen.deleted..counts.deleted {
             metrics.interruption_deleted();

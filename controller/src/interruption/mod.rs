@@ -75,8 +75,10 @@ pub struct InterruptionCounts {
     pub actions: BTreeMap<Action, u64>,
     /// NodeClaims deleted because of a message.
     pub node_claims_deleted: u64,
-    /// Event-time → handled latency of each handled message, in handling order
-    /// (`karpenter_interruption_message_queue_duration_seconds` observes each one).
+    /// Event-time → handled latency of each message handled since the metrics sync last
+    /// drained them ([`InterruptionStats::take_latencies`], every 10 s, so this stays small
+    /// in a long-running controller); `karpenter_interruption_message_queue_duration_seconds`
+    /// observes each one.
     pub latencies: Vec<std::time::Duration>,
 }
 
@@ -95,6 +97,11 @@ impl InterruptionStats {
     /// A copy of the current counts.
     pub fn counts(&self) -> InterruptionCounts {
         self.0.lock().expect("interruption stats").clone()
+    }
+
+    /// The latencies recorded since the last call, in handling order (drained).
+    pub fn take_latencies(&self) -> Vec<std::time::Duration> {
+        std::mem::take(&mut self.0.lock().expect("interruption stats").latencies)
     }
 
     fn update(&self, f: impl FnOnce(&mut InterruptionCounts)) {
