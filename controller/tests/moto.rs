@@ -166,14 +166,13 @@ async fn the_aws_provider_launches_describes_and_terminates_through_moto() {
     );
 
     provider.delete(&launched).await.expect("TerminateInstances");
+    // As upstream (aws `pkg/providers/instance/instance.go`): `Get` answers from the instance
+    // cache, so only `Delete` (which reads fresh, `Get(SkipCache)`) or the next `List` learns
+    // that the instance went; the termination finalizer calls delete until NotFound.
     let mut gone = false;
     for _ in 0..50 {
-        match provider.get(&provider_id).await {
+        match provider.delete(&launched).await {
             Err(e) if e.is_not_found() => {
-                gone = true;
-                break;
-            }
-            Ok(claim) if claim.metadata.deletion_timestamp.is_some() => {
                 gone = true;
                 break;
             }
