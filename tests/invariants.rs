@@ -142,7 +142,7 @@ fn a_normal_world_breaks_no_invariant() {
     let (report, pending) = run_observed(sim, &server, &cloud, InvariantConfig::default(), driver);
     eprintln!("{}", serde_json::to_string_pretty(&report).expect("json"));
     assert!(report.violations.is_empty(), "violations in a normal world:\n{}", summary(&report));
-    assert_eq!(report.checked.len(), 22, "{:?}", report.checked);
+    assert_eq!(report.checked.len(), 24, "{:?}", report.checked);
     assert!(pending.pods >= 6, "{pending:?}");
     assert!(report.cost.lower_bound_per_hour > 0.0 && report.cost.rate_per_hour > 0.0, "{:?}", report.cost);
 }
