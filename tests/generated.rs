@@ -49,7 +49,45 @@ struct KnownFinding {
 }
 
 /// Known controller findings (see [`KnownFinding`]).
-const KNOWN_FINDINGS: &[KnownFinding] = &[];
+const KNOWN_FINDINGS: &[KnownFinding] = &[
+    KnownFinding {
+        invariant: PANIC,
+        shows: "server socket buffer full",
+        example: "story-458153787.yaml",
+        why: "simulator: turmoil 0.7.2 panics when 64 SYNs wait in a listener's accept queue \
+              (turmoil host.rs:509; Linux drops SYNs past its backlog and the client retries). \
+              Here a 78 s controller<->aws partition holds the controller's connection attempts \
+              (partitions hold segments since session 13) and delivers them at once on heal. \
+              Found 2026-12-07 (session 14, base seed 458153783); not yet fixed: the fix belongs \
+              in the sim's partition model (held SYNs of abandoned connects) or its backlog.",
+    },
+    KnownFinding {
+        invariant: "untakenMoves",
+        shows: "(7 type(s) from m5a.xlarge) ip-10-0-0-10.ec2.internal",
+        example: "story-458153806.yaml",
+        why: "not yet diagnosed: the moves oracle sees a replace of an m5a.xlarge ($0.226/h) by \
+              a cheaper node the controller does not take; a helper saw the same class \
+              (m5a.2xlarge -> c6a.2xlarge, controller: no cheaper replacement at the worst \
+              launch price) this session. Oracle and controller price filters to be compared \
+              (core RemoveInstanceTypeOptionsByPriceAndMinValues). Found 2026-12-07 (session 14).",
+    },
+    KnownFinding {
+        invariant: "convergence",
+        shows: "(7 type(s) from m5a.xlarge) ip-10-0-0-10.ec2.internal",
+        example: "story-458153806.yaml",
+        why: "the same untaken move as the untakenMoves entry above, still open at the end.",
+    },
+    KnownFinding {
+        invariant: "overProvisioning",
+        shows: "10 live NodeClaims created for a wave of 34 pending pods",
+        example: "story-458153824.yaml",
+        why: "not yet diagnosed: 10 claims where the packing needs 8 + 1 at 1m2s. Found \
+              2026-12-07 (session 14, base seed 458153783).",
+    },
+];
+
+/// The `invariant` of a [`KnownFinding`] that is a panic of the run, not a violation.
+const PANIC: &str = "panic";
 
 fn generated_dir() -> PathBuf {
     Path::new("../scenarios/regressions/generated").to_path_buf()
@@ -109,7 +147,11 @@ fn problems(path: &Path, text: &str, seed: u64) -> Vec<String> {
 
 /// The known finding `problem` is, if any.
 fn known(problem: &str) -> Option<&'static KnownFinding> {
-    KNOWN_FINDINGS.iter().find(|k| problem.starts_with(&format!("{} at ", k.invariant)) && problem.contains(k.shows))
+    KNOWN_FINDINGS.iter().find(|k| {
+        let prefix =
+            if k.invariant == PANIC { "the run panicked: ".to_string() } else { format!("{} at ", k.invariant) };
+        problem.starts_with(&prefix) && problem.contains(k.shows)
+    })
 }
 
 /// The path as the user types it from the repository root.
