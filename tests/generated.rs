@@ -84,6 +84,25 @@ const KNOWN_FINDINGS: &[KnownFinding] = &[
         why: "not yet diagnosed: 10 claims where the packing needs 8 + 1 at 1m2s. Found \
               2026-12-07 (session 14, base seed 458153783).",
     },
+    KnownFinding {
+        invariant: "interruptionHandled",
+        shows: "instance i-0a0468b505d11997a was receivable at 1m43s",
+        example: "story-418143260.yaml",
+        why: "not yet diagnosed: a spot warning receivable at 1m43s, its NodeClaim not deleting \
+              31 s later. Found 2026-12-07 (session 14, base seed 418143227).",
+    },
+    KnownFinding {
+        invariant: "untakenMoves",
+        shows: "delete node (its pods fit on the others) ip-10-0-16-4.ec2.internal",
+        example: "story-418143272.yaml",
+        why: "not yet diagnosed: an empty-able spot node of pool-2 is never deleted; the \
+              controller logs only 'SpotToSpotConsolidation is disabled' for it (a replace), \
+              and the oracle reports the run's end 'not judged: a pod is pending' — check \
+              whether our consolidation stops on a pending pod that upstream ignores \
+              (core helpers.go SimulateScheduling, AllNonPendingPodsScheduled). Both \
+              untakenMoves findings of this session open at 11m45s. Found 2026-12-07 \
+              (session 14, base seed 418143227).",
+    },
 ];
 
 /// The `invariant` of a [`KnownFinding`] that is a panic of the run, not a violation.
