@@ -51,17 +51,6 @@ struct KnownFinding {
 /// Known controller findings (see [`KnownFinding`]).
 const KNOWN_FINDINGS: &[KnownFinding] = &[
     KnownFinding {
-        invariant: PANIC,
-        shows: "server socket buffer full",
-        example: "story-458153787.yaml",
-        why: "simulator: turmoil 0.7.2 panics when 64 SYNs wait in a listener's accept queue \
-              (turmoil host.rs:509; Linux drops SYNs past its backlog and the client retries). \
-              Here a 78 s controller<->aws partition holds the controller's connection attempts \
-              (partitions hold segments since session 13) and delivers them at once on heal. \
-              Found 2026-12-07 (session 14, base seed 458153783); not yet fixed: the fix belongs \
-              in the sim's partition model (held SYNs of abandoned connects) or its backlog.",
-    },
-    KnownFinding {
         invariant: "untakenMoves",
         shows: "(7 type(s) from m5a.xlarge) ip-10-0-0-10.ec2.internal",
         example: "story-458153806.yaml",
@@ -83,13 +72,6 @@ const KNOWN_FINDINGS: &[KnownFinding] = &[
         example: "story-458153824.yaml",
         why: "not yet diagnosed: 10 claims where the packing needs 8 + 1 at 1m2s. Found \
               2026-12-07 (session 14, base seed 458153783).",
-    },
-    KnownFinding {
-        invariant: "interruptionHandled",
-        shows: "instance i-0a0468b505d11997a was receivable at 1m43s",
-        example: "story-418143260.yaml",
-        why: "not yet diagnosed: a spot warning receivable at 1m43s, its NodeClaim not deleting \
-              31 s later. Found 2026-12-07 (session 14, base seed 418143227).",
     },
     KnownFinding {
         invariant: "untakenMoves",

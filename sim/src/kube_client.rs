@@ -36,18 +36,32 @@ pub fn sim_kube_client_with_faults(host: &str, port: u16, faults: ClientFaults) 
     build(host, port, faults, None)
 }
 
-/// The client the controller gets: like its production client, it gives up on a response
+/// The client the controller gets: like its production client, it retries what the API
+/// server asks to have retried
+/// ([`dovetail_controller::runtime::api_retry`]) and gives up on a response
 /// after [`dovetail_controller::runtime::api_timeout::API_RESPONSE_TIMEOUT`] (a partition
 /// drops the segments of the requests in flight, as a dead connection does).
 pub fn controller_kube_client(host: &str, port: u16, faults: ClientFaults) -> kube::Client {
-    build(host, port, faults, Some(dovetail_controller::runtime::api_timeout::api_timeout_layer()))
+    let production = ProductionLayers {
+        retry: dovetail_controller::runtime::api_retry::api_retry_layer(),
+        timeout: dovetail_controller::runtime::api_timeout::api_timeout_layer(),
+    };
+    build(host, port, faults, Some(production))
 }
 
-fn build(host: &str, port: u16, faults: ClientFaults, timeout: Option<tower::timeout::TimeoutLayer>) -> kube::Client {
+/// The layers the controller's production client puts around its transport.
+struct ProductionLayers {
+    retry: tower::retry::RetryLayer<dovetail_controller::runtime::api_retry::RetryAfterPolicy>,
+    timeout: tower::timeout::TimeoutLayer,
+}
+
+fn build(host: &str, port: u16, faults: ClientFaults, production: Option<ProductionLayers>) -> kube::Client {
     let connector = TurmoilConnector::new(Duration::from_secs(10));
     let client = http_client::<Body>(connector);
     let base: http::Uri = format!("http://{host}:{port}").parse().expect("host and port make a valid URI");
+    let (retry, timeout) = production.map(|p| (p.retry, p.timeout)).unzip();
     let service = tower::ServiceBuilder::new()
+        .option_layer(retry)
         .option_layer(timeout)
         // One error type with or without the timeout (whose errors are boxed).
         .map_err(tower::BoxError::from)

@@ -13,9 +13,18 @@ use crate::error::ApiError;
 /// The response body type: a whole JSON document or a watch stream.
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
 
-/// The `Status` response for a failed request.
+/// The `Status` response for a failed request. A `Status` naming a retry delay also names it
+/// in a `Retry-After` header, which clients (client-go, the controller's) wait out and retry
+/// by themselves (k8s.io/apiserver `endpoints/handlers/responsewriters/writers.go`
+/// `ErrorNegotiated`: "check to see if the status indicates a retry after period").
 pub fn error_response(e: &ApiError) -> Response<Body> {
-    json_response(StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), &e.to_status())
+    let mut resp =
+        json_response(StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), &e.to_status());
+    let delay = e.details.as_ref().and_then(|d| d.get("retryAfterSeconds")).and_then(serde_json::Value::as_u64);
+    if let Some(seconds) = delay.filter(|s| *s > 0) {
+        resp.headers_mut().insert(header::RETRY_AFTER, http::HeaderValue::from(seconds));
+    }
+    resp
 }
 
 /// A `Status` of kind `Success` (binding and eviction answer with it).

@@ -89,13 +89,19 @@ async fn run(settings: Settings, process: ProcessOptions) -> anyhow::Result<()> 
         aws_http::check_endpoint("pricing", endpoints.pricing.as_deref())?;
     }
 
-    let kube_config = kube::Config::infer()
+    let mut kube_config = kube::Config::infer()
         .await
         .context("no Kubernetes configuration: set KUBECONFIG, or run in a pod with a service account")?;
     check_kube_url(&kube_config.cluster_url)?;
+    // Retries as client-go (and so Karpenter) does, not kube-rs' default policy
+    // (runtime::api_retry explains the difference); the simulator's client does the same.
+    kube_config.default_retry = false;
     let kube = kube::client::ClientBuilder::try_from(kube_config)
         .context("building the Kubernetes client")?
         .with_layer(&dovetail_controller::runtime::api_timeout::api_timeout_layer())
+        // The retry layer needs a `Clone` service; kube's boxed stack is not one.
+        .with_layer(&tower::buffer::BufferLayer::new(1024))
+        .with_layer(&dovetail_controller::runtime::api_retry::api_retry_layer())
         .build();
 
     let aws = aws_connection(&settings.region).await?;

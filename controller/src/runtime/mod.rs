@@ -3,6 +3,7 @@
 //! wires simulated time and a seeded stream. Nothing else in the crate reads time or entropy.
 //! [`reconcile`] is the runtime every controller loop runs on.
 
+pub mod api_retry;
 pub mod api_timeout;
 pub mod clock;
 pub mod event_writer;

@@ -224,8 +224,18 @@ fn new_sim<'a>(cfg: &WorldConfig) -> turmoil::Sim<'a> {
         .tick_duration(cfg.tick)
         .min_message_latency(cfg.min_latency)
         .max_message_latency(cfg.max_latency)
+        .tcp_capacity(TCP_CAPACITY)
         .build()
 }
+
+/// Segments a TCP stream may have in flight each way, and SYNs a listener holds before
+/// `accept`: Linux's default listen backlog as tokio's `TcpListener::bind` asks for it
+/// (1024). turmoil's default, 64, panics the run when more SYNs wait ("server socket buffer
+/// full", turmoil `host.rs`), which a partition does on purpose: it holds the controller's
+/// connection attempts (a minute of connect timeouts and retries is over 64 of them) and
+/// delivers them together when it heals. A real listener's backlog is that deep, and a real
+/// send buffer holds far more than 64 writes.
+pub const TCP_CAPACITY: usize = 1024;
 
 /// Serves the fake cloud as host `aws` (port 80), the endpoint the controller dials.
 fn add_cloud_host(sim: &mut turmoil::Sim<'_>, cloud: &SharedCloud) {
