@@ -51,39 +51,11 @@ struct KnownFinding {
 /// Known controller findings (see [`KnownFinding`]).
 const KNOWN_FINDINGS: &[KnownFinding] = &[
     KnownFinding {
-        invariant: "untakenMoves",
-        shows: "(7 type(s) from m5a.xlarge) ip-10-0-0-10.ec2.internal",
-        example: "story-458153806.yaml",
-        why: "not yet diagnosed: the moves oracle sees a replace of an m5a.xlarge ($0.226/h) by \
-              a cheaper node the controller does not take; a helper saw the same class \
-              (m5a.2xlarge -> c6a.2xlarge, controller: no cheaper replacement at the worst \
-              launch price) this session. Oracle and controller price filters to be compared \
-              (core RemoveInstanceTypeOptionsByPriceAndMinValues). Found 2026-12-07 (session 14).",
-    },
-    KnownFinding {
-        invariant: "convergence",
-        shows: "(7 type(s) from m5a.xlarge) ip-10-0-0-10.ec2.internal",
-        example: "story-458153806.yaml",
-        why: "the same untaken move as the untakenMoves entry above, still open at the end.",
-    },
-    KnownFinding {
         invariant: "overProvisioning",
         shows: "10 live NodeClaims created for a wave of 34 pending pods",
         example: "story-458153824.yaml",
         why: "not yet diagnosed: 10 claims where the packing needs 8 + 1 at 1m2s. Found \
               2026-12-07 (session 14, base seed 458153783).",
-    },
-    KnownFinding {
-        invariant: "untakenMoves",
-        shows: "delete node (its pods fit on the others) ip-10-0-16-4.ec2.internal",
-        example: "story-418143272.yaml",
-        why: "not yet diagnosed: an empty-able spot node of pool-2 is never deleted; the \
-              controller logs only 'SpotToSpotConsolidation is disabled' for it (a replace), \
-              and the oracle reports the run's end 'not judged: a pod is pending' — check \
-              whether our consolidation stops on a pending pod that upstream ignores \
-              (core helpers.go SimulateScheduling, AllNonPendingPodsScheduled). Both \
-              untakenMoves findings of this session open at 11m45s. Found 2026-12-07 \
-              (session 14, base seed 418143227).",
     },
     KnownFinding {
         invariant: "overProvisioning",

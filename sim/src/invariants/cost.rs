@@ -193,6 +193,7 @@ mod tests {
             capacity_type: dovetail_fakecloud::CapacityType::OnDemand,
             price,
             allocatable: Resources { cpu: 1_930.0, memory: 7.0 * gib, pods: 29.0 },
+            planned: Resources { cpu: 1_930.0, memory: 7.0 * gib, pods: 29.0 },
             labels: std::sync::Arc::default(),
         };
         let offerings: BTreeMap<String, Vec<Offering>> = [(

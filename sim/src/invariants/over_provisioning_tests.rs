@@ -27,6 +27,7 @@ fn offering(name: &str, cpu: f64) -> Offering {
         capacity_type: CapacityType::OnDemand,
         price: cpu / 10_000.0,
         allocatable: Resources { cpu, memory: 60.0 * GIB, pods: 110.0 },
+        planned: Resources { cpu, memory: 60.0 * GIB, pods: 110.0 },
         labels: labels.into(),
     }
 }

@@ -22,6 +22,7 @@ fn offering(name: &str, zone: &str, cpu: f64, memory_gib: f64, price: f64) -> Of
         capacity_type: CapacityType::OnDemand,
         price,
         allocatable: Resources { cpu, memory: memory_gib * GIB, pods: 58.0 },
+        planned: Resources { cpu, memory: memory_gib * GIB, pods: 58.0 },
         labels: labels.into(),
     }
 }

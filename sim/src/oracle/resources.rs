@@ -104,6 +104,9 @@ pub struct Offering {
     /// What pods can use: capacity minus kube-reserved and the eviction threshold (AWS
     /// defaults, karpenter-behaviour.md §2.4).
     pub allocatable: Resources,
+    /// What Karpenter's scheduler counts on for a node of this type it has not seen yet
+    /// ([`planned_allocatable`]): never more than [`Offering::allocatable`].
+    pub planned: Resources,
     /// The labels a node of this offering carries (shared: [`super::offering_labels`]).
     pub labels: super::offering_labels::Labels,
 }
@@ -127,6 +130,32 @@ pub fn allocatable(t: &InstanceTypeInfo) -> Resources {
         - node_shape::kube_reserved_memory(pods)
         - node_shape::EVICTION_MEMORY_AVAILABLE_MIB * 1024 * 1024;
     Resources { cpu: cpu.max(0) as f64, memory: memory.max(0) as f64, pods: pods as f64 }
+}
+
+/// Karpenter's default `VM_MEMORY_OVERHEAD_PERCENT` (aws provider `pkg/operator/options`).
+pub const VM_MEMORY_OVERHEAD_PERCENT: f64 = 0.075;
+
+/// What Karpenter's scheduler counts on pods being able to use on a new node of `t`, no
+/// more than the kubelet will report ([`allocatable`]). Until a node of the type has
+/// registered, Karpenter *estimates* capacity memory: the type's memory (less 64 MiB on
+/// arm64) less `ceil(7.5 %)` (aws provider v1.14.1 `pkg/providers/instancetype/types.go:512-521`
+/// `memory`), then subtracts the same kube-reserved and eviction threshold the kubelet
+/// does; the estimate is replaced by the node's real capacity only once one registers
+/// (`instancetype.go:270` reads `discoveredCapacityCache`, filled by
+/// `UpdateInstanceTypeCapacityFromNode`, `instancetype.go:475-497`). The estimate is below
+/// the simulated kubelet's capacity for all but the tiniest types (see
+/// [`node_shape`]'s docs): the minimum of both is what the scheduler surely counts on.
+pub fn planned_allocatable(t: &InstanceTypeInfo) -> Resources {
+    let actual = allocatable(t);
+    let mut size_mib = t.memory_mib as f64;
+    if t.arch == "arm64" {
+        size_mib -= 64.0;
+    }
+    let estimate_mib = size_mib - (size_mib * VM_MEMORY_OVERHEAD_PERCENT).ceil();
+    let memory = (estimate_mib as i64) * 1024 * 1024
+        - node_shape::kube_reserved_memory(actual.pods as i64)
+        - node_shape::EVICTION_MEMORY_AVAILABLE_MIB * 1024 * 1024;
+    Resources { memory: actual.memory.min(memory.max(0) as f64), ..actual }
 }
 
 /// Capacity of an instance type as NodePool limits count it (vCPU in millicores, memory
@@ -286,6 +315,7 @@ pub struct Listed {
     capacity_type: CapacityType,
     on_demand_price: Option<f64>,
     allocatable: Resources,
+    planned: Resources,
     labels: super::offering_labels::Labels,
 }
 
@@ -297,6 +327,7 @@ pub fn listed_offerings(cloud: &FakeCloud, requirements: &[Requirement]) -> Vec<
     let mut out = Vec::new();
     for t in cloud.catalog().types() {
         let alloc = allocatable(t);
+        let planned = planned_allocatable(t);
         for zone in cloud.catalog().zones() {
             if !cloud.catalog().is_offered(&t.name, &zone.name) {
                 continue;
@@ -315,6 +346,7 @@ pub fn listed_offerings(cloud: &FakeCloud, requirements: &[Requirement]) -> Vec<
                     capacity_type: ct,
                     on_demand_price: t.on_demand_price,
                     allocatable: alloc,
+                    planned,
                     labels,
                 });
             }
@@ -342,6 +374,7 @@ pub fn price_listed(cloud: &FakeCloud, listed: &[Listed], now: Duration) -> Vec<
                 capacity_type: l.capacity_type,
                 price,
                 allocatable: l.allocatable,
+                planned: l.planned,
                 labels: l.labels.clone(),
             };
             Some((offering, available))
@@ -506,5 +539,23 @@ mod tests {
         assert!(!r("NotIn", &["5"]).matches(&labels));
         assert!(r("Exists", &[]).matches(&labels));
         assert!(!r("DoesNotExist", &[]).matches(&labels));
+    }
+}
+
+#[cfg(test)]
+mod planned_tests {
+    use super::*;
+
+    #[test]
+    fn karpenter_plans_an_m5a_xlarge_below_what_its_kubelet_reports() {
+        let catalog = dovetail_fakecloud::Catalog::load("us-east-1").expect("the shipped catalog");
+        let t = catalog.get("m5a.xlarge").expect("m5a.xlarge");
+        let mib = |r: Resources| (r.memory / 1_048_576.0).round() as i64;
+        // 16384 MiB - ceil(7.5 %) = 15155; less 11 × 58 + 255 kube-reserved and 100 eviction.
+        assert_eq!(mib(planned_allocatable(t)), 15_155 - 893 - 100);
+        let seven_pods_of_2_gib = 7 * 2_048;
+        assert!(mib(planned_allocatable(t)) < seven_pods_of_2_gib, "story-458153806: no fit as planned");
+        assert!(mib(allocatable(t)) > seven_pods_of_2_gib, "... but a fit on the node the kubelet reports");
+        assert_eq!(planned_allocatable(t).cpu, allocatable(t).cpu);
     }
 }

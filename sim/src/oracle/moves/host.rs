@@ -20,7 +20,7 @@ use super::budget_left;
 use super::clock::ConsolidationClock;
 use super::inputs::MoveInputs;
 use crate::oracle::protection::do_not_disrupt_active;
-use crate::oracle::resources::{Resources, allocatable};
+use crate::oracle::resources::{Requirement, Resources, allocatable};
 use crate::oracle::view::{PodView, View};
 
 /// A node that received a pod is nominated for this long and may not be disrupted
@@ -36,6 +36,16 @@ pub struct Movable {
     pub requests: Resources,
     /// The pod object (node selectors, tolerations).
     pub object: Arc<Value>,
+    /// The preferred node-affinity term Karpenter's simulation holds the pod to (see
+    /// [`super::preference`]), if any.
+    pub preferred: Option<Vec<Requirement>>,
+}
+
+impl Movable {
+    /// Whether a node labelled `labels` satisfies the preferred term the pod is held to.
+    pub fn preference_allows(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.preferred.as_ref().is_none_or(|term| term.iter().all(|r| r.matches(labels)))
+    }
 }
 
 /// A live node.
@@ -229,7 +239,12 @@ pub fn hosts(
             if unjudged.is_none() {
                 unjudged = placement_rule(&p.object).map(|r| format!("not judged: pod {} has {r}", p.key));
             }
-            movable.push(Movable { key: p.key.clone(), requests: p.requests, object: p.object.clone() });
+            movable.push(Movable {
+                key: p.key.clone(),
+                requests: p.requests,
+                object: p.object.clone(),
+                preferred: None,
+            });
         }
         movable.sort_by(|a, b| {
             b.requests.cpu.total_cmp(&a.requests.cpu).then(b.requests.memory.total_cmp(&a.requests.memory))

@@ -5,9 +5,12 @@
 //! The moves (core `pkg/controllers/disruption`, v1.14.1):
 //! - **delete an empty node** (Emptiness, budget reason `Empty`);
 //! - **delete a node whose pods fit on the others** (`computeConsolidation`: the
-//!   simulation schedules every pod on existing nodes and needs no new NodeClaim);
+//!   simulation schedules every pod on existing nodes and needs no new NodeClaim; a pod is
+//!   held to its heaviest preferred node-affinity term wherever a NodePool could launch for
+//!   it, [`preference`]);
 //! - **replace a node with one cheaper node**: a single instance type that holds all its
-//!   pods and whose *worst* launch price is strictly below the node's price
+//!   pods (as Karpenter sizes a new node: estimated memory unless a node of the type is
+//!   live, [`replacement`]) and whose *worst* launch price is strictly below the node's price
 //!   (`RemoveInstanceTypeOptionsByPriceAndMinValues` in
 //!   `provisioning/scheduling/nodeclaim.go:411`, `WorstLaunchPrice` in
 //!   `cloudprovider/types.go:587`), spot first when the replacement may be spot;
@@ -31,6 +34,7 @@
 //! | when each node last had a pod event (the `consolidateAfter` clock) | [`clock`] |
 //! | a node as the search sees it, and the rules that keep it out of consolidation | [`host`] |
 //! | first-fit-decreasing packing onto other nodes | [`packing`] |
+//! | the preferred node-affinity term the simulation holds a pod to | [`preference`] |
 //! | the cheaper-replacement rule | [`replacement`] |
 //! | the search over the candidates | [`search`] |
 //! | upstream's candidate order (savings ratio, ties) | [`order`] |
@@ -44,10 +48,11 @@ pub mod inputs;
 pub mod multi;
 pub mod order;
 pub mod packing;
+pub mod preference;
 pub mod replacement;
 pub mod search;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use dovetail_fakecloud::FakeCloud;
 use serde::Serialize;
@@ -196,12 +201,21 @@ pub fn reachable_moves(view: &View, pods: &[PodView], cloud: &FakeCloud, setting
 
 /// The moves allowed now and the rule keeping each other node.
 pub fn assess(view: &View, pods: &[PodView], cloud: &FakeCloud, settings: &Settings<'_>) -> Assessment {
-    let hosts = hosts(view, pods, cloud, settings.inputs, settings.clock);
+    let mut hosts = hosts(view, pods, cloud, settings.inputs, settings.clock);
     if let Some(rule) = cluster_in_motion(view, pods) {
         return Assessment { moves: Vec::new(), kept: hosts.iter().map(|h| h.kept(&rule)).collect() };
     }
+    // The types Karpenter has seen a node of (per EC2NodeClass): it sizes new nodes of
+    // them by what those nodes reported (see [`replacement`]).
+    let seen: BTreeSet<(String, String)> = hosts
+        .iter()
+        .filter_map(|h| {
+            let pool = view.pools.get(h.nodepool.as_deref()?)?;
+            Some((h.instance_type.clone(), replacement::node_class(&pool.object)))
+        })
+        .collect();
     // Listing every pool's offerings is the costly part: only done when some node gets as
-    // far as the replacement rule.
+    // far as the replacement rule, or some pod has a preferred node affinity.
     let offerings = std::cell::OnceCell::new();
     let replacements = std::cell::OnceCell::new();
     let replacements = || {
@@ -214,8 +228,10 @@ pub fn assess(view: &View, pods: &[PodView], cloud: &FakeCloud, settings: &Setti
             }),
             pools: &view.pools,
             overhead: settings.inputs.overhead,
+            seen: seen.clone(),
         })
     };
+    preference::bind(&mut hosts, &view.pools, replacements);
     let pools: BTreeMap<String, PoolRules> = view
         .pools
         .iter()

@@ -177,8 +177,12 @@ fn surely_valid<'r>(
     let Cheaper::Options(mut options) = replacements.options(&group, spot_to_spot) else { return None };
     // filterOutSameType: the pods no other node has room for go to the replacement, so a
     // candidate's type can be among its options only if it holds those.
-    let stranded: Vec<&Movable> =
-        pods.iter().copied().filter(|p| !fits_elsewhere(std::slice::from_ref(*p), &others)).collect();
+    // (Judged without the pods' preferences: fewer stranded pods keep the bound loose.)
+    let stranded: Vec<&Movable> = pods
+        .iter()
+        .copied()
+        .filter(|p| !fits_elsewhere(&[Movable { preferred: None, ..(*p).clone() }], &others))
+        .collect();
     let cap = prefix
         .iter()
         .filter(|h| replacements.could_offer(pool_name, &h.instance_type, &stranded, price))

@@ -1,7 +1,8 @@
 //! Whether a node's pods fit on the other nodes: first-fit decreasing (largest CPU first,
 //! as Karpenter's scheduler orders pods) over the nodes that may receive pods, honouring
-//! each pod's node selectors, required node affinity and tolerations. Written apart from
-//! the controller's scheduler.
+//! each pod's node selectors, required node affinity, tolerations and the preferred
+//! node-affinity term Karpenter holds it to ([`super::preference`]). Written apart from the
+//! controller's scheduler.
 
 use super::host::{Host, Movable};
 use crate::oracle::resources::{Resources, pod_allows, tolerates_taints};
@@ -14,6 +15,7 @@ pub fn fits_elsewhere(pods: &[Movable], others: &[&Host]) -> bool {
         for (room, host) in free.iter_mut().zip(others) {
             if pod.requests.fits_in(room)
                 && pod_allows(&pod.object, &host.labels)
+                && pod.preference_allows(&host.labels)
                 && tolerates_taints(&pod.object, &host.taints)
             {
                 *room = room.minus(&pod.requests);
@@ -36,6 +38,7 @@ mod tests {
             key: "default/p".into(),
             requests: Resources { cpu, memory: 1.0, pods: 1.0 },
             object: Arc::new(json!({"spec": spec})),
+            preferred: None,
         }
     }
 

@@ -12,13 +12,27 @@
 //! counts only when the dearest of *all* its allowed offerings, available or not, is below
 //! the price, and at least one of them is available now: then the worst launch price
 //! Karpenter computes is below it too.
+//!
+//! A type holds the pods only as Karpenter's scheduler sizes a new node of it: with its
+//! *estimated* capacity memory (7.5 % VM overhead, [`planned_allocatable`]) unless a node
+//! of that type and EC2NodeClass is live now, whose registration surely put its real
+//! capacity in the provider's `discoveredCapacityCache` (aws provider v1.14.1
+//! `pkg/providers/instancetype/instancetype.go:270`, `:475-497`; the capacity controller
+//! `pkg/controllers/providers/instancetype/capacity/controller.go:84` runs for every
+//! registered Node, existing ones included when a controller starts). A node of the type
+//! seen earlier and gone may have left its capacity in that cache too, or not (a restart
+//! empties it): the oracle then keeps to the estimate, and may miss such a move.
+//!
+//! [`planned_allocatable`]: crate::oracle::resources::planned_allocatable
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use dovetail_fakecloud::CapacityType;
 
 use super::host::{Host, Movable};
-use crate::oracle::resources::{NodeSelection, Offering, Resources, pool_node_labels, pool_taints, tolerates_taints};
+use crate::oracle::resources::{
+    NodeSelection, Offering, Requirement, Resources, pool_node_labels, pool_taints, tolerates_taints,
+};
 use crate::oracle::view::PoolView;
 
 /// Spot-to-spot replacement of one node needs at least this many cheaper spot types
@@ -42,6 +56,9 @@ pub struct Replacements<'a> {
     pub pools: &'a BTreeMap<String, PoolView>,
     /// DaemonSet overhead.
     pub overhead: Resources,
+    /// (instance type, EC2NodeClass) of the live, registered nodes: Karpenter sizes new
+    /// nodes of these types by the capacity their nodes reported.
+    pub seen: BTreeSet<(String, String)>,
 }
 
 /// The nodes one replacement would take over: their pool, pods and price.
@@ -85,7 +102,7 @@ impl Replacements<'_> {
             need.add(&p.requests);
         }
         // The offerings every pod of the node accepts (selectors, affinity, taints).
-        let accepts = Acceptance::of(&group.pods, &pool.object);
+        let accepts = Acceptance::of(&group.pods, &pool.object, true);
         let compatible: Vec<&(Offering, bool)> = offerings.iter().filter(|(o, _)| accepts.offering(o)).collect();
         let allows_spot = compatible.iter().any(|(o, _)| o.capacity_type == CapacityType::Spot);
         let spot_path = group.all_spot && allows_spot;
@@ -97,7 +114,7 @@ impl Replacements<'_> {
             if spot_path && o.capacity_type != CapacityType::Spot {
                 continue;
             }
-            if !need.fits_in(&o.allocatable) {
+            if !need.fits_in(&self.usable(o, &pool.object)) {
                 continue;
             }
             let entry = by_type.entry(o.instance_type.as_str()).or_insert((0.0, false));
@@ -137,11 +154,41 @@ impl Replacements<'_> {
         for p in pods {
             need.add(&p.requests);
         }
-        let accepts = Acceptance::of(pods, &pool.object);
+        // Loose: the pods' preferences may narrow upstream's options, never widen them.
+        let accepts = Acceptance::of(pods, &pool.object, false);
         offerings.iter().any(|(o, _)| {
             o.instance_type == instance_type && o.price < below && need.fits_in(&o.allocatable) && accepts.offering(o)
         })
     }
+
+    /// Whether NodePool `nodepool` could launch a node for `pod` held to the preferred
+    /// node-affinity `term` on top of its own constraints: some offering (available or
+    /// not, whatever its size) that the pod and the term accept. Loose, so a preference
+    /// is taken to bind whenever Karpenter might launch for it.
+    pub fn could_launch(&self, nodepool: &str, pod: &Movable, term: &[Requirement]) -> bool {
+        let (Some(offerings), Some(pool)) = (self.offerings.get(nodepool), self.pools.get(nodepool)) else {
+            return false;
+        };
+        let held = Movable { preferred: Some(term.to_vec()), ..pod.clone() };
+        let accepts = Acceptance::of(&[&held], &pool.object, true);
+        offerings.iter().any(|(o, _)| accepts.offering(o))
+    }
+
+    /// What Karpenter's scheduler counts on pods using on a new node of `o` launched from
+    /// `pool` (see the module docs): the kubelet's allocatable once a node of the type and
+    /// the pool's EC2NodeClass is live, else the estimate.
+    fn usable(&self, o: &Offering, pool: &serde_json::Value) -> Resources {
+        let class = node_class(pool);
+        if self.seen.iter().any(|(t, c)| *t == o.instance_type && *c == class) { o.allocatable } else { o.planned }
+    }
+}
+
+/// The name of the EC2NodeClass a NodePool's nodes use.
+pub fn node_class(pool: &serde_json::Value) -> String {
+    pool.pointer("/spec/template/spec/nodeClassRef/name")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// Whether a set of pods accepts a pool's offerings: every pod tolerates the pool's taints
@@ -153,17 +200,18 @@ struct Acceptance {
     tolerated: bool,
     /// The labels the pool puts on its nodes.
     pool_labels: BTreeMap<String, String>,
-    /// The pods' distinct node constraints.
-    selections: Vec<NodeSelection>,
+    /// The pods' distinct node constraints, each with the preferred term it is held to.
+    selections: Vec<(NodeSelection, Option<Vec<Requirement>>)>,
 }
 
 impl Acceptance {
-    fn of(pods: &[&Movable], pool: &serde_json::Value) -> Self {
+    /// `preferences`: hold each pod to its [`Movable::preferred`] term too.
+    fn of(pods: &[&Movable], pool: &serde_json::Value, preferences: bool) -> Self {
         let taints = pool_taints(pool);
         let tolerated = pods.iter().all(|p| tolerates_taints(&p.object, taints));
-        let mut selections: Vec<NodeSelection> = Vec::new();
+        let mut selections: Vec<(NodeSelection, Option<Vec<Requirement>>)> = Vec::new();
         for p in pods {
-            let selection = NodeSelection::of(&p.object);
+            let selection = (NodeSelection::of(&p.object), p.preferred.clone().filter(|_| preferences));
             if !selections.contains(&selection) {
                 selections.push(selection);
             }
@@ -173,6 +221,9 @@ impl Acceptance {
 
     fn offering(&self, o: &Offering) -> bool {
         let label = |k: &str| self.pool_labels.get(k).or_else(|| o.labels.get(k)).map(String::as_str);
-        self.tolerated && self.selections.iter().all(|s| s.allows(label))
+        self.tolerated
+            && self.selections.iter().all(|(s, preferred)| {
+                s.allows(label) && preferred.iter().flatten().all(|r| r.matches_value(label(&r.key)))
+            })
     }
 }

@@ -1,7 +1,7 @@
 //! Each rule that keeps a node out of consolidation, with a case where it applies (no
 //! move) and one where it does not (the move is reported).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,7 +24,7 @@ pub(super) fn r(cpu: f64) -> Resources {
 }
 
 fn movable(cpu: f64) -> Movable {
-    Movable { key: "default/p".into(), requests: r(cpu), object: Arc::new(json!({"spec": {}})) }
+    Movable { key: "default/p".into(), requests: r(cpu), object: Arc::new(json!({"spec": {}})), preferred: None }
 }
 
 /// A settled, unblocked node of pool `default` with `pods` one-CPU pods and `free_cpu`
@@ -223,6 +223,7 @@ pub(super) fn offering(t: &str, zone: &str, ct: CapacityType, price: f64, cpu: f
             capacity_type: ct,
             price,
             allocatable,
+            planned: allocatable,
             labels: labels.into(),
         },
         true,
@@ -236,7 +237,8 @@ fn replacements(offerings: Vec<(Offering, bool)>, host: &Host, spot_to_spot: boo
         PoolView { name: "default".into(), object: Arc::new(json!({"metadata": {"name": "default"}})) },
     )]
     .into();
-    Replacements { offerings: &offerings, pools: &pools, overhead: r(100.0) }.cheaper(host, spot_to_spot)
+    Replacements { offerings: &offerings, pools: &pools, overhead: r(100.0), seen: BTreeSet::new() }
+        .cheaper(host, spot_to_spot)
 }
 
 #[test]
@@ -277,4 +279,85 @@ fn a_spot_node_is_replaced_only_with_the_gate_and_fifteen_cheaper_spot_types() {
     );
     let fourteen = cheaper[1..].to_vec();
     assert!(matches!(replacements(fourteen, &node, true), Cheaper::None(r) if r.contains("only 14 spot types")));
+}
+
+/// A pod of one CPU preferring capacity type `preferred` (story-418143272's app-0).
+fn preferring(preferred: &str) -> Movable {
+    let spec = json!({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 10, "preference": {"matchExpressions": [
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [preferred]}]}}]}}});
+    Movable { object: Arc::new(json!({ "spec": spec })), ..movable(1_000.0) }
+}
+
+fn labelled(mut h: Host, capacity_type: &str) -> Host {
+    h.labels.insert("karpenter.sh/capacity-type".into(), capacity_type.into());
+    h
+}
+
+/// Binds the hosts' preferences against pool `default` selling `offerings`, then searches.
+fn with_preferences(mut hosts: Vec<Host>, offerings: Vec<(Offering, bool)>) -> Vec<(String, String)> {
+    let offerings: BTreeMap<&str, Vec<(Offering, bool)>> = [("default", offerings)].into();
+    let views: BTreeMap<String, PoolView> = [(
+        "default".to_string(),
+        PoolView { name: "default".into(), object: Arc::new(json!({"metadata": {"name": "default"}})) },
+    )]
+    .into();
+    let replacements = Replacements { offerings: &offerings, pools: &views, overhead: r(100.0), seen: BTreeSet::new() };
+    super::preference::bind(&mut hosts, &views, || &replacements);
+    kinds(&hosts, open(), no_replacement)
+}
+
+#[test]
+fn a_pod_is_held_to_its_preferred_term_where_a_pool_could_launch_for_it() {
+    // story-418143272: a spot node's pod prefers spot; the only room elsewhere is on an
+    // on-demand node. Upstream's simulation opens a new spot NodeClaim for it (a replace,
+    // refused with spot-to-spot off), so no delete is claimed while the pool sells spot.
+    let spot_node = || Host {
+        movable: vec![preferring("spot")],
+        reschedule_cost: 2.0,
+        ..labelled(host("s", true, 0, 0.0), "spot")
+    };
+    let od_room = labelled(host("od", false, 1, 4_000.0), "on-demand");
+    let sells_spot = vec![
+        offering("m5.large", "a", CapacityType::Spot, 0.04, 1_900.0),
+        offering("m5.large", "a", CapacityType::OnDemand, 0.096, 1_900.0),
+    ];
+    let found = with_preferences(vec![spot_node(), od_room.clone()], sells_spot.clone());
+    assert!(found.iter().all(|(_, k)| k != "delete s"), "{found:?}");
+    // The preference binds nothing where no pool could launch a spot node: upstream relaxes it.
+    let on_demand_only = vec![offering("m5.large", "a", CapacityType::OnDemand, 0.096, 1_900.0)];
+    let found = with_preferences(vec![spot_node(), od_room.clone()], on_demand_only);
+    assert!(found.contains(&("s".into(), "delete s".into())), "{found:?}");
+    // And room on a node the preference accepts takes the pod.
+    let spot_room = Host { name: "sr".into(), ..labelled(od_room, "spot") };
+    let found = with_preferences(vec![spot_node(), spot_room], sells_spot);
+    assert!(found.contains(&("s".into(), "delete s".into())), "{found:?}");
+}
+
+#[test]
+fn a_type_holds_the_pods_by_its_estimated_memory_until_a_node_of_it_is_live() {
+    // story-458153806: seven 2 GiB pods fit an m5a.xlarge by the kubelet's allocatable, not
+    // by Karpenter's estimate (7.5 % VM overhead) for a type none of whose nodes is live.
+    let od = CapacityType::OnDemand;
+    let node = host("a", false, 2, 0.0); // at $0.192/h
+    let (mut estimated_short, _) = offering("c5.xlarge", "a", od, 0.17, 3_900.0);
+    estimated_short.planned.memory = 1.0; // less than the pods and overhead need
+    let offerings: BTreeMap<&str, Vec<(Offering, bool)>> = [("default", vec![(estimated_short, true)])].into();
+    let views: BTreeMap<String, PoolView> = [(
+        "default".to_string(),
+        PoolView {
+            name: "default".into(),
+            object: Arc::new(json!({"metadata": {"name": "default"},
+                "spec": {"template": {"spec": {"nodeClassRef": {"name": "default"}}}}})),
+        },
+    )]
+    .into();
+    let cheaper = |seen: BTreeSet<(String, String)>| {
+        Replacements { offerings: &offerings, pools: &views, overhead: r(100.0), seen }.cheaper(&node, false)
+    };
+    assert!(matches!(cheaper(BTreeSet::new()), Cheaper::None(r) if r.contains("no cheaper")));
+    let other_class: BTreeSet<(String, String)> = [("c5.xlarge".to_string(), "other".to_string())].into();
+    assert!(matches!(cheaper(other_class), Cheaper::None(_)), "a node of another EC2NodeClass tells nothing");
+    let live: BTreeSet<(String, String)> = [("c5.xlarge".to_string(), "default".to_string())].into();
+    assert_eq!(cheaper(live), Cheaper::Options(vec![("c5.xlarge".into(), 0.17)]));
 }
