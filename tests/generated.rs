@@ -103,14 +103,6 @@ const KNOWN_FINDINGS: &[KnownFinding] = &[
               untakenMoves findings of this session open at 11m45s. Found 2026-12-07 \
               (session 14, base seed 418143227).",
     },
-    KnownFinding {
-        invariant: "overProvisioning",
-        shows: "8 live NodeClaims created for a wave of 17 pending pods",
-        example: "story-804998432.yaml",
-        why: "not yet diagnosed: 8 claims at 12 s, in the first wave, where the packing needs \
-              5 + 1 (two pools, weight 33, topology spread). Found 2026-12-07 (session 14, \
-              base seed 804998411).",
-    },
 ];
 
 /// The `invariant` of a [`KnownFinding`] that is a panic of the run, not a violation.
