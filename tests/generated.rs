@@ -78,13 +78,6 @@ const KNOWN_FINDINGS: &[KnownFinding] = &[
         why: "the same untaken move as the untakenMoves entry above, still open at the end.",
     },
     KnownFinding {
-        invariant: "overProvisioning",
-        shows: "10 live NodeClaims created for a wave of 34 pending pods",
-        example: "story-458153824.yaml",
-        why: "not yet diagnosed: 10 claims where the packing needs 8 + 1 at 1m2s. Found \
-              2026-12-07 (session 14, base seed 458153783).",
-    },
-    KnownFinding {
         invariant: "interruptionHandled",
         shows: "instance i-0a0468b505d11997a was receivable at 1m43s",
         example: "story-418143260.yaml",

@@ -55,6 +55,7 @@ fn wave(n: usize) -> Wave {
         cuts: BTreeSet::new(),
         watch_delay: Duration::ZERO,
         misdirected: BTreeMap::new(),
+        landed: BTreeMap::new(),
         released: BTreeMap::new(),
         bound: BTreeSet::new(),
         bound_for: None,
@@ -320,4 +321,27 @@ fn a_preferred_node_affinity_is_held_as_required_until_it_fails() {
     assert_eq!(bound(&od), 5, "the preference holds where the room is: 3, plus two");
     let live = 6;
     assert!(live > bound(&od), "six claims for it are over");
+}
+
+/// Generated story 458153824's shape: pods bound where Karpenter nominated them sit there
+/// for every claim created after the binding was seen, as misdirected ones do — the pass
+/// that creates the claim plans on the cluster's nodes with the pods bound to them (core
+/// `provisioner.go` `Schedule`, l. 375, `p.cluster.Nodes()`) and schedules only the pods
+/// still pending (`GetPendingPods`, l. 378); it cannot move them to free room. Nine pods
+/// bound at 30 s to the wave's m.large `small` fill it: a claim created at 60 s is judged
+/// with the eleven others on one more node, 2, plus one, and a fourth live claim is over;
+/// a claim created at 20 s, before the binding, gets the strict packing.
+#[test]
+fn pods_bound_where_nominated_sit_where_they_were_bound() {
+    let mut w = wave(20);
+    let instances = launched("small", "m.large");
+    for i in 0..9 {
+        w.landed.insert(format!("uid-{i:02}"), ("small".into(), Duration::from_secs(30)));
+    }
+    let none = BTreeMap::new();
+    let bound = wave_bound(&w, AT, &BTreeSet::new(), &instances, &none, 1);
+    assert_eq!(bound, 3, "binding known: small and one more, plus one");
+    let live = 4;
+    assert!(live > bound, "a fourth claim is over");
+    assert_eq!(wave_bound(&w, Duration::from_secs(20), &BTreeSet::new(), &instances, &none, 1), 2, "binding later");
 }
