@@ -49,23 +49,7 @@ struct KnownFinding {
 }
 
 /// Known controller findings (see [`KnownFinding`]).
-const KNOWN_FINDINGS: &[KnownFinding] = &[
-    KnownFinding {
-        invariant: "overProvisioning",
-        shows: "10 live NodeClaims created for a wave of 34 pending pods",
-        example: "story-458153824.yaml",
-        why: "not yet diagnosed: 10 claims where the packing needs 8 + 1 at 1m2s. Found \
-              2026-12-07 (session 14, base seed 458153783).",
-    },
-    KnownFinding {
-        invariant: "overProvisioning",
-        shows: "8 live NodeClaims created for a wave of 17 pending pods",
-        example: "story-804998432.yaml",
-        why: "not yet diagnosed: 8 claims at 12 s, in the first wave, where the packing needs \
-              5 + 1 (two pools, weight 33, topology spread). Found 2026-12-07 (session 14, \
-              base seed 804998411).",
-    },
-];
+const KNOWN_FINDINGS: &[KnownFinding] = &[];
 
 /// The `invariant` of a [`KnownFinding`] that is a panic of the run, not a violation.
 const PANIC: &str = "panic";

@@ -360,6 +360,7 @@ impl OverProvisioning {
                 cuts: BTreeSet::new(),
                 watch_delay: Duration::ZERO,
                 misdirected: BTreeMap::new(),
+                landed: BTreeMap::new(),
                 released: BTreeMap::new(),
                 bound: BTreeSet::new(),
                 bound_for: None,
@@ -401,7 +402,7 @@ impl OverProvisioning {
                 .collect();
             let slack = ctx.config.over_provisioning.slack_per_pool as usize;
             let released = wave.released_by(at).filter(|c| live.contains(*c)).count();
-            let key = (wave.pods.len(), wave.misdirected_by(at).len(), released, wave.watch_delay);
+            let key = (wave.pods.len(), wave.placed_by(at).len(), released, wave.watch_delay);
             let bound = match wave.bound_for {
                 Some((k, bound)) if k == key => bound,
                 _ => {

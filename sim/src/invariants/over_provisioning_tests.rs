@@ -56,6 +56,7 @@ fn wave(n: usize) -> Wave {
         cuts: BTreeSet::new(),
         watch_delay: Duration::ZERO,
         misdirected: BTreeMap::new(),
+        landed: BTreeMap::new(),
         released: BTreeMap::new(),
         bound: BTreeSet::new(),
         bound_for: None,
@@ -256,4 +257,92 @@ fn claims_a_binding_released_stay_with_the_room_they_were_launched_with() {
     let mut fits = w;
     fits.pods = small_pods;
     assert_eq!(wave_bound(&fits, AT, &live, &instances, &none, 1), 4, "the spare's room holds the rest: 3, plus one");
+}
+
+/// An offering of `name` (15800m) in `zone` with `capacity` (`spot` or `on-demand`).
+fn zoned(name: &str, zone: &str, capacity: &str) -> Offering {
+    let labels: BTreeMap<String, String> = [
+        ("node.kubernetes.io/instance-type", name),
+        ("topology.kubernetes.io/zone", zone),
+        ("karpenter.sh/capacity-type", capacity),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let capacity_type = if capacity == "spot" { CapacityType::Spot } else { CapacityType::OnDemand };
+    Offering { zone: zone.into(), capacity_type, labels: labels.into(), ..offering(name, 15_800.0) }
+}
+
+/// Generated story 804998432's shape: a weight-10 on-demand pool over zones a, b, c, a spot
+/// pool over a and b only; three 2-CPU pods spread over the zones open an on-demand node in
+/// each, then three 200m pods spread over the zones that prefer `capacity-type: prefers`.
+fn preferring(prefers: &str) -> Wave {
+    let mut w = wave(0);
+    let od = Arc::new(json!({"metadata": {"name": "od"}, "spec": {"weight": 10}}));
+    let spot = Arc::new(json!({"metadata": {"name": "spot"}, "spec": {}}));
+    let od_offerings = ["a", "b", "c"].map(|z| zoned("m.4xlarge", z, "on-demand")).to_vec();
+    w.supply = vec![
+        ("od".into(), od, od_offerings),
+        ("spot".into(), spot, vec![zoned("m.4xlarge", "a", "spot"), zoned("m.4xlarge", "b", "spot")]),
+    ];
+    let spread = |app: &str| {
+        json!([{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+        "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": {"app": app}}}])
+    };
+    let preference = json!({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 10,
+        "preference": {"matchExpressions": [
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [prefers]}]}}]}});
+    for i in 0..6 {
+        let (app, cpu) = if i < 3 { ("big", 2000.0) } else { ("small", 200.0) };
+        let mut spec = json!({"topologySpreadConstraints": spread(app)});
+        if i >= 3 {
+            spec["affinity"] = preference.clone();
+        }
+        let pod = Arc::new(json!({"metadata": {"namespace": "default", "name": format!("p{i}")}, "spec": spec}));
+        let uid = format!("uid-{i:02}");
+        w.pods.insert(uid.clone(), (format!("default/p{i}"), pod, Resources { cpu, memory: 0.25 * GIB, pods: 1.0 }));
+        w.order.push(uid);
+    }
+    w
+}
+
+/// Karpenter holds a pod's heaviest preferred node-affinity term as required and relaxes it
+/// only when the pod fails (core `pkg/scheduling/requirements.go` l. 95–101,
+/// `scheduling/preferences.go` `Relax`, l. 38–44): the spot-preferring pods open spot nodes
+/// in a and b rather than join the on-demand nodes there, and the third, whose turn of the
+/// spread is zone c where no spot is offered, fails with it (the skew counts from c's zero,
+/// `topologygroup.go` l. 231, l. 283) and goes, relaxed, to the on-demand node in c: 5
+/// nodes, plus one per pool. Where the preference points at the nodes with room
+/// (`on-demand`), nothing more opens: 3, plus one per pool, and a sixth claim still fires.
+#[test]
+fn a_preferred_node_affinity_is_held_as_required_until_it_fails() {
+    let bound = |w: &Wave| wave_bound(w, AT, &BTreeSet::new(), &BTreeMap::new(), &BTreeMap::new(), 1);
+    assert_eq!(bound(&preferring("spot")), 7, "two spot nodes more: 5, plus two");
+    let od = preferring("on-demand");
+    assert_eq!(bound(&od), 5, "the preference holds where the room is: 3, plus two");
+    let live = 6;
+    assert!(live > bound(&od), "six claims for it are over");
+}
+
+/// Generated story 458153824's shape: pods bound where Karpenter nominated them sit there
+/// for every claim created after the binding was seen, as misdirected ones do — the pass
+/// that creates the claim plans on the cluster's nodes with the pods bound to them (core
+/// `provisioner.go` `Schedule`, l. 375, `p.cluster.Nodes()`) and schedules only the pods
+/// still pending (`GetPendingPods`, l. 378); it cannot move them to free room. Nine pods
+/// bound at 30 s to the wave's m.large `small` fill it: a claim created at 60 s is judged
+/// with the eleven others on one more node, 2, plus one, and a fourth live claim is over;
+/// a claim created at 20 s, before the binding, gets the strict packing.
+#[test]
+fn pods_bound_where_nominated_sit_where_they_were_bound() {
+    let mut w = wave(20);
+    let instances = launched("small", "m.large");
+    for i in 0..9 {
+        w.landed.insert(format!("uid-{i:02}"), ("small".into(), Duration::from_secs(30)));
+    }
+    let none = BTreeMap::new();
+    let bound = wave_bound(&w, AT, &BTreeSet::new(), &instances, &none, 1);
+    assert_eq!(bound, 3, "binding known: small and one more, plus one");
+    let live = 4;
+    assert!(live > bound, "a fourth claim is over");
+    assert_eq!(wave_bound(&w, Duration::from_secs(20), &BTreeSet::new(), &instances, &none, 1), 2, "binding later");
 }

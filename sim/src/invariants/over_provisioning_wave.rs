@@ -59,6 +59,9 @@ pub struct Wave {
     /// uid → the wave's NodeClaim kube-scheduler bound the pod to, when that is not the claim
     /// Karpenter last nominated it to ([`misdirected`]), and when the binding was seen.
     pub misdirected: BTreeMap<String, (String, Duration)>,
+    /// uid → the wave's NodeClaim kube-scheduler bound the pod to, where Karpenter meant it
+    /// or not, and when the binding was seen ([`misdirected`]).
+    pub landed: BTreeMap<String, (String, Duration)>,
     /// Claim → when a binding was first seen that took a pod Karpenter had last nominated to
     /// it to another of the wave's claims ([`misdirected`]): the room it was planned for
     /// is released, but the claim stays ([`wave_bound`]).
@@ -76,6 +79,15 @@ impl Wave {
     /// that created it knew.
     pub fn misdirected_by(&self, at: Duration) -> BTreeMap<&String, &String> {
         self.misdirected.iter().filter(|(_, (_, seen))| *seen <= at).map(|(uid, (claim, _))| (uid, claim)).collect()
+    }
+
+    /// The bindings to the wave's claims seen by `at`, misdirected or not: where the pass
+    /// that created a claim then found those pods ([`wave_bound`]).
+    pub fn placed_by(&self, at: Duration) -> BTreeMap<&String, &String> {
+        let mut placed = self.misdirected_by(at);
+        let landed = self.landed.iter().filter(|(_, (_, seen))| *seen <= at);
+        placed.extend(landed.map(|(uid, (claim, _))| (uid, claim)));
+        placed
     }
 
     /// The claims released by the bindings seen by `at` ([`Wave::released`]).
@@ -106,6 +118,9 @@ pub fn misdirected(
             continue;
         }
         let Some(claim) = by_node.get(node) else { continue };
+        if wave.claims.contains(*claim) {
+            wave.landed.insert(p.uid.clone(), (claim.to_string(), ctx.view.now));
+        }
         let last = nominated.get(&p.key).and_then(|n| n.last()).map(|(_, c)| c.as_str());
         if let Some(from) = last.filter(|c| c != claim)
             && wave.claims.contains(*claim)
@@ -153,6 +168,14 @@ pub fn seen_allocatable(node: &Resources, estimate: &Resources) -> Resources {
 /// was launched as) names, with the room `registered` (claim → its Node's allocatable) says
 /// that node has ([`seen_allocatable`]).
 ///
+/// Pods bound where Karpenter nominated them sit where they were bound too, once seen by
+/// `at` ([`Wave::placed_by`]): the pass that created the claim planned on the nodes with
+/// their bound pods (core `provisioner.go` `Schedule`, l. 375) and scheduled only the pods
+/// still pending (`GetPendingPods`, l. 378), so room a free re-packing of them would open
+/// was never Karpenter's (generated story 458153824: six pods bound where nominated to the
+/// first node ready, re-packed elsewhere, made room there for ten batch pods that in fact
+/// needed two more claims).
+///
 /// The claims those bindings released ([`Wave::released`]) that are still `live` at `at`
 /// are placed too, empty, at the offering they were launched as: the pass that planned them
 /// did not know of the bindings, and no later pass takes them back. A provisioning pass
@@ -187,7 +210,7 @@ pub fn wave_bound(
         .collect();
     by_weight(&mut pools);
     let demand = |uid: &String| wave.pods.get(uid).map(|(key, pod, requests)| Demand { key, pod, requests: *requests });
-    let misdirected = wave.misdirected_by(at);
+    let misdirected = wave.placed_by(at);
     let mut placed: Vec<Placed<'_>> = Vec::new();
     let mut on_placed: BTreeSet<&String> = BTreeSet::new();
     let claims: BTreeSet<&String> = misdirected.values().copied().collect();

@@ -30,7 +30,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::host_ports::{HostPort, any_collision, host_ports};
-use super::resources::{Offering, Resources, pod_allows, pool_node_labels, tolerates_pool};
+use super::node_preference::preferred_terms;
+use super::resources::{Offering, Requirement, Resources, pod_allows, pool_node_labels, tolerates_pool};
 
 /// Zone label.
 pub const ZONE_KEY: &str = "topology.kubernetes.io/zone";
@@ -94,6 +95,8 @@ struct Bin {
     pods: Vec<usize>,
     /// The capacity its offering takes from the pool's limits.
     capacity: Resources,
+    /// The preferred node-affinity terms its pods were placed under ([`Packer::place`]).
+    terms: Vec<Vec<Requirement>>,
 }
 
 /// What one offering takes from its pool's `spec.limits`: the instance's CPU and memory
@@ -140,6 +143,8 @@ fn selector_key(kind: &str, namespace: &str, selector: &Value) -> String {
 struct Groups {
     /// Zone-spread groups: the pods are dealt to the zone with fewest of the group.
     zone_spread: Vec<String>,
+    /// The `maxSkew` of the first zone spread.
+    zone_skew: usize,
     /// Zone anti-affinity groups, with whether the term is required: a pod goes to a zone
     /// with none of its group while one is left.
     zone_anti: Vec<(String, bool)>,
@@ -167,7 +172,12 @@ fn groups(pod: &Value) -> Groups {
     for c in pod["spec"]["topologySpreadConstraints"].as_array().into_iter().flatten() {
         let key = selector_key("spread", namespace, &c["labelSelector"]);
         match c["topologyKey"].as_str() {
-            Some(ZONE_KEY) => groups.zone_spread.push(key),
+            Some(ZONE_KEY) => {
+                if groups.zone_spread.is_empty() {
+                    groups.zone_skew = c["maxSkew"].as_u64().unwrap_or(1).max(1) as usize;
+                }
+                groups.zone_spread.push(key)
+            }
             Some(HOSTNAME_KEY) => groups.host.push(key),
             _ => {}
         }
@@ -188,22 +198,30 @@ fn groups(pod: &Value) -> Groups {
     groups
 }
 
-/// The offerings of `supply` a pod may use, with the labels a node of each carries.
+/// Whether `labels` satisfy a preferred node-affinity term held as required (none: yes).
+fn holds(term: Option<&[Requirement]>, labels: &BTreeMap<String, String>) -> bool {
+    term.is_none_or(|t| t.iter().all(|r| r.matches(labels)))
+}
+
+/// The offerings of `supply` a pod may use, with the labels a node of each carries; with
+/// `term`, only those that satisfy that preferred term too.
 fn usable<'s>(
     supply: &'s PoolSupply<'_>,
     pod: &Value,
     zones: Option<&BTreeSet<String>>,
+    term: Option<&[Requirement]>,
 ) -> impl Iterator<Item = (&'s Offering, BTreeMap<String, String>)> + 's {
     let extra = pool_node_labels(supply.pool);
     let pod = pod.clone();
     let zones = zones.cloned();
+    let term: Option<Vec<Requirement>> = term.map(<[Requirement]>::to_vec);
     supply.offerings.iter().filter_map(move |o| {
         if zones.as_ref().is_some_and(|zs| !zs.contains(&o.zone)) {
             return None;
         }
         let mut labels = (*o.labels).clone();
         labels.extend(extra.clone());
-        pod_allows(&pod, &labels).then_some((o, labels))
+        (pod_allows(&pod, &labels) && holds(term.as_deref(), &labels)).then_some((o, labels))
     })
 }
 
@@ -348,10 +366,10 @@ impl<'p, 'a> Packer<'p, 'a> {
         need.add(&self.overhead);
         let tolerated: Vec<usize> =
             (0..self.pools.len()).filter(|i| tolerates_pool(demand.pod, self.pools[*i].pool)).collect();
-        let zones = self.zones_for(demand.pod, &groups, &tolerated);
-        tolerated
-            .iter()
-            .any(|i| usable(&self.pools[*i], demand.pod, zones.as_ref()).any(|(o, _)| need.fits_in(&o.allocatable)))
+        let zones = self.zones_for(demand.pod, &groups, &tolerated, None);
+        tolerated.iter().any(|i| {
+            usable(&self.pools[*i], demand.pod, zones.as_ref(), None).any(|(o, _)| need.fits_in(&o.allocatable))
+        })
     }
 
     /// Opens the node `placed` describes, with its pods on it.
@@ -384,6 +402,7 @@ impl<'p, 'a> Packer<'p, 'a> {
             used,
             pods: Vec::new(),
             capacity: limit_capacity(&placed.offering),
+            terms: Vec::new(),
         });
         *self.packing.nodes.entry(placed.pool.clone()).or_insert(0) += 1;
     }
@@ -391,17 +410,37 @@ impl<'p, 'a> Packer<'p, 'a> {
     /// The zones a pod of `groups` may go to now, `None` when it has no zone rule: the
     /// zones free of each of its anti-affinity groups (a preferred group none is free of is
     /// relaxed, a required one leaves no zone), then of those the one with fewest of its
-    /// first spread group.
-    fn zones_for(&self, pod: &Value, groups: &Groups, tolerated: &[usize]) -> Option<BTreeSet<String>> {
+    /// first spread group. Under a preferred node-affinity `term` the zones are those its
+    /// offerings reach, but the skew still counts from the fewest in any zone the pod's
+    /// required rules reach: core `topologygroup.go` `nextDomainTopologySpread` (l. 229–297)
+    /// takes the minimum over all the group's domains (l. 231; the domains a pod counts come
+    /// from its node selector and required affinity only, `topologynodefilter.go`
+    /// `MakeTopologyNodeFilter`, l. 39–66) and admits a domain of the node's only while its
+    /// count stays within `maxSkew` of that minimum (l. 283), so a spot-preferring pod whose
+    /// turn is a zone without spot fails and is relaxed.
+    fn zones_for(
+        &self,
+        pod: &Value,
+        groups: &Groups,
+        tolerated: &[usize],
+        term: Option<&[Requirement]>,
+    ) -> Option<BTreeSet<String>> {
         if groups.zone_spread.is_empty() && groups.zone_anti.is_empty() {
             return None;
         }
         let count =
             |group: &String, zone: &String| self.dealt.get(group).and_then(|c| c.get(zone)).copied().unwrap_or(0);
-        let mut zones: BTreeSet<String> = tolerated
-            .iter()
-            .flat_map(|i| usable(&self.pools[*i], pod, None).map(|(o, _)| o.zone.clone()).collect::<Vec<_>>())
-            .collect();
+        let reach = |term: Option<&[Requirement]>| -> BTreeSet<String> {
+            tolerated
+                .iter()
+                .flat_map(|i| usable(&self.pools[*i], pod, None, term).map(|(o, _)| o.zone.clone()).collect::<Vec<_>>())
+                .collect()
+        };
+        let mut zones = reach(term);
+        if let (Some(group), Some(_)) = (groups.zone_spread.first(), term) {
+            let min = reach(None).iter().map(|z| count(group, z)).min().unwrap_or(0);
+            zones.retain(|z| count(group, z) < min + groups.zone_skew);
+        }
         for (group, required) in &groups.zone_anti {
             let free: BTreeSet<String> = zones.iter().filter(|z| count(group, z) == 0).cloned().collect();
             if !free.is_empty() || *required {
@@ -414,14 +453,25 @@ impl<'p, 'a> Packer<'p, 'a> {
         Some(zones)
     }
 
-    /// Places one pod: the first node that takes it, else a new node of the largest
-    /// offering it may use within what its pool's limits leave. `false` when it has none:
-    /// left for the next pass.
+    /// Places one pod, holding its preferred node-affinity terms as required one at a time,
+    /// heaviest first, and then none, as Karpenter does (core `pkg/scheduling/
+    /// requirements.go` `newPodRequirements`, l. 95–101, requires the heaviest term;
+    /// `scheduling/preferences.go` `Relax`, l. 38–44, and `removePreferredNodeAffinityTerm`,
+    /// l. 59–72, drop it only when the pod fails, and the next one becomes required): a
+    /// spot-preferring pod opens a spot node rather than join an on-demand one with room.
+    /// `false` when no level places it: left for the next pass.
     fn place(&mut self, demand: &Demand<'_>) -> bool {
+        let terms = preferred_terms(demand.pod);
+        terms.iter().map(|t| Some(t.as_slice())).chain([None]).any(|term| self.place_under(demand, term))
+    }
+
+    /// Places one pod under `term`: the first node that takes it, else a new node of the
+    /// largest offering it may use within what its pool's limits leave.
+    fn place_under(&mut self, demand: &Demand<'_>, term: Option<&[Requirement]>) -> bool {
         let pools = self.pools;
         let groups = groups(demand.pod);
         let tolerated: Vec<usize> = (0..pools.len()).filter(|i| tolerates_pool(demand.pod, pools[*i].pool)).collect();
-        let zones = self.zones_for(demand.pod, &groups, &tolerated);
+        let zones = self.zones_for(demand.pod, &groups, &tolerated, term);
         let in_zone = |labels: &BTreeMap<String, String>| {
             zones.as_ref().is_none_or(|zs| labels.get(ZONE_KEY).is_some_and(|z| zs.contains(z)))
         };
@@ -432,6 +482,7 @@ impl<'p, 'a> Packer<'p, 'a> {
             tolerated.contains(&bin.pool)
                 && in_zone(&bin.labels)
                 && pod_allows(demand.pod, &bin.labels)
+                && holds(term, &bin.labels)
                 && need.fits_in(&bin.free)
                 && groups.host.iter().all(|g| !bin.exclusive.contains(g))
                 && !any_collision(&ports, &bin.ports)
@@ -443,6 +494,7 @@ impl<'p, 'a> Packer<'p, 'a> {
             bin.exclusive.extend(groups.host.iter().cloned());
             bin.ports.extend(ports.iter().cloned());
             bin.pods.push(index);
+            bin.terms.extend(term.map(<[Requirement]>::to_vec));
             self.pods.push(demand.pod.clone());
             bin.labels.get(ZONE_KEY).cloned()
         } else {
@@ -450,7 +502,7 @@ impl<'p, 'a> Packer<'p, 'a> {
             with_overhead.add(&self.overhead);
             let remaining = &self.remaining;
             let opened = tolerated.iter().find_map(|i| {
-                usable(&pools[*i], demand.pod, zones.as_ref())
+                usable(&pools[*i], demand.pod, zones.as_ref(), term)
                     .filter(|(o, _)| with_overhead.fits_in(&o.allocatable))
                     .filter(|(o, _)| remaining.get(*i).is_none_or(|left| limit_capacity(o).fits_in(left)))
                     .max_by(|(a, _), (b, _)| {
@@ -471,6 +523,7 @@ impl<'p, 'a> Packer<'p, 'a> {
                         used: need,
                         pods: vec![index],
                         capacity: limit_capacity(o),
+                        terms: term.map(<[Requirement]>::to_vec).into_iter().collect(),
                     })
             });
             let Some(bin) = opened else {
@@ -518,6 +571,7 @@ impl<'p, 'a> Packer<'p, 'a> {
                     (o, labels)
                 })
                 .filter(|(_, labels)| bin.pods.iter().all(|i| pod_allows(&self.pods[*i], labels)))
+                .filter(|(_, labels)| bin.terms.iter().all(|t| holds(Some(t), labels)))
                 .min_by(|(a, _), (b, _)| {
                     a.price
                         .total_cmp(&b.price)
