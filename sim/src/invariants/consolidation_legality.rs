@@ -31,8 +31,10 @@
 //!   replacement are on-demand: on-demand prices are fixed, while the controller's spot
 //!   prices come from its own periodic DescribeSpotPriceHistory (upstream refreshes them
 //!   every 12 h), which the oracle cannot see.
-//! - **Spot-to-spot** (`consolidation.go:212-214`, `264-267`): with the
-//!   `SpotToSpotConsolidation` gate off, spot candidates are never replaced by a spot node.
+//! - **Spot-to-spot** (`consolidation.go:201-214`, `264-267`): with the
+//!   `SpotToSpotConsolidation` gate off, a command whose candidates are *all* spot is never
+//!   replaced by a spot node (`allExistingAreSpot`); a mixed set, e.g. a multi-node command
+//!   over a spot and an on-demand node of two pools, may be.
 //!
 //! Not judged (the oracle cannot know what the controller knew): PDBs at the decision (an
 //! eviction can start within the same second), spot prices, the 15-cheaper-types rule, and
@@ -98,7 +100,8 @@ struct Before {
 #[derive(Clone, Debug)]
 struct Command {
     at: Duration,
-    nodepool: String,
+    /// The candidates' NodePools.
+    nodepools: BTreeSet<String>,
     reason: String,
     claims: Vec<String>,
     /// Every candidate is on-demand, with their summed price.
@@ -147,18 +150,29 @@ impl ConsolidationLegality {
         faults_live: bool,
         out: &mut Vec<Violation>,
     ) {
-        let mut new: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+        // One command per reason marked in a tick, whatever the candidates' pools: multi-node
+        // consolidation takes its candidates from every NodePool at once (core
+        // `pkg/controllers/disruption/multinodeconsolidation.go` `ComputeCommands` over all
+        // candidates; `consolidation.go:201-214` then reads the whole set, e.g.
+        // `allExistingAreSpot`). Two commands started within one tick are judged as one, which
+        // only loosens the price and spot rules and is what upstream requires of the fit (the
+        // second command's simulation already counts the first's candidates as leaving).
+        let mut new: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
         for c in view.claims.values() {
             let Some(reason) = c.disruption_reason.as_deref().filter(|r| REASONS.contains(r)) else { continue };
             if self.marked.insert(c.name.clone()) {
-                new.entry((c.nodepool.clone(), reason.to_string())).or_default().push(c.name.clone());
+                new.entry(reason.to_string()).or_default().entry(c.nodepool.clone()).or_default().push(c.name.clone());
             }
         }
         self.marked.retain(|n| view.claims.contains_key(n));
-        for ((nodepool, reason), claims) in new {
-            self.judge_candidacy(view, &nodepool, &reason, &claims, out);
+        for (reason, by_pool) in new {
+            for (nodepool, claims) in &by_pool {
+                self.judge_candidacy(view, nodepool, &reason, claims, out);
+            }
             if !faults_live {
-                self.judge_fit_later(view, cloud, nodepool, reason, claims);
+                let nodepools = by_pool.keys().cloned().collect();
+                let claims = by_pool.into_values().flatten().collect();
+                self.judge_fit_later(view, cloud, nodepools, reason, claims);
             }
         }
         self.follow_commands(view, cloud, spot_to_spot, out);
@@ -219,7 +233,7 @@ impl ConsolidationLegality {
         &mut self,
         view: &View,
         cloud: &FakeCloud,
-        nodepool: String,
+        nodepools: BTreeSet<String>,
         reason: String,
         claims: Vec<String>,
     ) {
@@ -257,7 +271,7 @@ impl ConsolidationLegality {
         });
         self.commands.push(Command {
             at: view.now,
-            nodepool,
+            nodepools,
             reason,
             claims,
             on_demand_price: price,
@@ -272,8 +286,8 @@ impl ConsolidationLegality {
     fn follow_commands(&mut self, view: &View, cloud: &FakeCloud, spot_to_spot: bool, out: &mut Vec<Violation>) {
         // A replacement may come from any NodePool: the disruption simulation schedules the
         // candidates' pods against every managed pool (core
-        // `pkg/controllers/provisioning/provisioner.go` `NewScheduler`, l. 272). One in the
-        // candidates' own pool is preferred, and a launch is matched to one command only.
+        // `pkg/controllers/provisioning/provisioner.go` `NewScheduler`, l. 272). One in a
+        // candidate's own pool is preferred, and a launch is matched to one command only.
         self.matched.retain(|name| view.claims.contains_key(name));
         let taken = &mut self.matched;
         self.commands.retain_mut(|cmd| {
@@ -287,7 +301,7 @@ impl ConsolidationLegality {
                     .filter(|name| !taken.contains(*name) && view.claims.contains_key(*name))
                     .collect();
                 let same_pool =
-                    launches.iter().find(|n| view.claims.get(**n).is_some_and(|c| c.nodepool == cmd.nodepool));
+                    launches.iter().find(|n| view.claims.get(**n).is_some_and(|c| cmd.nodepools.contains(&c.nodepool)));
                 cmd.replacement = same_pool.or(launches.first()).map(|n| n.to_string());
                 taken.extend(cmd.replacement.clone());
             }
@@ -448,7 +462,7 @@ fn judge_replacement(
 
 fn objects(cmd: &Command) -> Vec<String> {
     let mut objs: Vec<String> = cmd.claims.iter().map(|c| format!("NodeClaim {c}")).collect();
-    objs.push(format!("NodePool {}", cmd.nodepool));
+    objs.extend(cmd.nodepools.iter().map(|p| format!("NodePool {p}")));
     objs
 }
 

@@ -257,16 +257,53 @@ fn a_replacement_from_another_pool_counts_once() {
     assert_eq!(out.len(), 1, "{out:?}");
     assert!(out[0].message.contains("must cost strictly less"), "{}", out[0].message);
 
-    // Two candidates in two pools (c in pool "second", its pods fit nowhere), one launch.
+    // Two commands in two pools (c in pool "second", its pods fit nowhere; marked a tick
+    // after a, when r is full), one launch: it serves a's command, c's is a delete.
     let two = || {
         let mut w = full().node("c", "m5.xlarge", CapacityType::OnDemand).pod("p3", "c", 3_900.0);
         w.view.claims.get_mut("c").expect("c").nodepool = "second".into();
         w
     };
-    let mut both = two().node("r", "m5.large", CapacityType::OnDemand).launched("r", 10);
-    both.view.claims.get_mut("r").expect("r").nodepool = "default".into();
-    let both = both.mark("a", "Underutilized").mark("c", "Underutilized");
-    let out = run(&[(0, two()), (10, both.clone()), (20, both.clone()), (60, both)], false);
+    let mut first = two().node("r", "m5.large", CapacityType::OnDemand).launched("r", 10);
+    first.view.claims.get_mut("r").expect("r").nodepool = "default".into();
+    let first = first.pod("moved", "r", 4_000.0).mark("a", "Underutilized");
+    let both = first.clone().mark("c", "Underutilized");
+    let out = run(&[(0, two()), (10, first), (11, both.clone()), (20, both.clone()), (60, both)], false);
     assert_eq!(out.len(), 1, "{out:?}");
     assert!(out[0].message.contains("without a replacement") && out[0].message.contains('c'), "{}", out[0].message);
+}
+
+/// Found by generated story 777000184: a multi-node command over a spot node of one pool and
+/// an on-demand node of another, replaced by one spot node with SpotToSpotConsolidation off.
+/// Upstream applies the spot-to-spot rules only when every candidate is spot (core
+/// `consolidation.go:201-214`, `allExistingAreSpot`), so the mixed command is legal; the same
+/// command over two spot nodes of two pools still fires.
+#[test]
+fn spot_to_spot_is_judged_over_the_whole_command_across_pools() {
+    let world = |second: CapacityType| {
+        let mut w = World::default()
+            .pool("default", json!({"consolidateAfter": "0s"}))
+            .pool("second", json!({"consolidateAfter": "0s"}))
+            .node("a", "m5.xlarge", CapacityType::Spot)
+            .node("c", "m5.xlarge", second)
+            .node("b", "m5.xlarge", CapacityType::OnDemand)
+            .pod("p1", "a", 500.0)
+            .pod("p2", "c", 500.0);
+        w.view.claims.get_mut("c").expect("c").nodepool = "second".into();
+        w
+    };
+    let replaced = |w: World| {
+        w.node("r", "m5.large", CapacityType::Spot)
+            .launched("r", 10)
+            .mark("a", "Underutilized")
+            .mark("c", "Underutilized")
+    };
+    let mixed = world(CapacityType::OnDemand);
+    let out = run(&[(0, mixed.clone()), (10, replaced(mixed))], false);
+    assert!(out.is_empty(), "{out:?}");
+    let spot = world(CapacityType::Spot);
+    let out = run(&[(0, spot.clone()), (10, replaced(spot))], false);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(out[0].message.contains("SpotToSpotConsolidation is off"), "{}", out[0].message);
+    assert!(out[0].objects.iter().any(|o| o == "NodePool second"), "{:?}", out[0].objects);
 }
