@@ -438,3 +438,86 @@ fn node_claims_created_after_the_disrupted_taint_is_gone_are_judged_against_the_
         ours(&report)
     );
 }
+
+/// A pending pod of group `app` under a `DoNotSchedule` zone spread (maxSkew 1). Nothing
+/// launches for it (no instance type has 1000 CPUs), so it stays pending; unlike a node
+/// selector, its size does not stop the spread from counting the group's pods on amd64
+/// claims (`nodeAffinityPolicy: Honor` judges the node's labels only).
+fn spread_pod(name: &str, app: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": app}},
+        "spec": {
+            "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"cpu": "1000", "memory": "128Mi"}}}],
+            "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": app}}}]
+        }
+    })
+}
+
+/// A NodeClaim of one on-demand `m5.large` in `zone` of pool `spread`.
+fn zonal_claim(name: &str, zone: &str) -> Result<DynamicObject, String> {
+    let mut claim = serde_json::to_value(rogue_claim(name, "spread")?).map_err(|e| e.to_string())?;
+    let zone = json!({"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]});
+    claim["spec"]["requirements"].as_array_mut().ok_or("requirements")?.push(zone);
+    serde_json::from_value(claim).map_err(|e| e.to_string())
+}
+
+/// Two pods under zone spreads, each nominated to an in-flight claim in us-east-1a, then, in
+/// one later pass, to a new claim in us-east-1b. In that pass two more pods of `spread`'s
+/// group went to a third 1a claim, so 1a is over the skew for `spread` (a pass counts bound
+/// pods and its own placements, not earlier nominations: core `scheduling/topology.go`
+/// `countDomains`, `Record`): the move was forced, no duplicate, and the 1a claim it left
+/// behind is judged as unused capacity. `solo`'s group has nobody in 1a: its move was not
+/// forced, and that is a duplicate launch.
+#[test]
+fn a_move_the_pods_zone_spread_forced_is_no_duplicate_but_leaves_unused_capacity() {
+    let (mut sim, server, cloud) = karpenter_world_full(37, Duration::from_secs(600), ClientFaults::default());
+    sim.client("rogue-provisioner", async move {
+        tokio::time::sleep(Duration::from_secs(40)).await;
+        let client = client();
+        let claims = nodeclaims(&client);
+        let create = |name: &'static str, zone: &'static str| {
+            let claims = claims.clone();
+            async move {
+                claims
+                    .create(&PostParams::default(), &zonal_claim(name, zone)?)
+                    .await
+                    .map_err(|e| e.to_string())
+                    .map(drop)
+            }
+        };
+        create("left-behind", "us-east-1a").await?;
+        nominate(&client, "spread", "left-behind", 1).await?;
+        create("solo-first", "us-east-1a").await?;
+        nominate(&client, "solo", "solo-first", 1).await?;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        create("crowd", "us-east-1a").await?;
+        create("moved-to", "us-east-1b").await?;
+        create("solo-second", "us-east-1b").await?;
+        nominate(&client, "g1", "crowd", 1).await?;
+        nominate(&client, "g2", "crowd", 1).await?;
+        nominate(&client, "spread", "moved-to", 2).await?;
+        nominate(&client, "solo", "solo-second", 2).await?;
+        Ok(())
+    });
+    let driver = async move {
+        let client = client();
+        install(&client, &karpenter_crds()).await?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let spread = pool("spread", json!({"consolidateAfter": "30s", "budgets": [{"nodes": "0"}]}));
+        install(&client, &[node_class(), spread]).await?;
+        let pods =
+            [spread_pod("spread", "web"), spread_pod("g1", "web"), spread_pod("g2", "web"), spread_pod("solo", "solo")];
+        install(&client, &pods).await?;
+        tokio::time::sleep(Duration::from_secs(580)).await;
+        Ok(())
+    };
+    let mut config = InvariantConfig::default();
+    config.over_provisioning.unused_for = dovetail_sim::scenario::SimDuration(Duration::from_secs(120));
+    let report = run(sim, &server, &cloud, config, driver);
+    assert!(names(&report, "Pod default/solo", "duplicate launch"), "{:#?}", ours(&report));
+    assert!(!names(&report, "Pod default/spread", "duplicate"), "a spread-forced move: {:#?}", ours(&report));
+    assert!(names(&report, "NodeClaim left-behind", "no pod was bound or nominated"), "{:#?}", ours(&report));
+}

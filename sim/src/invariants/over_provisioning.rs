@@ -76,7 +76,10 @@
 //!   that is the duplicate judged here — unless the pod moved to a claim its preferred node
 //!   affinity ranks above the earlier one, which Karpenter does whenever it can
 //!   ([`preference`]): the wave may have one claim more per such move, and the claim a move
-//!   leaves behind is judged as unused capacity from the move on.
+//!   leaves behind is judged as unused capacity from the move on. Nor is it a duplicate when
+//!   the pod's `DoNotSchedule` zone spread forbade the earlier claim's zone in the pass that
+//!   moved it ([`spread`]: a pass counts bound pods, not earlier nominations); that claim
+//!   too is judged as unused capacity from the move on.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -93,6 +96,8 @@ use wave::{LaunchedAs, Wave, misdirected, registered_allocatable, wave_bound};
 
 #[path = "over_provisioning_preference.rs"]
 mod preference;
+#[path = "over_provisioning_spread.rs"]
+mod spread;
 #[path = "over_provisioning_wave.rs"]
 mod wave;
 
@@ -140,6 +145,8 @@ pub struct OverProvisioning {
     suspects: Vec<(String, String, String, Duration, Duration)>,
     /// Claims preference moves left behind.
     left_behind: LeftBehind,
+    /// Re-nominations (pod, earlier claim) the pod's zone spread forced ([`spread`]).
+    spread_moves: BTreeSet<(String, String)>,
 }
 
 /// How long after a re-nomination the earlier claim may still receive a nomination that
@@ -237,6 +244,7 @@ impl OverProvisioning {
     fn nominations(&mut self, ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
         let by_node: BTreeMap<String, String> =
             self.claims.iter().filter_map(|(name, life)| Some((life.node_name.clone()?, name.clone()))).collect();
+        let mut fresh = Vec::new();
         for n in &ctx.view.nominations {
             let claim = n
                 .node_claim
@@ -269,10 +277,19 @@ impl OverProvisioning {
                 *other != claim && *at <= created && self.claims.get(other).is_some_and(|o| o.in_flight_at(created))
             });
             if let Some((_, other)) = duplicate {
-                self.left_behind.classify(ctx, &n.pod, other, &claim, created);
-                self.suspects.push((n.pod.clone(), other.clone(), claim.clone(), created, ctx.view.now));
+                fresh.push((n.pod.clone(), other.clone(), claim.clone(), created, n.at));
             }
             earlier.push((n.at, claim));
+        }
+        // Judged once every nomination of the tick is recorded: the spread counts the whole
+        // pass's placements.
+        for (pod, other, claim, created, pass_at) in fresh {
+            self.left_behind.classify(ctx, &pod, &other, &claim, created);
+            if spread::spread_forced(ctx, &self.nominated, &pod, &other, pass_at) {
+                self.left_behind.forced_move(&other, created);
+                self.spread_moves.insert((pod.clone(), other.clone()));
+            }
+            self.suspects.push((pod, other, claim, created, ctx.view.now));
         }
         self.judge_suspects(ctx, out);
     }
@@ -293,7 +310,9 @@ impl OverProvisioning {
             if self.last_nominated.get(&other).is_some_and(|last| *last >= created) {
                 continue;
             }
-            if self.left_behind.classify(ctx, &pod, &other, &claim, created) {
+            if self.left_behind.classify(ctx, &pod, &other, &claim, created)
+                || self.spread_moves.contains(&(pod.clone(), other.clone()))
+            {
                 continue;
             }
             if self.claims.get(&other).is_some_and(|o| o.hosted_at.is_some()) {

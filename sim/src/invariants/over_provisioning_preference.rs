@@ -42,6 +42,14 @@ impl LeftBehind {
         true
     }
 
+    /// Records a move away from `earlier` at `created` that the pod's zone spread forced
+    /// (`super::spread`): the claim it leaves behind is judged as unused capacity from then
+    /// on, but the claim it went to is no allowance on top of the wave's packing.
+    pub fn forced_move(&mut self, earlier: &str, created: Duration) {
+        let at = self.moves.entry(earlier.to_string()).or_insert(created);
+        *at = (*at).min(created);
+    }
+
     /// The claims preference moves went to.
     pub fn targets(&self) -> &BTreeSet<String> {
         &self.targets

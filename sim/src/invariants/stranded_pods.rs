@@ -174,7 +174,7 @@ fn spread_zones(pass: &HostingPass<'_>, pod: &PodView) -> Option<BTreeSet<String
 
 /// Every zone any NodePool's allowed instance types are offered in (available or not) or its
 /// requirements name.
-fn zone_universe(ctx: &Ctx<'_>) -> BTreeSet<String> {
+pub(crate) fn zone_universe(ctx: &Ctx<'_>) -> BTreeSet<String> {
     let mut universe = BTreeSet::new();
     for p in ctx.view.pools.values() {
         universe.extend(priced_offerings(ctx.cloud, &p.object, ctx.view.now).into_iter().map(|(o, _)| o.zone));
@@ -193,7 +193,7 @@ fn placed_pods<'a>(ctx: &'a Ctx<'a>) -> Vec<zone_spread::Placed<'a>> {
         .iter()
         .filter(|p| p.active() && !p.daemonset)
         .filter_map(|p| {
-            let node = ctx.view.nodes.get(p.node_name.as_deref()?)?;
+            let node_labels = node_labels_of_bound(ctx, p)?;
             Some(zone_spread::Placed {
                 namespace: p.object["metadata"]["namespace"].as_str().unwrap_or("default"),
                 labels: p.object["metadata"]["labels"]
@@ -202,10 +202,18 @@ fn placed_pods<'a>(ctx: &'a Ctx<'a>) -> Vec<zone_spread::Placed<'a>> {
                     .flatten()
                     .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
                     .collect(),
-                node_labels: &node.labels,
+                node_labels,
             })
         })
         .collect()
+}
+
+/// The labels of the Node `p` is bound to, when it is bound to one the view knows.
+pub(crate) fn node_labels_of_bound<'a>(
+    ctx: &'a Ctx<'a>,
+    p: &PodView,
+) -> Option<&'a std::collections::BTreeMap<String, String>> {
+    ctx.view.nodes.get(p.node_name.as_deref()?).map(|node| &node.labels)
 }
 
 /// DaemonSet overhead a new node carries: one pod's requests per DaemonSet whose pods
