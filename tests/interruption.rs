@@ -1,7 +1,7 @@
 //! Interruption in the simulated world: the fake cloud's EventBridge messages reach the
 //! production interruption controller over SQS; a spot interruption warning deletes the
 //! NodeClaim and ICE-caches the spot offering, a rebalance recommendation only makes events, and
-//! a garbage message is deleted and counted.
+//! a garbage message is deleted and counted; the messages of one receive are handled at once.
 
 mod support_cloud;
 
@@ -150,4 +150,104 @@ fn a_spot_interruption_warning_deletes_the_node_claim_and_ice_caches_the_offerin
     assert!(reasons.contains(&"SpotRebalanceRecommendation"), "{reasons:?}");
     assert!(reasons.contains(&"SpotInterrupted"), "{reasons:?}");
     assert!(reasons.contains(&"TerminatingOnInterruption"), "{reasons:?}");
+}
+
+/// Ten spot warnings arrive in one receive while every API request takes a second there and
+/// back. Karpenter handles a receive's messages ten at a time (aws
+/// `pkg/controllers/interruption/controller.go`, `workqueue.ParallelizeUntil(ctx, 10, ...)`),
+/// so the ten NodeClaims are gone within a few round trips of each other; one by one, the
+/// last would go at least nine round trips after the first. Simulated time, not wall time.
+#[test]
+fn the_messages_of_one_receive_are_handled_in_parallel() {
+    const CLAIMS: usize = 10;
+    let (mut sim, _server, fake) = cloud_world(22);
+    let queue_path = lock(&fake).create_interruption_queue(INTERRUPTION_QUEUE);
+    let (instances, zone) = {
+        let mut cloud = lock(&fake);
+        let image = cloud
+            .images()
+            .images
+            .values()
+            .find(|i| i.architecture == "x86_64")
+            .map(|i| i.id.clone())
+            .expect("an x86_64 image");
+        let zone = cloud.catalog().zones().first().map(|z| z.name.clone()).expect("a zone");
+        let out = cloud
+            .run_instances(&RunInstancesRequest {
+                image_id: Some(image),
+                instance_type: Some(INSTANCE_TYPE.into()),
+                min_count: CLAIMS as u32,
+                max_count: CLAIMS as u32,
+                availability_zone: Some(zone.clone()),
+                spot: true,
+                ..RunInstancesRequest::default()
+            })
+            .expect("spot instances");
+        (out.instance_ids, zone)
+    };
+    let provider = MemoryCloud::new(Arc::new(SimClock), Duration::from_secs(10));
+    sim.host("controller", move || {
+        let provider = provider.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let client = client();
+            let cluster = Arc::new(Cluster::new());
+            watch::spawn_watchers(&client, &cluster, &dovetail_controller::runtime::SharedRng::from_seed(1));
+            let sqs = sqs_client(&SdkOptions::sqs(AWS_ENDPOINT, "us-east-1"));
+            let events = EventRecorder::new();
+            Interruption::new(client, cluster, provider, sqs, INTERRUPTION_QUEUE, Arc::new(SimClock), events)
+                .run()
+                .await;
+            Ok(())
+        }
+    });
+    let test_fake = fake.clone();
+    let scenario = async move {
+        let client = client();
+        install(&client, &karpenter_crds()).await?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let claims: Api<NodeClaim> = Api::all(client.clone());
+        for (n, instance_id) in instances.iter().enumerate() {
+            let name = format!("spot-{n}");
+            let claim: NodeClaim = serde_json::from_value(json!({
+                "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+                "metadata": {"name": name, "labels": {
+                    "karpenter.sh/nodepool": "default", "karpenter.sh/capacity-type": "spot",
+                    "topology.kubernetes.io/zone": zone, "node.kubernetes.io/instance-type": INSTANCE_TYPE}},
+                "spec": {"requirements": [], "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}
+            }))?;
+            claims.create(&PostParams::default(), &claim).await?;
+            let status = json!({"status": {"providerID": format!("aws:///{zone}/{instance_id}")}});
+            claims.patch_status(&name, &Default::default(), &kube::api::Patch::Merge(&status)).await?;
+        }
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        {
+            let mut cloud = lock(&test_fake);
+            let at = turmoil::sim_elapsed().unwrap_or_default() + Duration::from_secs(5);
+            for instance_id in &instances {
+                cloud.schedule_spot_interruption(instance_id, at, false);
+            }
+        }
+        let (mut first_gone, mut last_gone) = (None, None);
+        for waited in 0.. {
+            let left = claims.list(&Default::default()).await?.items.len();
+            let now = turmoil::sim_elapsed().unwrap_or_default();
+            if left < CLAIMS {
+                first_gone.get_or_insert(now);
+            }
+            if left == 0 {
+                last_gone = Some(now);
+                break;
+            }
+            anyhow::ensure!(waited < 1_200, "{left} claims still present 2 minutes after the warnings");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let spread = last_gone.zip(first_gone).map(|(l, f)| l - f).unwrap_or_default();
+        // A round trip is 2 s here (1 s each way); nine more in a row would take 18 s.
+        anyhow::ensure!(spread <= Duration::from_secs(6), "the ten claims went {spread:?} apart");
+        Ok::<_, anyhow::Error>(())
+    };
+    sim.client("test", async move { scenario.await.map_err(Into::into) });
+    sim.set_link_latency("controller", "apiserver", Duration::from_secs(1));
+    sim.run().expect("the simulation");
 }

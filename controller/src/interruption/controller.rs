@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_sqs::error::{DisplayErrorContext, ProvideErrorMetadata};
+use futures::StreamExt;
 use kube::api::DeleteParams;
 use kube::{Api, Client, ResourceExt};
 
@@ -24,6 +25,9 @@ use crate::state::{Cluster, Snapshot};
 pub const RECEIVE_WAIT: Duration = Duration::from_secs(20);
 /// Messages per ReceiveMessage (the SQS maximum).
 pub const RECEIVE_MESSAGES_MAX: i32 = 10;
+/// How many received messages are handled at once (aws `interruption/controller.go`,
+/// `ParallelizeUntil(ctx, 10, ...)`).
+pub const HANDLE_PARALLELISM: usize = 10;
 /// How long a received message stays invisible to other receivers.
 pub const VISIBILITY_TIMEOUT: Duration = Duration::from_secs(20);
 /// First delay after a failed SQS call; doubles per consecutive failure...
@@ -184,27 +188,36 @@ impl Interruption {
             })?;
         let received = output.messages();
         debug_assert!(received.len() <= usize::try_from(RECEIVE_MESSAGES_MAX).unwrap_or(10));
-        for message in received {
-            let handled = self.handle_body(message.body().unwrap_or_default()).await;
-            let delete = match &handled {
-                Handled::Done(_) => true,
-                Handled::Unparseable(error) => {
-                    tracing::error!(message_id = message.message_id().unwrap_or_default(), %error, "failed parsing interruption message");
-                    true
-                }
-                Handled::Failed(error) => {
-                    tracing::warn!(message_id = message.message_id().unwrap_or_default(), %error, "handling interruption message; it will be redelivered");
-                    false
-                }
-            };
-            if delete && let Some(handle) = message.receipt_handle() {
-                match self.sqs.delete_message().queue_url(url).receipt_handle(handle).send().await {
-                    Ok(_) => self.stats.deleted(),
-                    Err(e) => tracing::warn!(error = %DisplayErrorContext(e), "deleting interruption message"),
-                }
+        // The messages of one receive are handled concurrently, up to `HANDLE_PARALLELISM`
+        // at once, as aws `pkg/controllers/interruption/controller.go` does
+        // (`workqueue.ParallelizeUntil(ctx, 10, len(sqsMessages), ...)`): a burst of spot
+        // warnings under a slow or throttled API server waits on one round trip, not ten.
+        futures::stream::iter(received)
+            .for_each_concurrent(HANDLE_PARALLELISM, |message| self.handle_and_delete(url, message))
+            .await;
+        Ok(())
+    }
+
+    /// Handles one received message and deletes it from the queue unless it must come back.
+    async fn handle_and_delete(&self, url: &str, message: &aws_sdk_sqs::types::Message) {
+        let handled = self.handle_body(message.body().unwrap_or_default()).await;
+        let delete = match &handled {
+            Handled::Done(_) => true,
+            Handled::Unparseable(error) => {
+                tracing::error!(message_id = message.message_id().unwrap_or_default(), %error, "failed parsing interruption message");
+                true
+            }
+            Handled::Failed(error) => {
+                tracing::warn!(message_id = message.message_id().unwrap_or_default(), %error, "handling interruption message; it will be redelivered");
+                false
+            }
+        };
+        if delete && let Some(handle) = message.receipt_handle() {
+            match self.sqs.delete_message().queue_url(url).receipt_handle(handle).send().await {
+                Ok(_) => self.stats.deleted(),
+                Err(e) => tracing::warn!(error = %DisplayErrorContext(e), "deleting interruption message"),
             }
         }
-        Ok(())
     }
 
     /// Parses and acts on one message body (everything but the queue bookkeeping).
