@@ -161,7 +161,7 @@ fn a_spot_interruption_warning_deletes_the_node_claim_and_ice_caches_the_offerin
 fn the_messages_of_one_receive_are_handled_in_parallel() {
     const CLAIMS: usize = 10;
     let (mut sim, _server, fake) = cloud_world(22);
-    let queue_path = lock(&fake).create_interruption_queue(INTERRUPTION_QUEUE);
+    lock(&fake).create_interruption_queue(INTERRUPTION_QUEUE);
     let (instances, zone) = {
         let mut cloud = lock(&fake);
         let image = cloud

@@ -26,14 +26,14 @@
 //!   nothing (computed from the claim's deletionTimestamp and its pool, never from the
 //!   controller's annotation).
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
 
+use super::controller_writes::{ControllerWrites, WriteJudge};
 use super::{Ctx, Invariant, Violation};
-use crate::apiserver::audit::{AuditObserver, AuditRequest};
+use crate::apiserver::audit::AuditRequest;
 use crate::apiserver::store::{ObjRef, Store};
 use crate::oracle::protection::{forced_off, owned_by_node, termination_deadline, tolerates_disrupted_taint};
 use crate::oracle::view::{is_daemonset_pod, key, sim_time};
@@ -172,33 +172,21 @@ fn deadline(store: &Store, node: &str) -> Option<Duration> {
     })
 }
 
-/// The audit observer: judges each controller pod eviction or delete before it is applied,
-/// keeps the breaches of the ones that succeed.
-pub struct Recorder {
-    config: InvariantConfig,
-    in_flight: Mutex<BTreeMap<u64, Vec<Breach>>>,
-    done: Mutex<Vec<Breach>>,
-}
+/// The judge: each controller pod eviction or delete, judged before it is applied on the
+/// store it acts on; the breaches of the ones that succeed are kept.
+pub struct DrainRules;
 
-impl Recorder {
-    fn new(config: &InvariantConfig) -> Self {
-        Self { config: config.clone(), in_flight: Mutex::default(), done: Mutex::default() }
-    }
-}
+impl WriteJudge for DrainRules {
+    /// The breaches, judged before the request.
+    type Before = Vec<Breach>;
+    type Finding = Breach;
 
-impl AuditObserver for Recorder {
-    fn before(&self, store: &Store, r: &AuditRequest) {
+    fn before(&self, store: &Store, r: &AuditRequest) -> Option<Vec<Breach>> {
         if r.resource != "pods" || !r.group.is_empty() || !matches!(r.verb, "evict" | "delete") {
-            return;
+            return None;
         }
-        if !self.config.is_controller(&r.host) {
-            return;
-        }
-        let Some(pod) =
-            store.get_ref(&ObjRef { key: key("", "pods"), namespace: r.namespace.clone(), name: r.name.clone() })
-        else {
-            return;
-        };
+        let pod =
+            store.get_ref(&ObjRef { key: key("", "pods"), namespace: r.namespace.clone(), name: r.name.clone() })?;
         let node_name = pod["spec"]["nodeName"].as_str().filter(|s| !s.is_empty()).map(String::from);
         let node = node_name
             .as_ref()
@@ -223,19 +211,16 @@ impl AuditObserver for Recorder {
                 trace_position: 0,
             })
             .collect();
-        if !breaches.is_empty() {
-            self.in_flight.lock().unwrap_or_else(|e| e.into_inner()).insert(r.seq, breaches);
-        }
+        (!breaches.is_empty()).then_some(breaches)
     }
 
-    fn after(&self, r: &AuditRequest, status: u16, trace_position: u64) {
-        let Some(breaches) = self.in_flight.lock().unwrap_or_else(|e| e.into_inner()).remove(&r.seq) else { return };
-        if (200..300).contains(&status) {
-            let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
-            done.extend(breaches.into_iter().map(|b| Breach { trace_position, ..b }));
-        }
+    fn after(&self, _store: &Mutex<Store>, _r: &AuditRequest, breaches: Vec<Breach>, at: u64) -> Vec<Breach> {
+        breaches.into_iter().map(|b| Breach { trace_position: at, ..b }).collect()
     }
 }
+
+/// The recorder of drain breaches.
+pub type Recorder = ControllerWrites<DrainRules>;
 
 /// The invariant: reports what its recorder saw.
 pub struct DrainConformance {
@@ -245,9 +230,7 @@ pub struct DrainConformance {
 impl DrainConformance {
     /// The invariant, with its recorder installed on `server`'s audit.
     pub fn new(config: &InvariantConfig, server: &crate::apiserver::ApiServer) -> Self {
-        let recorder = Arc::new(Recorder::new(config));
-        server.audit.lock().unwrap_or_else(|e| e.into_inner()).observe(recorder.clone());
-        Self { recorder }
+        Self { recorder: ControllerWrites::install(server, config, DrainRules) }
     }
 }
 
@@ -257,8 +240,7 @@ impl Invariant for DrainConformance {
     }
 
     fn tick(&mut self, _ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
-        let done = std::mem::take(&mut *self.recorder.done.lock().unwrap_or_else(|e| e.into_inner()));
-        for b in done {
+        for b in self.recorder.drain() {
             let mut objects = vec![format!("Pod {}", b.pod)];
             objects.extend(b.node.map(|n| format!("Node {n}")));
             objects.extend(b.others);

@@ -27,16 +27,16 @@
 //! lifecycle controller). Such a Node is not judged, nor a claim whose Node is gone or that
 //! is already deleting.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
 
+use super::controller_writes::{ControllerWrites, WriteJudge};
 use super::{Ctx, Invariant, Violation};
 use crate::actors::quantity::parse_milli;
 use crate::apiserver::ApiServer;
-use crate::apiserver::audit::{AuditObserver, AuditRequest};
+use crate::apiserver::audit::AuditRequest;
 use crate::apiserver::store::{ObjRef, Store};
 use crate::oracle::view::{condition, condition_true, key};
 use crate::scenario::invariants::InvariantConfig;
@@ -124,13 +124,8 @@ struct Breach {
     trace_position: u64,
 }
 
-/// The audit observer: each controller write to a NodeClaim, Initialized before and after.
-struct Recorder {
-    store: Arc<Mutex<Store>>,
-    config: InvariantConfig,
-    before: Mutex<BTreeMap<u64, bool>>,
-    found: Mutex<Vec<Breach>>,
-}
+/// The judge: each controller write to a NodeClaim, Initialized before and after.
+struct TurnsInitialized;
 
 fn claim_ref(name: &str) -> ObjRef {
     ObjRef { key: key("karpenter.sh", "nodeclaims"), namespace: String::new(), name: name.into() }
@@ -140,70 +135,61 @@ fn initialized(store: &Store, name: &str) -> bool {
     store.get_ref(&claim_ref(name)).is_some_and(|c| condition_true(&c, "Initialized"))
 }
 
-impl AuditObserver for Recorder {
-    fn before(&self, store: &Store, r: &AuditRequest) {
-        if !matches!(r.verb, "update" | "patch")
-            || r.group != "karpenter.sh"
-            || r.resource != "nodeclaims"
-            || r.name.is_empty()
-            || !self.config.is_controller(&r.host)
-        {
-            return;
-        }
-        self.before.lock().unwrap_or_else(|e| e.into_inner()).insert(r.seq, initialized(store, &r.name));
+impl WriteJudge for TurnsInitialized {
+    /// Whether the claim was Initialized before.
+    type Before = bool;
+    type Finding = Breach;
+
+    fn before(&self, store: &Store, r: &AuditRequest) -> Option<bool> {
+        let judged = matches!(r.verb, "update" | "patch")
+            && r.group == "karpenter.sh"
+            && r.resource == "nodeclaims"
+            && !r.name.is_empty();
+        judged.then(|| initialized(store, &r.name))
     }
 
-    fn after(&self, r: &AuditRequest, status: u16, trace_position: u64) {
-        let Some(was) = self.before.lock().unwrap_or_else(|e| e.into_inner()).remove(&r.seq) else { return };
-        if was || !(200..300).contains(&status) {
-            return;
+    fn after(&self, store: &Mutex<Store>, r: &AuditRequest, was: bool, trace_position: u64) -> Vec<Breach> {
+        if was {
+            return Vec::new();
         }
-        let store = self.store.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(claim) = store.get_ref(&claim_ref(&r.name)) else { return };
+        let store = store.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(claim) = store.get_ref(&claim_ref(&r.name)) else { return Vec::new() };
         if !condition_true(&claim, "Initialized")
             || claim["metadata"].get("deletionTimestamp").is_some_and(|d| !d.is_null())
         {
-            return;
+            return Vec::new();
         }
         let Some(provider_id) = claim.pointer("/status/providerID").and_then(Value::as_str).filter(|p| !p.is_empty())
         else {
-            return;
+            return Vec::new();
         };
         let Some(node) = store.iter(&key("", "nodes"), None).find(|n| n["spec"]["providerID"] == provider_id) else {
-            return;
+            return Vec::new();
         };
         if lost(node) {
-            return;
+            return Vec::new();
         }
-        if let Some(why) = not_initialized(&claim, node) {
-            let node_name = node["metadata"]["name"].as_str().unwrap_or_default().to_string();
-            self.found.lock().unwrap_or_else(|e| e.into_inner()).push(Breach {
-                at: r.at,
-                claim: r.name.clone(),
-                message: format!("{} set NodeClaim {} Initialized=True but {why} (Node {node_name})", r.host, r.name),
-                node: node_name,
-                trace_position,
-            });
-        }
+        let Some(why) = not_initialized(&claim, node) else { return Vec::new() };
+        let node_name = node["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        vec![Breach {
+            at: r.at,
+            claim: r.name.clone(),
+            message: format!("{} set NodeClaim {} Initialized=True but {why} (Node {node_name})", r.host, r.name),
+            node: node_name,
+            trace_position,
+        }]
     }
 }
 
 /// The invariant: reports what its recorder saw.
 pub struct InitializationConformance {
-    recorder: Arc<Recorder>,
+    recorder: Arc<ControllerWrites<TurnsInitialized>>,
 }
 
 impl InitializationConformance {
     /// The invariant, with its recorder installed on `server`'s audit hook.
     pub fn new(config: &InvariantConfig, server: &ApiServer) -> Self {
-        let recorder = Arc::new(Recorder {
-            store: server.store.clone(),
-            config: config.clone(),
-            before: Mutex::default(),
-            found: Mutex::default(),
-        });
-        server.audit.lock().unwrap_or_else(|e| e.into_inner()).observe(recorder.clone());
-        Self { recorder }
+        Self { recorder: ControllerWrites::install(server, config, TurnsInitialized) }
     }
 }
 
@@ -213,8 +199,7 @@ impl Invariant for InitializationConformance {
     }
 
     fn tick(&mut self, _ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
-        let found = std::mem::take(&mut *self.recorder.found.lock().unwrap_or_else(|e| e.into_inner()));
-        for b in found {
+        for b in self.recorder.drain() {
             out.push(Violation {
                 invariant: NAME.into(),
                 at: b.at,

@@ -41,6 +41,7 @@ pub mod churn;
 pub mod cloud_read_rate;
 pub mod consolidatable_timing;
 pub mod consolidation_legality;
+pub mod controller_writes;
 pub mod convergence;
 pub mod cost;
 pub mod disruption_budgets;

@@ -17,13 +17,13 @@
 //! hides one: never a false report). While faults are live the check waits: a write
 //! retried after a lost response is a no-op the client could not avoid.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::controller_writes::{ControllerWrites, WriteJudge};
 use super::{Ctx, Invariant, Phase, Violation};
 use crate::apiserver::ApiServer;
-use crate::apiserver::audit::{AuditObserver, AuditRequest};
+use crate::apiserver::audit::AuditRequest;
 use crate::apiserver::store::{ObjRef, Store};
 use crate::oracle::view::key;
 use crate::scenario::invariants::InvariantConfig;
@@ -43,13 +43,8 @@ pub struct NoOp {
     pub trace_position: u64,
 }
 
-/// The audit observer: each controller write's resourceVersion before, compared after.
-pub struct WriteRecorder {
-    store: Arc<Mutex<Store>>,
-    config: InvariantConfig,
-    before: Mutex<BTreeMap<u64, Option<String>>>,
-    found: Mutex<Vec<NoOp>>,
-}
+/// The judge: each controller write's resourceVersion before, compared after.
+pub struct SameVersion;
 
 fn object_ref(r: &AuditRequest) -> ObjRef {
     ObjRef { key: key(&r.group, &r.resource), namespace: r.namespace.clone(), name: r.name.clone() }
@@ -59,46 +54,36 @@ fn resource_version(store: &Store, r: &AuditRequest) -> Option<String> {
     store.get_ref(&object_ref(r)).and_then(|o| o["metadata"]["resourceVersion"].as_str().map(String::from))
 }
 
-impl WriteRecorder {
-    /// Takes the no-op writes found so far.
-    pub fn drain(&self) -> Vec<NoOp> {
-        std::mem::take(&mut *self.found.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-}
+impl WriteJudge for SameVersion {
+    type Before = String;
+    type Finding = NoOp;
 
-impl AuditObserver for WriteRecorder {
-    fn before(&self, store: &Store, r: &AuditRequest) {
-        if !matches!(r.verb, "update" | "patch") || r.name.is_empty() || !self.config.is_controller(&r.host) {
-            return;
+    fn before(&self, store: &Store, r: &AuditRequest) -> Option<String> {
+        if !matches!(r.verb, "update" | "patch") || r.name.is_empty() {
+            return None;
         }
-        let rv = resource_version(store, r);
-        self.before.lock().unwrap_or_else(|e| e.into_inner()).insert(r.seq, rv);
+        resource_version(store, r)
     }
 
-    fn after(&self, r: &AuditRequest, status: u16, trace_position: u64) {
-        let Some(Some(rv)) = self.before.lock().unwrap_or_else(|e| e.into_inner()).remove(&r.seq) else {
-            return;
-        };
-        if !(200..300).contains(&status) {
-            return;
-        }
-        // The server holds the audit lock, not the store's, while reporting (audit, then
-        // store: the order `audit_request` takes them in).
-        let now = resource_version(&self.store.lock().unwrap_or_else(|e| e.into_inner()), r);
+    fn after(&self, store: &Mutex<Store>, r: &AuditRequest, rv: String, trace_position: u64) -> Vec<NoOp> {
+        let now = resource_version(&store.lock().unwrap_or_else(|e| e.into_inner()), r);
         if now.as_deref() != Some(rv.as_str()) {
-            return;
+            return Vec::new();
         }
         let resource = if r.group.is_empty() { r.resource.clone() } else { format!("{}.{}", r.resource, r.group) };
         let name = if r.namespace.is_empty() { r.name.clone() } else { format!("{}/{}", r.namespace, r.name) };
-        self.found.lock().unwrap_or_else(|e| e.into_inner()).push(NoOp {
+        vec![NoOp {
             at: r.at,
             host: r.host.clone(),
             verb: r.verb,
             object: format!("{resource} {name}"),
             trace_position,
-        });
+        }]
     }
 }
+
+/// The recorder of controller writes that changed nothing.
+pub type WriteRecorder = ControllerWrites<SameVersion>;
 
 /// The invariant.
 pub struct NoOpWrites {
@@ -108,14 +93,7 @@ pub struct NoOpWrites {
 impl NoOpWrites {
     /// Installs its observer on `server`'s audit hook.
     pub fn new(config: &InvariantConfig, server: &ApiServer) -> Self {
-        let recorder = Arc::new(WriteRecorder {
-            store: server.store.clone(),
-            config: config.clone(),
-            before: Mutex::default(),
-            found: Mutex::default(),
-        });
-        server.audit.lock().unwrap_or_else(|e| e.into_inner()).observe(recorder.clone());
-        Self { recorder }
+        Self { recorder: ControllerWrites::install(server, config, SameVersion) }
     }
 }
 

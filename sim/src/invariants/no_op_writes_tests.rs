@@ -3,6 +3,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
+use crate::apiserver::audit::AuditObserver;
 use crate::apiserver::store::{Part, WriteOptions};
 use crate::world::{Trace, World};
 
