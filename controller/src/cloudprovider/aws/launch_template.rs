@@ -117,6 +117,10 @@ fn template_data(input: &LaunchTemplateInput) -> RequestLaunchTemplateData {
 pub struct LaunchTemplateProvider {
     known: Mutex<BTreeMap<String, jiff::Timestamp>>,
     clock: SharedClock,
+    /// Held across each `ensure`, as upstream holds the provider's lock across `EnsureAll`
+    /// (aws `pkg/providers/launchtemplate/launchtemplate.go` l. 146-147): two launches that
+    /// need the same new template do not both find it missing and both create it.
+    serial: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for LaunchTemplateProvider {
@@ -128,7 +132,7 @@ impl std::fmt::Debug for LaunchTemplateProvider {
 impl LaunchTemplateProvider {
     /// An empty cache.
     pub fn new(clock: SharedClock) -> Self {
-        Self { known: Mutex::default(), clock }
+        Self { known: Mutex::default(), clock, serial: tokio::sync::Mutex::new(()) }
     }
 
     /// Makes sure the template for `input` exists and returns its name.
@@ -136,6 +140,7 @@ impl LaunchTemplateProvider {
     /// # Errors
     /// The EC2 error of Describe/CreateLaunchTemplate.
     pub async fn ensure(&self, ec2: &aws_sdk_ec2::Client, input: &LaunchTemplateInput) -> Result<String, CloudError> {
+        let _serial = self.serial.lock().await;
         let name = input.name();
         let now = self.clock.now();
         if let Some(seen) = self.known.lock().expect("launch templates").get(&name)
