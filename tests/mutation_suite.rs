@@ -54,7 +54,13 @@ use dovetail_sim::scenario::Loaded;
 ///   `provisioning/input.rs` `host_ports` ignoring every port, through `strandedPods`);
 /// - `gpu-initialization`: a GPU pod, whose NodeClaim is initialized only once the GPU is
 ///   in allocatable (session 11: kills `lifecycle/initialization.rs`'s extended-resource
-///   test inverted, through `stuckNodeClaim`).
+///   test inverted, through `stuckNodeClaim`);
+/// - `spot-to-spot-few-types`: a lone spot node of a four-type spot pool with
+///   SpotToSpotConsolidation on (session 16: kills `consolidation.rs`'s single-node
+///   15-cheaper-types rule dropped, through `consolidationLegality`);
+/// - `limits-no-room`: two nodes whose pods fit nowhere else under a lowered NodePool limit
+///   (session 16: kills `simulation.rs` ignoring the candidates' unschedulable pods, through
+///   `consolidationLegality`'s delete fit). Both take ~5 wall seconds at seed 1.
 ///
 /// None has an open finding in `tests/scenarios.rs`'s `KNOWN_FINDINGS`, so any violation
 /// here is the mutant's. Unmutated wall seconds at seed 1 (debug build, load 4): 81, 3,
@@ -72,6 +78,8 @@ const DEFAULT_SCENARIOS: &[&str] = &[
     "pdb-two-workloads",
     "host-ports",
     "gpu-initialization",
+    "spot-to-spot-few-types",
+    "limits-no-room",
 ];
 
 /// Stories run at once (`DOVETAIL_MUTATION_JOBS`): each run is its own single-threaded

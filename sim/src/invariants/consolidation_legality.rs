@@ -35,10 +35,25 @@
 //!   `SpotToSpotConsolidation` gate off, a command whose candidates are *all* spot is never
 //!   replaced by a spot node (`allExistingAreSpot`); a mixed set, e.g. a multi-node command
 //!   over a spot and an on-demand node of two pools, may be.
+//! - **Spot-to-spot of one node** (`consolidation.go:307-315`, `MinInstanceTypesForSpotToSpotConsolidation`
+//!   = 15 at l. 47-48): a command with a single spot candidate replaced by a spot node needs
+//!   at least 15 cheaper spot instance types among the replacement's options (for several
+//!   candidates there is no such rule, l. 291-304). The oracle cannot see prices the way the
+//!   controller does, but it can bound the options from above: a new NodeClaim's options are
+//!   the instance types of its NodePool that the pool's requirements allow (core
+//!   `provisioning/scheduling/scheduler.go:159`, `filterInstanceTypesByRequirements` of
+//!   `instanceTypes[np.Name]` into the template's `InstanceTypeOptions`), and after
+//!   `Compatible` with `capacity-type In [spot]` (`consolidation.go:272-274`) only types with a
+//!   spot offering remain. So the catalog's instance types that the NodePool's requirements
+//!   allow with a spot offering in some allowed zone, available or not, bound the cheaper
+//!   options; fewer than 15 makes the replace illegal, gate on or off. Judged only when no
+//!   other NodeClaim was marked for the same reason within [`REPLACEMENT_WINDOW`], so a
+//!   multi-node command whose marks straddle two ticks is not taken for a single one.
 //!
 //! Not judged (the oracle cannot know what the controller knew): PDBs at the decision (an
-//! eviction can start within the same second), spot prices, the 15-cheaper-types rule, and
-//! whether a multi-node command was the one upstream's search would find.
+//! eviction can start within the same second), spot prices (so the 15-types rule only as the
+//! upper bound above), and whether a multi-node command was the one upstream's search would
+//! find.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -46,7 +61,8 @@ use std::time::Duration;
 use dovetail_fakecloud::{CapacityType, FakeCloud};
 
 use super::{Ctx, Invariant, Phase, Violation};
-use crate::oracle::resources::Resources;
+use crate::oracle::offering_labels::shared_labels;
+use crate::oracle::resources::{Resources, pool_requirements};
 use crate::oracle::view::{PodView, View};
 use dovetail_world::SimDuration;
 
@@ -70,6 +86,10 @@ pub const REPLACEMENT_WINDOW: Duration = Duration::from_secs(5);
 /// How long after the mark the replacement's instance may take to appear for the price to
 /// be judged.
 pub const LAUNCH_WAIT: Duration = Duration::from_secs(600);
+
+/// A single spot node is replaced by a spot node only with at least this many cheaper spot
+/// instance types (core `consolidation.go:47-48`, `MinInstanceTypesForSpotToSpotConsolidation`).
+pub const SPOT_TO_SPOT_MIN_TYPES: usize = 15;
 
 /// One node's facts at a tick, kept for the tick after.
 #[derive(Clone, Debug, Default)]
@@ -118,8 +138,8 @@ struct Command {
 /// The invariant.
 #[derive(Default)]
 pub struct ConsolidationLegality {
-    /// Claims already seen marked for a consolidation reason.
-    marked: BTreeSet<String>,
+    /// Claims already seen marked for a consolidation reason: when, and the reason.
+    marked: BTreeMap<String, (Duration, String)>,
     /// Per node: its pods when first seen, and the last pod arrival seen since.
     arrivals: BTreeMap<String, (BTreeSet<String>, Option<Duration>)>,
     before: Option<Before>,
@@ -160,11 +180,12 @@ impl ConsolidationLegality {
         let mut new: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
         for c in view.claims.values() {
             let Some(reason) = c.disruption_reason.as_deref().filter(|r| REASONS.contains(r)) else { continue };
-            if self.marked.insert(c.name.clone()) {
+            if !self.marked.contains_key(&c.name) {
+                self.marked.insert(c.name.clone(), (view.now, reason.to_string()));
                 new.entry(reason.to_string()).or_default().entry(c.nodepool.clone()).or_default().push(c.name.clone());
             }
         }
-        self.marked.retain(|n| view.claims.contains_key(n));
+        self.marked.retain(|n, _| view.claims.contains_key(n));
         for (reason, by_pool) in new {
             for (nodepool, claims) in &by_pool {
                 self.judge_candidacy(view, nodepool, &reason, claims, out);
@@ -290,6 +311,7 @@ impl ConsolidationLegality {
         // candidate's own pool is preferred, and a launch is matched to one command only.
         self.matched.retain(|name| view.claims.contains_key(name));
         let taken = &mut self.matched;
+        let marked = &self.marked;
         self.commands.retain_mut(|cmd| {
             if cmd.replacement.is_none() {
                 let launches: Vec<&str> = view
@@ -316,7 +338,23 @@ impl ConsolidationLegality {
                     let Some(instance) = claim.and_then(|c| view.instance_of(c)) else {
                         return claim.is_some() && view.now <= cmd.at + LAUNCH_WAIT;
                     };
-                    judge_replacement(cmd, r, instance, cloud, spot_to_spot, view, out);
+                    // One spot node replaced by spot with the gate maybe on: wait out the window,
+                    // so a second candidate marked a tick later is seen (a multi-node command).
+                    let single_spot =
+                        cmd.claims.len() == 1 && cmd.all_spot && instance.capacity_type == CapacityType::Spot;
+                    if single_spot && spot_to_spot && view.now <= cmd.at + REPLACEMENT_WINDOW {
+                        return true;
+                    }
+                    // A lone candidate: no other claim marked for the reason around it.
+                    let lone = cmd.claims.len() == 1
+                        && !marked.iter().any(|(name, (at, reason))| {
+                            !cmd.claims.contains(name)
+                                && *reason == cmd.reason
+                                && *at + REPLACEMENT_WINDOW >= cmd.at
+                                && *at <= cmd.at + REPLACEMENT_WINDOW
+                        });
+                    let replacement = Replacement { name: r, instance, lone };
+                    judge_replacement(cmd, &replacement, cloud, spot_to_spot, view, out);
                     false
                 }
             }
@@ -417,17 +455,47 @@ fn judge_fit(cmd: &Command, view: &View, out: &mut Vec<Violation>) {
     ));
 }
 
-/// A replace command: spot-to-spot only with the gate on; an on-demand replacement of
-/// on-demand candidates costs less than they do.
+/// A command's replacement NodeClaim and its instance.
+struct Replacement<'a> {
+    name: &'a str,
+    instance: &'a crate::oracle::view::InstanceView,
+    /// The command has one candidate and no other claim was marked for its reason near it.
+    lone: bool,
+}
+
+/// How many instance types of `cloud`'s catalog `pool`'s requirements allow with a spot
+/// offering in some zone they allow (available or not): an upper bound on the spot options
+/// a replacement from `pool` can have.
+fn spot_types_allowed(cloud: &FakeCloud, pool: &serde_json::Value) -> usize {
+    let requirements = pool_requirements(pool);
+    let catalog = cloud.catalog();
+    let zones = catalog.zones();
+    catalog
+        .types()
+        .filter(|t| t.supports(CapacityType::Spot.as_str()))
+        .filter(|t| {
+            zones.iter().any(|z| {
+                catalog.is_offered(&t.name, &z.name) && {
+                    let labels = shared_labels(t, &z.name, &z.id, CapacityType::Spot);
+                    requirements.iter().all(|r| r.allows_labels(&labels))
+                }
+            })
+        })
+        .count()
+}
+
+/// A replace command: spot-to-spot only with the gate on, and of one node only with at least
+/// [`SPOT_TO_SPOT_MIN_TYPES`] spot types; an on-demand replacement of on-demand candidates
+/// costs less than they do.
 fn judge_replacement(
     cmd: &Command,
-    replacement: &str,
-    instance: &crate::oracle::view::InstanceView,
+    replacement: &Replacement<'_>,
     cloud: &FakeCloud,
     spot_to_spot: bool,
     view: &View,
     out: &mut Vec<Violation>,
 ) {
+    let Replacement { name: replacement, instance, lone } = *replacement;
     let mut objs = objects(cmd);
     objs.push(format!("NodeClaim {replacement}"));
     if instance.capacity_type == CapacityType::Spot && cmd.all_spot && !spot_to_spot {
@@ -441,6 +509,28 @@ fn judge_replacement(
                 instance.instance_type
             ),
         ));
+        return;
+    }
+    let pool = view.claims.get(replacement).and_then(|c| view.pools.get(&c.nodepool));
+    if let (Some(pool), CapacityType::Spot, true, true) = (pool, instance.capacity_type, cmd.all_spot, lone) {
+        let allowed = spot_types_allowed(cloud, &pool.object);
+        if allowed < SPOT_TO_SPOT_MIN_TYPES {
+            let pool_object = format!("NodePool {}", pool.name);
+            if !objs.contains(&pool_object) {
+                objs.push(pool_object);
+            }
+            out.push(violation(
+                view,
+                objs,
+                format!(
+                    "the controller replaced the single spot NodeClaim {} ({}) with spot NodeClaim {replacement} ({}), but NodePool {} allows only {allowed} instance types with a spot offering: spot-to-spot consolidation of one node needs at least {SPOT_TO_SPOT_MIN_TYPES} cheaper spot types",
+                    cmd.claims.join(", "),
+                    cmd.reason,
+                    instance.instance_type,
+                    pool.name
+                ),
+            ));
+        }
         return;
     }
     let (Some(candidates), CapacityType::OnDemand) = (cmd.on_demand_price, instance.capacity_type) else { return };

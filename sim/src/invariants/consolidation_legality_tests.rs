@@ -307,3 +307,49 @@ fn spot_to_spot_is_judged_over_the_whole_command_across_pools() {
     assert!(out[0].message.contains("SpotToSpotConsolidation is off"), "{}", out[0].message);
     assert!(out[0].objects.iter().any(|o| o == "NodePool second"), "{:?}", out[0].objects);
 }
+
+/// Core `consolidation.go:307-315`: one spot node is replaced by a spot node only with at least
+/// 15 cheaper spot types. A pool allowing three m5 sizes cannot offer them, so the replace
+/// fires with the gate on; the twin pool allowing the whole catalog holds, and so does a
+/// two-node command over the small pool (no such rule for several candidates).
+#[test]
+fn a_single_spot_to_spot_replace_needs_fifteen_spot_types_in_the_pool() {
+    let pool = |types: Option<&[&str]>| {
+        let requirements = match types {
+            Some(t) => json!([{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": t}]),
+            None => json!([{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}]),
+        };
+        let mut w = World::default()
+            .node("a", "m5.2xlarge", CapacityType::Spot)
+            .node("b", "m5.2xlarge", CapacityType::Spot)
+            .pod("p1", "a", 500.0)
+            .pod("p2", "b", 500.0);
+        w.view.pools.insert(
+            "default".into(),
+            PoolView {
+                name: "default".into(),
+                object: Arc::new(json!({"metadata": {"name": "default"}, "spec": {
+                    "disruption": {"consolidateAfter": "0s"},
+                    "template": {"spec": {"requirements": requirements}}}})),
+            },
+        );
+        w
+    };
+    let small = pool(Some(&["m5.large", "m5.xlarge", "m5.2xlarge"]));
+    let replaced = |w: World| w.node("r", "m5.large", CapacityType::Spot).launched("r", 10).mark("a", "Underutilized");
+    let out = run(&[(0, small.clone()), (10, replaced(small.clone())), (20, replaced(small.clone()))], true);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(out[0].message.contains("allows only 3 instance types with a spot offering"), "{}", out[0].message);
+    assert!(out[0].message.contains("at least 15"), "{}", out[0].message);
+
+    let wide = pool(None);
+    assert!(run(&[(0, wide.clone()), (10, replaced(wide.clone())), (20, replaced(wide))], true).is_empty());
+
+    let both = replaced(small.clone()).mark("b", "Underutilized");
+    assert!(run(&[(0, small.clone()), (10, both.clone()), (20, both)], true).is_empty());
+    // A two-node command whose second mark is seen a tick later is not taken for a single one.
+    let first = replaced(small.clone());
+    let second = first.clone().mark("b", "Underutilized");
+    let out = run(&[(0, small), (10, first), (11, second.clone()), (20, second)], true);
+    assert!(out.is_empty(), "{out:?}");
+}
