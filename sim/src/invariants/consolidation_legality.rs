@@ -258,6 +258,25 @@ impl ConsolidationLegality {
         reason: String,
         claims: Vec<String>,
     ) {
+        // The candidates of one command are marked one API write after another, so under a
+        // slow API server a command's marks can straddle ticks (generated story 47951154: a
+        // four-node command judged as a one-node replace and a three-node delete). Marks for
+        // the same reason within [`REPLACEMENT_WINDOW`] of a command still waiting for its
+        // replacement join it; judging two commands as one only loosens the price and spot
+        // rules, and the fit is what upstream requires of the later one anyway.
+        let joinable = self
+            .commands
+            .iter()
+            .position(|c| c.reason == reason && c.replacement.is_none() && view.now <= c.at + REPLACEMENT_WINDOW);
+        let (at, nodepools, claims) = match joinable {
+            Some(i) => {
+                let earlier = self.commands.remove(i);
+                let mut all = earlier.claims;
+                all.extend(claims);
+                (earlier.at, earlier.nodepools.into_iter().chain(nodepools).collect(), all)
+            }
+            None => (view.now, nodepools, claims),
+        };
         let mut price = Some(0.0);
         let mut all_spot = true;
         let mut nodes = BTreeSet::new();
@@ -291,7 +310,7 @@ impl ConsolidationLegality {
             Some((need, free))
         });
         self.commands.push(Command {
-            at: view.now,
+            at,
             nodepools,
             reason,
             claims,

@@ -353,3 +353,31 @@ fn a_single_spot_to_spot_replace_needs_fifteen_spot_types_in_the_pool() {
     let out = run(&[(0, small), (10, first), (11, second.clone()), (20, second)], true);
     assert!(out.is_empty(), "{out:?}");
 }
+
+/// Found by generated story 47951154: the candidates of one multi-node command are marked one
+/// write after another, and under a slow API server the marks straddled two ticks; judged as
+/// two commands, the first looked like a one-node replace by a dearer node, the rest like a
+/// delete without room. Marks within the replacement window of a command still waiting for
+/// its replacement join it: an m5.xlarge replacing an m5.large and an m5.xlarge marked a
+/// second apart is legal. Marked six seconds apart they are two commands, and the first,
+/// replaced by the dearer m5.xlarge, still fires.
+#[test]
+fn marks_of_one_command_that_straddle_ticks_are_one_command() {
+    let base = World::default()
+        .pool("default", json!({"consolidateAfter": "0s"}))
+        .node("a", "m5.large", CapacityType::OnDemand)
+        .node("c", "m5.xlarge", CapacityType::OnDemand)
+        .node("b", "m5.4xlarge", CapacityType::OnDemand)
+        .pod("p1", "a", 500.0)
+        .pod("p2", "c", 500.0);
+    let first = base.clone().mark("a", "Underutilized");
+    let both =
+        first.clone().node("r", "m5.xlarge", CapacityType::OnDemand).launched("r", 11).mark("c", "Underutilized");
+    let out = run(&[(0, base.clone()), (10, first.clone()), (11, both.clone()), (20, both)], false);
+    assert!(out.is_empty(), "{out:?}");
+
+    let launched = first.clone().node("r", "m5.xlarge", CapacityType::OnDemand).launched("r", 11);
+    let late = launched.clone().mark("c", "Underutilized");
+    let out = run(&[(0, base), (10, first), (11, launched), (16, late.clone()), (30, late)], false);
+    assert!(out.iter().any(|v| v.message.contains("must cost strictly less")), "{out:?}");
+}
