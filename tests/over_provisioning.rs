@@ -261,12 +261,22 @@ fn a_second_node_claim_for_a_pod_nominated_to_an_in_flight_one_is_a_duplicate() 
         nominations_then_duplicates(&client).await?;
         Ok(())
     });
+    sim.client("late-nominator", async move {
+        tokio::time::sleep(Duration::from_secs(40)).await;
+        let client = client();
+        create_claim(&client, "early", "general-purpose").await?;
+        nominate(&client, "late", "early", 1).await?;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        create_claim(&client, "ready", "general-purpose").await?;
+        nominate_once_initialized(&client, "late", "ready").await?;
+        Ok(())
+    });
     let driver = async move {
         let client = client();
         install(&client, &karpenter_crds()).await?;
         tokio::time::sleep(Duration::from_secs(1)).await;
         install(&client, &[node_class(), pool("general-purpose", json!({"consolidateAfter": "Never"}))]).await?;
-        install(&client, &[pod("twice"), pod("retried"), pod("moved"), pod("filler")]).await?;
+        install(&client, &[pod("twice"), pod("retried"), pod("moved"), pod("filler"), pod("late")]).await?;
         tokio::time::sleep(Duration::from_secs(280)).await;
         Ok(())
     };
@@ -279,6 +289,29 @@ fn a_second_node_claim_for_a_pod_nominated_to_an_in_flight_one_is_a_duplicate() 
         "its first claim is still wanted (filler nominated to it): {:#?}",
         ours(&report)
     );
+    assert!(
+        !names(&report, "Pod default/late", "duplicate"),
+        "nominated to `ready` only once its node had initialized: no launch decision: {:#?}",
+        ours(&report)
+    );
+}
+
+/// Nominates `pod` to `claim` a few seconds after the claim is Initialized (its node
+/// registered and ready).
+async fn nominate_once_initialized(client: &kube::Client, pod: &str, claim: &str) -> Result<(), String> {
+    for _ in 0..200 {
+        let object = nodeclaims(client).get(claim).await.map_err(|e| e.to_string())?;
+        let initialized = object.data["status"]["conditions"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["type"] == "Initialized" && c["status"] == "True"));
+        if initialized {
+            // Seconds later: Events carry whole seconds.
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            return nominate(client, pod, claim, 2).await;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    Err(format!("{claim} never initialized"))
 }
 
 /// Two seconds on: the claim `failed` is deleted (a launch that failed), then both pods get

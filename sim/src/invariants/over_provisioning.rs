@@ -57,7 +57,8 @@
 //!   `consolidateAfter: Never` keeps empty nodes by design (core
 //!   `pkg/controllers/nodeclaim/disruption/consolidation.go` l. 45 sets no Consolidatable
 //!   condition without a duration) and is not judged.
-//! - **No duplicate.** A pod nominated to a new NodeClaim while a NodeClaim it was
+//! - **No duplicate.** A pod nominated to a new NodeClaim (still in flight when nominated:
+//!   a nomination to an initialized node is no launch decision) while a NodeClaim it was
 //!   nominated to earlier is still in flight (live, not yet initialized) was provisioned
 //!   twice, unless the earlier claim is still wanted: some pod is nominated to it at or
 //!   after the new claim's creation, or a pod is bound to its Node (judged once the earlier
@@ -272,8 +273,12 @@ impl OverProvisioning {
             }
             let last = self.last_nominated.entry(claim.clone()).or_default();
             *last = (*last).max(n.at);
+            // Only a nomination to a claim still in flight can be the launch decision: one to a
+            // claim whose node has initialized places the pod on capacity that exists (story
+            // 804998432: pods nominated at 5m32s to a node created at 1m1s).
+            let launching = self.claims.get(&claim).is_some_and(|c| c.in_flight_at(n.at));
             let earlier = self.nominated.entry(n.pod.clone()).or_default();
-            let duplicate = earlier.iter().find(|(at, other)| {
+            let duplicate = earlier.iter().filter(|_| launching).find(|(at, other)| {
                 *other != claim && *at <= created && self.claims.get(other).is_some_and(|o| o.in_flight_at(created))
             });
             if let Some((_, other)) = duplicate {
