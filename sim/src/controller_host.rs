@@ -56,15 +56,31 @@ fn sdk_thread_rng_seeds(seed: u64, index: u8) -> [u64; 4] {
     [rng.next_u64(), rng.next_u64(), rng.next_u64(), rng.next_u64()]
 }
 
+/// The SDK seeds of replica `index`'s `start`-th process (0 for the first). A restarted
+/// process must not replay its previous life's draws: the SDK fills CreateFleet's
+/// `ClientToken` from them, and a token reused with the same parameters returns the earlier
+/// fleet's instance (EC2 idempotency), so two NodeClaims would share one instance — which a
+/// real process, drawing fresh random tokens, never does (generated story 52789607: a claim
+/// launched after a controller crash got the instance of a claim from before it). The first
+/// start keeps the seeds it always had.
+fn sdk_thread_rng_seeds_for_start(seed: u64, index: u8, start: u64) -> [u64; 4] {
+    if start == 0 {
+        return sdk_thread_rng_seeds(seed, index);
+    }
+    sdk_thread_rng_seeds(seed ^ start.wrapping_mul(0x9E37_79B9_7F4A_7C15), index)
+}
+
 /// Adds the controller host whose kube client injects `faults` (the world around the
 /// controller misbehaving; the controller itself is unchanged). It (re)builds every client
 /// each time it starts, so a bounce restarts it like a pod restart: fresh caches, state
 /// rebuilt from the API server. Worlds get it from [`crate::world::WorldBuilder::controller`].
 pub(crate) fn add_controller_host(sim: &mut turmoil::Sim<'_>, seed: u64, settings: Settings, faults: ClientFaults) {
     let settings = Arc::new(settings);
-    let rng_seeds = sdk_thread_rng_seeds(seed, 0);
+    let starts = Arc::new(std::sync::atomic::AtomicU64::new(0));
     sim.host(CONTROLLER_HOST, move || {
         let settings = settings.clone();
+        let start = starts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let rng_seeds = sdk_thread_rng_seeds_for_start(seed, 0, start);
         async move {
             let region = settings.region.clone();
             let clients = Clients {
@@ -148,9 +164,11 @@ pub(crate) fn add_controller_replicas(
     for (index, host) in (0u8..).zip(hosts) {
         let replicas = replicas.clone();
         let rng_seed = Stream::Controller(index).seed(seed);
-        let rng_seeds = sdk_thread_rng_seeds(seed, index);
+        let starts = Arc::new(std::sync::atomic::AtomicU64::new(0));
         sim.host(host.clone(), move || {
             let (replicas, host) = (replicas.clone(), host.clone());
+            let start = starts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let rng_seeds = sdk_thread_rng_seeds_for_start(seed, index, start);
             async move {
                 // Let the API server and cloud hosts bind first.
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -204,4 +222,21 @@ pub(crate) fn add_controller_replicas(
         });
     }
     replicas
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A restarted controller draws new SDK seeds (so new idempotency tokens); the first start
+    /// keeps the seeds every recorded run was made with.
+    #[test]
+    fn each_start_of_a_replica_draws_its_own_sdk_seeds() {
+        assert_eq!(sdk_thread_rng_seeds_for_start(7, 1, 0), sdk_thread_rng_seeds(7, 1));
+        let starts: Vec<[u64; 4]> = (0..4).map(|start| sdk_thread_rng_seeds_for_start(7, 1, start)).collect();
+        for (i, a) in starts.iter().enumerate() {
+            assert!(starts[i + 1..].iter().all(|b| a != b), "start {i} repeats: {starts:?}");
+        }
+        assert_eq!(sdk_thread_rng_seeds_for_start(7, 1, 2), sdk_thread_rng_seeds_for_start(7, 1, 2), "deterministic");
+    }
 }
