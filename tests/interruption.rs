@@ -25,34 +25,39 @@ use support_cloud::MemoryCloud;
 
 const INSTANCE_TYPE: &str = "m5.large";
 
+/// `count` spot `INSTANCE_TYPE` instances launched directly in the first zone (no AWS
+/// provider), and that zone.
+fn spot_instances(fake: &dovetail_fakecloud::cloud::SharedCloud, count: u32) -> (Vec<String>, String) {
+    let mut cloud = lock(fake);
+    let image = cloud
+        .images()
+        .images
+        .values()
+        .find(|i| i.architecture == "x86_64")
+        .map(|i| i.id.clone())
+        .expect("an x86_64 image");
+    let zone = cloud.catalog().zones().first().map(|z| z.name.clone()).expect("a zone");
+    let out = cloud
+        .run_instances(&RunInstancesRequest {
+            image_id: Some(image),
+            instance_type: Some(INSTANCE_TYPE.into()),
+            min_count: count,
+            max_count: count,
+            availability_zone: Some(zone.clone()),
+            spot: true,
+            ..RunInstancesRequest::default()
+        })
+        .expect("spot instances");
+    (out.instance_ids, zone)
+}
+
 #[test]
 fn a_spot_interruption_warning_deletes_the_node_claim_and_ice_caches_the_offering() {
     let (mut sim, _server, fake) = cloud_world(21);
     let queue_path = lock(&fake).create_interruption_queue(INTERRUPTION_QUEUE);
     // A spot instance the fake cloud will interrupt, launched directly (no AWS provider yet).
-    let (instance_id, zone) = {
-        let mut cloud = lock(&fake);
-        let image = cloud
-            .images()
-            .images
-            .values()
-            .find(|i| i.architecture == "x86_64")
-            .map(|i| i.id.clone())
-            .expect("an x86_64 image");
-        let zone = cloud.catalog().zones().first().map(|z| z.name.clone()).expect("a zone");
-        let out = cloud
-            .run_instances(&RunInstancesRequest {
-                image_id: Some(image),
-                instance_type: Some(INSTANCE_TYPE.into()),
-                min_count: 1,
-                max_count: 1,
-                availability_zone: Some(zone.clone()),
-                spot: true,
-                ..RunInstancesRequest::default()
-            })
-            .expect("a spot instance");
-        (out.instance_ids[0].clone(), zone)
-    };
+    let (instances, zone) = spot_instances(&fake, 1);
+    let instance_id = instances[0].clone();
     let provider = MemoryCloud::new(Arc::new(SimClock), Duration::from_secs(10));
     let events = EventRecorder::new();
     let stats: Arc<Mutex<Option<Arc<InterruptionStats>>>> = Arc::default();
@@ -159,32 +164,10 @@ fn a_spot_interruption_warning_deletes_the_node_claim_and_ice_caches_the_offerin
 /// last would go at least nine round trips after the first. Simulated time, not wall time.
 #[test]
 fn the_messages_of_one_receive_are_handled_in_parallel() {
-    const CLAIMS: usize = 10;
+    const CLAIMS: u32 = 10;
     let (mut sim, _server, fake) = cloud_world(22);
     lock(&fake).create_interruption_queue(INTERRUPTION_QUEUE);
-    let (instances, zone) = {
-        let mut cloud = lock(&fake);
-        let image = cloud
-            .images()
-            .images
-            .values()
-            .find(|i| i.architecture == "x86_64")
-            .map(|i| i.id.clone())
-            .expect("an x86_64 image");
-        let zone = cloud.catalog().zones().first().map(|z| z.name.clone()).expect("a zone");
-        let out = cloud
-            .run_instances(&RunInstancesRequest {
-                image_id: Some(image),
-                instance_type: Some(INSTANCE_TYPE.into()),
-                min_count: CLAIMS as u32,
-                max_count: CLAIMS as u32,
-                availability_zone: Some(zone.clone()),
-                spot: true,
-                ..RunInstancesRequest::default()
-            })
-            .expect("spot instances");
-        (out.instance_ids, zone)
-    };
+    let (instances, zone) = spot_instances(&fake, CLAIMS);
     let provider = MemoryCloud::new(Arc::new(SimClock), Duration::from_secs(10));
     sim.host("controller", move || {
         let provider = provider.clone();
@@ -232,7 +215,7 @@ fn the_messages_of_one_receive_are_handled_in_parallel() {
         for waited in 0.. {
             let left = claims.list(&Default::default()).await?.items.len();
             let now = turmoil::sim_elapsed().unwrap_or_default();
-            if left < CLAIMS {
+            if left < CLAIMS as usize {
                 first_gone.get_or_insert(now);
             }
             if left == 0 {
