@@ -93,7 +93,7 @@ use crate::oracle::resources::{Resources, allowed_offerings, daemonset_overhead}
 use crate::oracle::view::{PodView, View};
 use dovetail_world::SimDuration;
 use preference::LeftBehind;
-use wave::{LaunchedAs, Wave, misdirected, registered_allocatable, wave_bound};
+use wave::{LaunchedAs, Wave, claim_node_names, misdirected, registered_allocatable, wave_bound};
 
 #[path = "over_provisioning_preference.rs"]
 mod preference;
@@ -205,15 +205,17 @@ pub fn consolidate_after(pool: &Value) -> Option<Duration> {
 impl OverProvisioning {
     fn track_claims(&mut self, view: &View, pods: &[PodView]) {
         let now = view.now;
+        let node_names = claim_node_names(view);
         for c in view.claims.values() {
             let life = self.claims.entry(c.name.clone()).or_insert_with(|| ClaimLife {
                 created: c.created,
                 nodepool: c.nodepool.clone(),
                 ..ClaimLife::default()
             });
-            life.node_name = c.node_name.clone();
+            life.node_name = node_names.get(c.name.as_str()).map(|n| (*n).to_string());
             if life.launched_as.is_none() {
                 life.launched_as = view.instance_of(c).map(|i| LaunchedAs {
+                    nodepool: c.nodepool.clone(),
                     instance_type: i.instance_type.clone(),
                     zone: i.zone.clone(),
                     capacity_type: i.capacity_type,
@@ -384,6 +386,7 @@ impl OverProvisioning {
                 cuts: BTreeSet::new(),
                 watch_delay: Duration::ZERO,
                 misdirected: BTreeMap::new(),
+                foreign: BTreeMap::new(),
                 landed: BTreeMap::new(),
                 released: BTreeMap::new(),
                 bound: BTreeSet::new(),
@@ -426,7 +429,8 @@ impl OverProvisioning {
                 .collect();
             let slack = ctx.config.over_provisioning.slack_per_pool as usize;
             let released = wave.released_by(at).filter(|c| live.contains(*c)).count();
-            let key = (wave.pods.len(), wave.placed_by(at).len(), released, wave.watch_delay);
+            let foreign = wave.foreign_by(at).count();
+            let key = (wave.pods.len(), wave.placed_by(at).len() + foreign, released, wave.watch_delay);
             let bound = match wave.bound_for {
                 Some((k, bound)) if k == key => bound,
                 _ => {

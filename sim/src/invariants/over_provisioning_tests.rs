@@ -7,8 +7,9 @@ use std::time::Duration;
 use dovetail_fakecloud::CapacityType;
 use serde_json::json;
 
-use super::wave::{LaunchedAs, Wave, seen_allocatable, wave_bound};
+use super::wave::{ForeignPod, LaunchedAs, Wave, claim_node_names, seen_allocatable, wave_bound};
 use crate::oracle::resources::{Offering, Resources};
+use crate::oracle::view::{ClaimView, NodeView, View};
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
@@ -56,6 +57,7 @@ fn wave(n: usize) -> Wave {
         cuts: BTreeSet::new(),
         watch_delay: Duration::ZERO,
         misdirected: BTreeMap::new(),
+        foreign: BTreeMap::new(),
         landed: BTreeMap::new(),
         released: BTreeMap::new(),
         bound: BTreeSet::new(),
@@ -66,8 +68,12 @@ fn wave(n: usize) -> Wave {
 
 /// Claim → what it was launched as (zone `a`, on-demand).
 fn launched(claim: &str, instance_type: &str) -> BTreeMap<String, LaunchedAs> {
-    let launched =
-        LaunchedAs { instance_type: instance_type.into(), zone: "a".into(), capacity_type: CapacityType::OnDemand };
+    let launched = LaunchedAs {
+        nodepool: "default".into(),
+        instance_type: instance_type.into(),
+        zone: "a".into(),
+        capacity_type: CapacityType::OnDemand,
+    };
     BTreeMap::from([(claim.to_string(), launched)])
 }
 
@@ -345,4 +351,94 @@ fn pods_bound_where_nominated_sit_where_they_were_bound() {
     let live = 4;
     assert!(live > bound, "a fourth claim is over");
     assert_eq!(wave_bound(&w, Duration::from_secs(20), &BTreeSet::new(), &instances, &none, 1), 2, "binding later");
+}
+
+/// Generated story 847793307's shape: two pools allow the same offering, and a claim is
+/// placed in the packing as a node of its *own* pool. Pool `a` (weight 10) and pool `b` both
+/// offer m.4xlarge; three pods select `karpenter.sh/nodepool: b`. Pool `b`'s claim `spare`,
+/// planned for pods kube-scheduler bound elsewhere ([`Wave::released`]), is kept empty at the
+/// m.4xlarge it launched as, and the three pods fill it: `spare`, plus one per pool. Were it
+/// taken for pool `a`'s node (the first pool offering that type), the pods could not use it
+/// and the bound would count a second node. Four live claims for the three pods are over.
+#[test]
+fn a_kept_claim_is_a_node_of_its_own_nodepool() {
+    let mut w = wave(3);
+    let pool = |name: &str, weight: u32| Arc::new(json!({"metadata": {"name": name}, "spec": {"weight": weight}}));
+    w.supply = vec![
+        ("a".into(), pool("a", 10), vec![offering("m.4xlarge", 15_800.0)]),
+        ("b".into(), pool("b", 0), vec![offering("m.4xlarge", 15_800.0)]),
+    ];
+    for (_, pod, _) in w.pods.values_mut() {
+        *pod = Arc::new(json!({"metadata": pod["metadata"].clone(),
+            "spec": {"nodeSelector": {"karpenter.sh/nodepool": "b"}}}));
+    }
+    w.released = BTreeMap::from([("spare".to_string(), Duration::from_secs(30))]);
+    let mut instances = launched("spare", "m.4xlarge");
+    instances.get_mut("spare").expect("launched").nodepool = "b".into();
+    let live: BTreeSet<String> = ["spare", "new"].map(String::from).into();
+    let bound = wave_bound(&w, AT, &live, &instances, &BTreeMap::new(), 1);
+    assert_eq!(bound, 3, "spare holds the three pods: 1, plus one per pool");
+    let four_live = 4;
+    assert!(four_live > bound, "spare and three new claims are over");
+    instances.get_mut("spare").expect("launched").nodepool = "a".into();
+    assert_eq!(wave_bound(&w, AT, &live, &instances, &BTreeMap::new(), 1), 4, "as pool a's node it holds none");
+}
+
+/// A claim's Node is found by its instance before the controller writes `status.nodeName`
+/// (generated story 847793307: the write lagged under API-server errors while pods were
+/// bound to the Node); `status.nodeName` wins where it is written, and a claim whose
+/// instance has no Node yet has none.
+#[test]
+fn a_claims_node_is_found_by_its_instance_before_the_controller_names_it() {
+    let node = |id: &str| NodeView {
+        provider_id: format!("aws:///a/{id}"),
+        nodepool: Some("default".into()),
+        deleting: false,
+        disrupted: false,
+        initialized: false,
+        do_not_disrupt: false,
+        taints: Vec::new(),
+        ready: true,
+        labels: BTreeMap::new(),
+        allocatable: Resources::default(),
+    };
+    let mut view = View::default();
+    view.claims.insert("unnamed".into(), ClaimView::for_test("unnamed", "default", "aws:///a/i-1"));
+    let mut named = ClaimView::for_test("named", "default", "aws:///a/i-2");
+    named.node_name = Some("n-2".into());
+    view.claims.insert("named".into(), named);
+    view.claims.insert("unregistered".into(), ClaimView::for_test("unregistered", "default", "aws:///a/i-3"));
+    view.nodes.insert("n-1".into(), node("i-1"));
+    view.nodes.insert("n-2".into(), node("i-2"));
+    let names = claim_node_names(&view);
+    assert_eq!(names.get("unnamed"), Some(&"n-1"), "found by its instance");
+    assert_eq!(names.get("named"), Some(&"n-2"), "status.nodeName");
+    assert_eq!(names.get("unregistered"), None, "no Node yet");
+}
+
+/// Generated story 47951144's shape: a pod that never was pending while the wave lasted
+/// (created and bound between two observations: a Deployment scaled up where kube-scheduler
+/// found room at once) bound to one of the wave's claims takes its room from the wave's
+/// pods, as the pass that plans around the cluster's nodes with their bound pods sees it
+/// (core `provisioner.go` `Schedule`, l. 375). The released claim `spare` (an m.large,
+/// 1900m) holds a 1800m pod from outside the wave seen at 30 s: the wave's three 200m pods
+/// need another node, so a claim created at 60 s is judged against `spare`, one more and
+/// one per pool, 3. Before the binding was seen (20 s), `spare` holds them: 2. Once the pod
+/// is gone from the wave's record, its room is free again.
+#[test]
+fn a_pod_from_outside_the_wave_takes_room_on_the_claim_it_was_bound_to() {
+    let secs = Duration::from_secs;
+    let mut w = wave(3);
+    let instances = launched("spare", "m.large");
+    w.released = BTreeMap::from([("spare".to_string(), secs(10))]);
+    let pod = Arc::new(json!({"metadata": {"namespace": "default", "name": "outside"}, "spec": {}}));
+    let requests = Resources { cpu: 1800.0, memory: 0.25 * GIB, pods: 1.0 };
+    let outside = ForeignPod { claim: "spare".into(), seen: secs(30), key: "default/outside".into(), pod, requests };
+    w.foreign.insert("uid-outside".into(), outside);
+    let live: BTreeSet<String> = ["spare", "new"].map(String::from).into();
+    let none = BTreeMap::new();
+    assert_eq!(wave_bound(&w, AT, &live, &instances, &none, 1), 3, "spare is full: one more, plus one");
+    assert_eq!(wave_bound(&w, secs(20), &live, &instances, &none, 1), 2, "binding later: spare holds them");
+    w.foreign.clear();
+    assert_eq!(wave_bound(&w, AT, &live, &instances, &none, 1), 2, "the pod left: spare holds them");
 }

@@ -25,11 +25,16 @@ use super::{ClaimLife, Ctx};
 use crate::oracle::batches::passes;
 use crate::oracle::first_fit::{Demand, Placed, PoolSupply, by_weight, first_fit_decreasing, first_fit_in_batches};
 use crate::oracle::resources::{Offering, Resources};
-use crate::oracle::view::NodeView;
+use crate::oracle::view::{NodeView, View};
 
-/// What a NodeClaim was launched as: instance type, zone, capacity type.
+/// What a NodeClaim was launched as: its NodePool, instance type, zone, capacity type.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LaunchedAs {
+    /// The NodePool the claim belongs to: several pools may allow the same offering
+    /// (generated story 847793307: a `c5n.large` of a pool whose pods select it by
+    /// `karpenter.sh/nodepool` is also allowed by another pool), and a node carries its own
+    /// pool's labels and takes from its own pool's limits.
+    pub nodepool: String,
     pub instance_type: String,
     pub zone: String,
     pub capacity_type: CapacityType,
@@ -68,13 +73,33 @@ pub struct Wave {
     pub released: BTreeMap<String, Duration>,
     /// Pods seen bound already (uids).
     pub bound: BTreeSet<String>,
+    /// uid → a pod outside the wave (never seen pending while it lasted, e.g. created and
+    /// bound between two observations) kube-scheduler bound to one of the wave's claims
+    /// ([`misdirected`]): the room it takes there is gone for the wave's pods.
+    pub foreign: BTreeMap<String, ForeignPod>,
     /// The packing's bound and what it was computed for: (pods, misdirected, released claims
     /// live, delay).
     pub bound_for: Option<((usize, usize, usize, Duration), usize)>,
     pub reported: bool,
 }
 
+/// A pod outside a wave bound to one of its claims ([`Wave::foreign`]).
+#[derive(Clone, Debug)]
+pub struct ForeignPod {
+    pub claim: String,
+    /// When the binding was first seen.
+    pub seen: Duration,
+    pub key: String,
+    pub pod: Arc<Value>,
+    pub requests: Resources,
+}
+
 impl Wave {
+    /// The pods outside the wave seen bound to its claims by `at` ([`Wave::foreign`]).
+    pub fn foreign_by(&self, at: Duration) -> impl Iterator<Item = &ForeignPod> {
+        self.foreign.values().filter(move |f| f.seen <= at)
+    }
+
     /// The misdirected bindings seen by `at` (a claim's creation): the placements the pass
     /// that created it knew.
     pub fn misdirected_by(&self, at: Duration) -> BTreeMap<&String, &String> {
@@ -112,9 +137,28 @@ pub fn misdirected(
 ) {
     let by_node: BTreeMap<&str, &str> =
         claims.iter().filter_map(|(name, life)| Some((life.node_name.as_deref()?, name.as_str()))).collect();
+    // A foreign pod that left its node (deleted, finished) gives its room back to the
+    // passes after: only the claims judged while it was there saw it.
+    let mut still_there: BTreeSet<&str> = BTreeSet::new();
     for p in ctx.pods {
         let Some(node) = p.node_name.as_deref() else { continue };
-        if !wave.pods.contains_key(&p.uid) || !wave.bound.insert(p.uid.clone()) {
+        if !wave.pods.contains_key(&p.uid) {
+            let claim = by_node.get(node).filter(|c| wave.claims.contains(**c));
+            let Some(claim) = claim.filter(|_| p.active() && !p.daemonset) else { continue };
+            still_there.insert(&p.uid);
+            if wave.foreign.get(&p.uid).is_none_or(|f| f.claim != *claim) {
+                let foreign = ForeignPod {
+                    claim: claim.to_string(),
+                    seen: ctx.view.now,
+                    key: p.key.clone(),
+                    pod: p.object.clone(),
+                    requests: p.requests,
+                };
+                wave.foreign.insert(p.uid.clone(), foreign);
+            }
+            continue;
+        }
+        if !wave.bound.insert(p.uid.clone()) {
             continue;
         }
         let Some(claim) = by_node.get(node) else { continue };
@@ -131,6 +175,31 @@ pub fn misdirected(
             }
         }
     }
+    wave.foreign.retain(|uid, _| still_there.contains(uid.as_str()));
+}
+
+/// Claim → the name of its Node: `status.nodeName`, else the Node whose `spec.providerID`
+/// is the claim's instance. Under API-server errors the controller's write of
+/// `status.nodeName` can lag the registration by tens of seconds while kube-scheduler
+/// already binds pods to the Node (generated story 847793307: app-0 pods bound to three
+/// registered `c5n.large` nodes of pool-2 whose claims did not name them yet went unseen as
+/// [`misdirected`], and the app-2 pods planned there were judged re-packable); which
+/// instance a Node runs on is the cloud's fact, not the controller's.
+pub fn claim_node_names(view: &View) -> BTreeMap<&str, &str> {
+    let unnamed = view.claims.values().any(|c| c.node_name.is_none() && c.provider_id.is_some());
+    let node_of_instance: BTreeMap<&str, &str> = if unnamed {
+        view.nodes.iter().map(|(name, n)| (n.provider_id.as_str(), name.as_str())).collect()
+    } else {
+        BTreeMap::new()
+    };
+    view.claims
+        .values()
+        .filter_map(|c| {
+            let named = c.node_name.as_deref();
+            let node = named.or_else(|| node_of_instance.get(c.provider_id.as_deref()?).copied())?;
+            Some((c.name.as_str(), node))
+        })
+        .collect()
 }
 
 /// Claim → the `status.allocatable` its registered Node reports, for the claims whose Node
@@ -213,7 +282,9 @@ pub fn wave_bound(
     let misdirected = wave.placed_by(at);
     let mut placed: Vec<Placed<'_>> = Vec::new();
     let mut on_placed: BTreeSet<&String> = BTreeSet::new();
-    let claims: BTreeSet<&String> = misdirected.values().copied().collect();
+    let foreign: Vec<&ForeignPod> = wave.foreign_by(at).filter(|f| live.contains(&f.claim)).collect();
+    let mut claims: BTreeSet<&String> = misdirected.values().copied().collect();
+    claims.extend(foreign.iter().map(|f| &f.claim));
     let released = wave.released_by(at).filter(|c| live.contains(*c) && !claims.contains(c));
     let released: Vec<&String> = released.collect();
     for claim in claims.iter().chain(&released) {
@@ -223,11 +294,10 @@ pub fn wave_bound(
         }
         let uids: Vec<&String> = misdirected.iter().filter(|(_, c)| **c == *claim).map(|(u, _)| *u).collect();
         on_placed.extend(uids.iter().copied());
-        placed.push(Placed {
-            pool: offering.0,
-            offering: offering.1,
-            pods: uids.into_iter().filter_map(demand).collect(),
-        });
+        let mut pods: Vec<Demand<'_>> = uids.into_iter().filter_map(demand).collect();
+        let outside = foreign.iter().filter(|f| f.claim == **claim);
+        pods.extend(outside.map(|f| Demand { key: &f.key, pod: &f.pod, requests: f.requests }));
+        placed.push(Placed { pool: offering.0, offering: offering.1, pods });
     }
     let mut rest: Vec<(Duration, Demand<'_>)> = wave
         .order
@@ -256,9 +326,10 @@ pub fn wave_bound(
     packing.total() + packing.limited + slack_per_pool * wave.supply.len()
 }
 
-/// The NodePool and offering a claim launched as `launched` is, among the wave's supply.
+/// The NodePool and offering a claim launched as `launched` is, among its own pool's
+/// supply in the wave.
 fn claim_offering(wave: &Wave, launched: &LaunchedAs) -> Option<(String, Offering)> {
-    wave.supply.iter().find_map(|(name, _, offerings)| {
+    wave.supply.iter().filter(|(name, _, _)| *name == launched.nodepool).find_map(|(name, _, offerings)| {
         offerings
             .iter()
             .find(|o| {
