@@ -344,8 +344,28 @@ impl Invariant for StrandedPods {
 
 #[cfg(test)]
 mod tests {
-    use super::fits_remaining;
+    use super::{fits_remaining, pod_shape};
     use crate::oracle::resources::Resources;
+    use crate::oracle::view::read_pod;
+
+    /// Two replicas of one workload (other name, uid, creation time) share a shape, so a
+    /// pass answers for both at once; another label or namespace (the spread counts by
+    /// them) or other requests make another shape.
+    #[test]
+    fn replicas_share_a_shape_and_labels_or_requests_do_not() {
+        let pod = |name: &str, ns: &str, app: &str, cpu: &str| {
+            read_pod(&std::sync::Arc::new(serde_json::json!({
+                "metadata": {"name": name, "namespace": ns, "uid": format!("uid-{name}"),
+                    "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"app": app}},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+            })))
+        };
+        let a = pod_shape(&pod("web-1", "default", "web", "1"));
+        assert_eq!(a, pod_shape(&pod("web-2", "default", "web", "1")));
+        assert_ne!(a, pod_shape(&pod("web-1", "other", "web", "1")));
+        assert_ne!(a, pod_shape(&pod("web-1", "default", "api", "1")));
+        assert_ne!(a, pod_shape(&pod("web-1", "default", "web", "2")));
+    }
 
     /// Story 716913162: pool-0's limit of 11 CPUs with 10 in use leaves 1000m, so a 4-CPU
     /// c1.xlarge is no host (Karpenter filters it out); with the limit unset or room left (the
