@@ -9,8 +9,8 @@ use dovetail_fakecloud::{CapacityType, FakeCloud, InstanceState};
 use serde_json::Value;
 
 use super::resources::Resources;
-pub use super::view_readings::StoreReadings;
 use super::view_readings::EventReading;
+pub use super::view_readings::StoreReadings;
 use crate::apiserver::resources::ResourceKey;
 use crate::apiserver::store::Store;
 

@@ -19,7 +19,7 @@ use crate::apiserver::ApiServer;
 use crate::apiserver::store::Store;
 use crate::invariants::{Checker, InvariantsReport, Observation};
 use crate::oracle::moves::MoveInputs;
-use crate::oracle::view::{self, StoreReadings, PodView, View};
+use crate::oracle::view::{self, PodView, StoreReadings, View};
 use crate::timeline::record::Recorder;
 use disruption_reason::disruption_reason;
 use pending::{PendingClock, PendingStats, PendingTracker};
