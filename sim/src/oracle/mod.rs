@@ -33,4 +33,5 @@ pub mod resources;
 pub mod template_drift;
 pub mod timestamp;
 pub mod view;
+pub mod view_readings;
 pub mod zone_spread;

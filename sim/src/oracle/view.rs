@@ -9,6 +9,8 @@ use dovetail_fakecloud::{CapacityType, FakeCloud, InstanceState};
 use serde_json::Value;
 
 use super::resources::Resources;
+use super::view_readings::EventReading;
+pub use super::view_readings::StoreReadings;
 use crate::apiserver::resources::ResourceKey;
 use crate::apiserver::store::Store;
 
@@ -117,6 +119,32 @@ pub struct ClaimView {
     pub requirements: Vec<Value>,
 }
 
+impl ClaimView {
+    /// The view of a NodeClaim object (a pure function of it).
+    pub fn of(c: &Value) -> Self {
+        let meta = &c["metadata"];
+        ClaimView {
+            name: meta["name"].as_str().unwrap_or_default().to_string(),
+            uid: meta["uid"].as_str().unwrap_or_default().to_string(),
+            nodepool: meta["labels"][NODEPOOL_LABEL].as_str().unwrap_or_default().to_string(),
+            provider_id: c["status"]["providerID"].as_str().filter(|s| !s.is_empty()).map(String::from),
+            node_name: c["status"]["nodeName"].as_str().filter(|s| !s.is_empty()).map(String::from),
+            created: sim_time(&meta["creationTimestamp"]).unwrap_or_default(),
+            deleting_since: sim_time(&meta["deletionTimestamp"]),
+            initialized: condition_true(c, "Initialized"),
+            instance_terminating: condition_true(c, "InstanceTerminating"),
+            do_not_disrupt: meta["annotations"]["karpenter.sh/do-not-disrupt"] == "true",
+            disruption_reason: condition(c, "DisruptionReason")
+                .filter(|c| c["status"] == "True")
+                .and_then(|c| c["reason"].as_str())
+                .map(String::from),
+            drifted: condition_true(c, "Drifted"),
+            registered: condition_true(c, "Registered"),
+            requirements: c.pointer("/spec/requirements").and_then(Value::as_array).cloned().unwrap_or_default(),
+        }
+    }
+}
+
 #[cfg(test)]
 impl ClaimView {
     /// A test claim `name` of `nodepool`: launched as `provider_id`, on no Node yet,
@@ -164,6 +192,34 @@ pub struct NodeView {
     pub labels: BTreeMap<String, String>,
     /// status.allocatable as the kubelet reported it (zero where it reported nothing yet).
     pub allocatable: Resources,
+}
+
+impl NodeView {
+    /// The view of a Node object (a pure function of it).
+    pub fn of(n: &Value) -> Self {
+        let meta = &n["metadata"];
+        let disrupted = n
+            .pointer("/spec/taints")
+            .and_then(Value::as_array)
+            .is_some_and(|t| t.iter().any(|t| t["key"] == DISRUPTED_TAINT));
+        NodeView {
+            provider_id: n["spec"]["providerID"].as_str().unwrap_or_default().to_string(),
+            nodepool: meta["labels"][NODEPOOL_LABEL].as_str().map(String::from),
+            deleting: meta.get("deletionTimestamp").is_some_and(|v| !v.is_null()),
+            disrupted,
+            initialized: meta["labels"]["karpenter.sh/initialized"] == "true",
+            do_not_disrupt: meta["annotations"]["karpenter.sh/do-not-disrupt"] == "true",
+            taints: n.pointer("/spec/taints").and_then(Value::as_array).cloned().unwrap_or_default(),
+            ready: condition_true(n, "Ready"),
+            labels: meta["labels"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect(),
+            allocatable: Resources::of_list(&n["status"]["allocatable"]),
+        }
+    }
 }
 
 /// A fake-cloud instance as invariants see it.
@@ -253,7 +309,7 @@ pub struct View {
 impl View {
     /// Reads the store's NodePools, NodeClaims and Nodes and the cloud's instances.
     pub fn read(store: &Store, cloud: &FakeCloud, now: Duration) -> Self {
-        let mut view = Self::read_store(store, &mut EventReadings::default());
+        let mut view = Self::read_store(store, &mut StoreReadings::default(), View::default());
         view.now = now;
         view.read_cloud(cloud);
         view
@@ -266,29 +322,36 @@ impl View {
     /// simulated second and most seconds write nothing, so this saves most re-reads
     /// (issue 21: `View::read` was ~8% of a run's CPU).
     ///
-    /// `events` keeps what each Event said between readings, so only Events written since
-    /// are decoded again (issue 21: every store write re-decoded every Event).
-    pub fn refresh(&mut self, store: &Store, cloud: &FakeCloud, now: Duration, events: &mut EventReadings) {
+    /// `readings` keeps what each Event said between readings, so only Events written since
+    /// are decoded again (issue 21: every store write re-decoded every Event), and which
+    /// object each NodeClaim and Node of this view was read from ([`View::read_store`]); it
+    /// must be the one this view was last read with.
+    pub fn refresh(&mut self, store: &Store, cloud: &FakeCloud, now: Duration, readings: &mut StoreReadings) {
         if store.resource_version() != self.resource_version {
-            *self = Self::read_store(store, events);
+            let old = std::mem::take(self);
+            *self = Self::read_store(store, readings, old);
         }
         self.now = now;
         self.trace_position = store.trace().len();
         self.read_cloud(cloud);
     }
 
-    /// The store's part of a view (`now` and `instances` left empty).
-    fn read_store(store: &Store, events: &mut EventReadings) -> Self {
+    /// The store's part of a view (`now` and `instances` left empty). A NodeClaim or Node
+    /// whose object is the one `readings` says `old` read it from (the same `Arc`: every
+    /// store write replaces it) is moved over from `old` rather than decoded again; the
+    /// reading is a pure function of the object (issue 21: every store write decoded every
+    /// claim and node again).
+    fn read_store(store: &Store, readings: &mut StoreReadings, mut old: View) -> Self {
         let mut view =
             View { trace_position: store.trace().len(), resource_version: store.resource_version(), ..View::default() };
         // One pass over the Events for both readings: every store write re-reads the view.
-        let mut previous = std::mem::take(&mut events.0);
+        let mut previous = std::mem::take(&mut readings.events);
         for event in store.iter(&key("", "events"), None) {
             let at = Arc::as_ptr(event) as usize;
             let reading = previous.remove(&at).unwrap_or_else(|| EventReading::of(event));
             view.nominations.extend(reading.nominations.iter().cloned());
             view.disruption_events.extend(reading.disruption.iter().cloned());
-            events.0.insert(at, reading);
+            readings.events.insert(at, reading);
         }
         drop(previous);
         view.nominations.sort();
@@ -297,65 +360,26 @@ impl View {
             let name = pool["metadata"]["name"].as_str().unwrap_or_default().to_string();
             view.pools.insert(name.clone(), PoolView { name, object: pool.clone() });
         }
+        let read_from = std::mem::take(&mut readings.claims);
         for c in store.iter(&key("karpenter.sh", "nodeclaims"), None) {
-            let meta = &c["metadata"];
-            let name = meta["name"].as_str().unwrap_or_default().to_string();
-            view.expire_after.insert(name.clone(), expire_after(c));
-            view.claims.insert(
-                name.clone(),
-                ClaimView {
-                    name,
-                    uid: meta["uid"].as_str().unwrap_or_default().to_string(),
-                    nodepool: meta["labels"][NODEPOOL_LABEL].as_str().unwrap_or_default().to_string(),
-                    provider_id: c["status"]["providerID"].as_str().filter(|s| !s.is_empty()).map(String::from),
-                    node_name: c["status"]["nodeName"].as_str().filter(|s| !s.is_empty()).map(String::from),
-                    created: sim_time(&meta["creationTimestamp"]).unwrap_or_default(),
-                    deleting_since: sim_time(&meta["deletionTimestamp"]),
-                    initialized: condition_true(c, "Initialized"),
-                    instance_terminating: condition_true(c, "InstanceTerminating"),
-                    do_not_disrupt: meta["annotations"]["karpenter.sh/do-not-disrupt"] == "true",
-                    disruption_reason: condition(c, "DisruptionReason")
-                        .filter(|c| c["status"] == "True")
-                        .and_then(|c| c["reason"].as_str())
-                        .map(String::from),
-                    drifted: condition_true(c, "Drifted"),
-                    registered: condition_true(c, "Registered"),
-                    requirements: c
-                        .pointer("/spec/requirements")
-                        .and_then(Value::as_array)
-                        .cloned()
-                        .unwrap_or_default(),
-                },
-            );
+            let name = c["metadata"]["name"].as_str().unwrap_or_default();
+            let unchanged = read_from.get(name).is_some_and(|was| Arc::ptr_eq(was, c));
+            let kept = if unchanged { old.claims.remove(name).zip(old.expire_after.remove(name)) } else { None };
+            let (claim, expire) = kept.unwrap_or_else(|| (ClaimView::of(c), expire_after(c)));
+            view.expire_after.insert(claim.name.clone(), expire);
+            readings.claims.insert(claim.name.clone(), c.clone());
+            view.claims.insert(claim.name.clone(), claim);
         }
+        drop(read_from);
+        let read_from = std::mem::take(&mut readings.nodes);
         for n in store.iter(&key("", "nodes"), None) {
-            let meta = &n["metadata"];
-            let name = meta["name"].as_str().unwrap_or_default().to_string();
-            let disrupted = n
-                .pointer("/spec/taints")
-                .and_then(Value::as_array)
-                .is_some_and(|t| t.iter().any(|t| t["key"] == DISRUPTED_TAINT));
-            view.nodes.insert(
-                name,
-                NodeView {
-                    provider_id: n["spec"]["providerID"].as_str().unwrap_or_default().to_string(),
-                    nodepool: meta["labels"][NODEPOOL_LABEL].as_str().map(String::from),
-                    deleting: meta.get("deletionTimestamp").is_some_and(|v| !v.is_null()),
-                    disrupted,
-                    initialized: meta["labels"]["karpenter.sh/initialized"] == "true",
-                    do_not_disrupt: meta["annotations"]["karpenter.sh/do-not-disrupt"] == "true",
-                    taints: n.pointer("/spec/taints").and_then(Value::as_array).cloned().unwrap_or_default(),
-                    ready: condition_true(n, "Ready"),
-                    labels: meta["labels"]
-                        .as_object()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                        .collect(),
-                    allocatable: Resources::of_list(&n["status"]["allocatable"]),
-                },
-            );
+            let name = n["metadata"]["name"].as_str().unwrap_or_default();
+            let unchanged = read_from.get(name).is_some_and(|was| Arc::ptr_eq(was, n));
+            let node = if unchanged { old.nodes.remove(name) } else { None }.unwrap_or_else(|| NodeView::of(n));
+            readings.nodes.insert(name.to_string(), n.clone());
+            view.nodes.insert(name.to_string(), node);
         }
+        drop(read_from);
         view.pdbs = store.iter(&key("policy", "poddisruptionbudgets"), None).cloned().collect();
         view
     }
@@ -400,32 +424,6 @@ impl View {
         self.instances.iter().find(|i| i.provider_id == pid)
     }
 }
-
-/// What one Event says to the view, with the Event it was read from.
-#[derive(Debug)]
-struct EventReading {
-    /// Held so that its address, the key, is not reused while the reading is kept.
-    _event: Arc<Value>,
-    nominations: Vec<super::nomination::Nomination>,
-    disruption: Option<super::disruption_events::DisruptionEvent>,
-}
-
-impl EventReading {
-    fn of(event: &Arc<Value>) -> Self {
-        Self {
-            _event: event.clone(),
-            nominations: super::nomination::of_event_all(event),
-            disruption: super::disruption_events::of_event(event),
-        }
-    }
-}
-
-/// The Events a view was last read from, by the address of the store's object: every
-/// store write replaces the object's `Arc`, and a reading is a pure function of the
-/// object, so an Event whose `Arc` is unchanged reads the same. Each reading holds its
-/// `Arc` until the next reading has been built, so an address cannot name another Event.
-#[derive(Debug, Default)]
-pub struct EventReadings(BTreeMap<usize, EventReading>);
 
 /// A pod as invariants see it.
 #[derive(Clone, Debug)]

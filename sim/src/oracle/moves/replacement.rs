@@ -109,12 +109,13 @@ impl Replacements<'_> {
         if spot_path && !spot_to_spot {
             return Cheaper::None("spot, and SpotToSpotConsolidation is off: it may only be deleted".into());
         }
+        let seen = self.seen_types(&pool.object);
         let mut by_type: BTreeMap<&str, (f64, bool)> = BTreeMap::new();
         for (o, available) in compatible {
             if spot_path && o.capacity_type != CapacityType::Spot {
                 continue;
             }
-            if !need.fits_in(&self.usable(o, &pool.object)) {
+            if !need.fits_in(usable(&seen, o)) {
                 continue;
             }
             let entry = by_type.entry(o.instance_type.as_str()).or_insert((0.0, false));
@@ -174,13 +175,20 @@ impl Replacements<'_> {
         offerings.iter().any(|(o, _)| accepts.offering(o))
     }
 
-    /// What Karpenter's scheduler counts on pods using on a new node of `o` launched from
-    /// `pool` (see the module docs): the kubelet's allocatable once a node of the type and
-    /// the pool's EC2NodeClass is live, else the estimate.
-    fn usable(&self, o: &Offering, pool: &serde_json::Value) -> Resources {
+    /// The instance types of [`Replacements::seen`] live with `pool`'s EC2NodeClass: read
+    /// once per question, not per offering (issue 21: reading the class out of the pool's
+    /// JSON per offering was half of burst-watch-lag's run).
+    fn seen_types(&self, pool: &serde_json::Value) -> BTreeSet<&str> {
         let class = node_class(pool);
-        if self.seen.iter().any(|(t, c)| *t == o.instance_type && *c == class) { o.allocatable } else { o.planned }
+        self.seen.iter().filter(|(_, c)| *c == class).map(|(t, _)| t.as_str()).collect()
     }
+}
+
+/// What Karpenter's scheduler counts on pods using on a new node of `o` (see the module
+/// docs): the kubelet's allocatable once a node of the type and the pool's EC2NodeClass is
+/// live (`seen`: [`Replacements::seen_types`]), else the estimate.
+fn usable<'o>(seen: &BTreeSet<&str>, o: &'o Offering) -> &'o Resources {
+    if seen.contains(o.instance_type.as_str()) { &o.allocatable } else { &o.planned }
 }
 
 /// The name of the EC2NodeClass a NodePool's nodes use.

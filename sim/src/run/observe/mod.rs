@@ -19,7 +19,7 @@ use crate::apiserver::ApiServer;
 use crate::apiserver::store::Store;
 use crate::invariants::{Checker, InvariantsReport, Observation};
 use crate::oracle::moves::MoveInputs;
-use crate::oracle::view::{self, EventReadings, PodView, View};
+use crate::oracle::view::{self, PodView, StoreReadings, View};
 use crate::timeline::record::Recorder;
 use disruption_reason::disruption_reason;
 use pending::{PendingClock, PendingStats, PendingTracker};
@@ -32,8 +32,9 @@ pub struct Observer {
     /// The checker's last view of the store and cloud, refreshed each tick (re-read from
     /// the store only when it changed: [`View::refresh`]).
     view: View,
-    /// What each Event said at the last reading of `view`.
-    events: EventReadings,
+    /// What `view` was last read from (each Event's reading, each NodeClaim's and Node's
+    /// object), so a store write re-decodes only what it replaced.
+    readings: StoreReadings,
     /// What the moves oracle read from the store, and the resourceVersion it was read at.
     inputs: Option<(u64, MoveInputs)>,
     /// How long pods waited for a node.
@@ -61,7 +62,7 @@ impl Observer {
             pods: Vec::new(),
             pods_rv: None,
             view: View::default(),
-            events: EventReadings::default(),
+            readings: StoreReadings::default(),
             inputs: None,
             pending: PendingTracker::new(clock),
             disrupted: BTreeMap::new(),
@@ -98,7 +99,7 @@ impl Observer {
         if checker.is_none() && self.timeline.is_none() {
             return;
         }
-        self.view.refresh(&store, &cloud, now, &mut self.events);
+        self.view.refresh(&store, &cloud, now, &mut self.readings);
         let inputs = read_inputs(&mut self.inputs, &store);
         drop(store);
         if let Some(timeline) = self.timeline.as_mut() {
@@ -121,7 +122,7 @@ impl Observer {
         let store = server.store.lock().unwrap_or_else(|e| e.into_inner());
         let pods_changed = self.read_pods(&store, now);
         let cloud = lock(cloud);
-        self.view.refresh(&store, &cloud, now, &mut self.events);
+        self.view.refresh(&store, &cloud, now, &mut self.readings);
         let inputs = read_inputs(&mut self.inputs, &store);
         drop(store);
         let seen = Observation { view: &self.view, pods: &self.pods, pods_changed, cloud: &cloud, inputs };
