@@ -18,7 +18,13 @@
 //!   Only pod *arrivals* the oracle saw after it first saw the node count as pod events (a
 //!   departure the controller may not count, e.g. a pod deleted without a grace period, is
 //!   left out, so the clock errs early), and upstream's 10 s de-duplication of pod events
-//!   (`nodeclaim/podevents/controller.go:44`) plus a second of observation is allowed.
+//!   (`nodeclaim/podevents/controller.go:44`) plus a second of observation is allowed. An
+//!   arrival seen while the API server delays watch events is not held against the
+//!   controller: upstream stamps `lastPodEventTime` when its informer delivers the pod
+//!   (`podevents/controller.go` `Reconcile`, `c.clock.Now()`) and decides and validates a
+//!   command on that informer-fed cluster state, so a pod its watch has not delivered yet
+//!   leaves the node Consolidatable there too (generated story 315805906: a pod bound at
+//!   252 s behind a queue of 5 s-late events, the candidate marked at 281 s).
 //! - **Fit, for a delete** (`computeConsolidation`, `consolidation.go:171-186`: a command
 //!   without a new NodeClaim needs every pod scheduled on the remaining nodes): the
 //!   candidates' reschedulable pods' requests must fit in the free capacity of every other
@@ -140,8 +146,11 @@ struct Command {
 pub struct ConsolidationLegality {
     /// Claims already seen marked for a consolidation reason: when, and the reason.
     marked: BTreeMap<String, (Duration, String)>,
-    /// Per node: its pods when first seen, and the last pod arrival seen since.
-    arrivals: BTreeMap<String, (BTreeSet<String>, Option<Duration>)>,
+    /// Per node: its pods when first seen, and the last pod arrival seen since, with
+    /// whether watch events were being delayed then ([`ConsolidationLegality::lagging`]).
+    arrivals: BTreeMap<String, (BTreeSet<String>, Option<(Duration, bool)>)>,
+    /// Whether the API server delays watch events at this tick (a `watchDelay` fault).
+    lagging: bool,
     before: Option<Before>,
     commands: Vec<Command>,
     /// Launches already matched to a command (a replacement serves one command only).
@@ -154,6 +163,7 @@ impl Invariant for ConsolidationLegality {
     }
 
     fn tick(&mut self, ctx: &Ctx<'_>, out: &mut Vec<Violation>) {
+        self.lagging = !ctx.watch_delay.is_zero();
         self.observe(ctx.view, ctx.pods, ctx.cloud, ctx.spot_to_spot_possible, ctx.phase == Phase::Faults, out);
     }
 }
@@ -227,7 +237,7 @@ impl ConsolidationLegality {
                 }
             }
             let after = consolidate_after.filter(|a| *a != "Never").and_then(|a| SimDuration::parse(a).ok());
-            let arrival = self.arrivals.get(&node).and_then(|(_, a)| *a);
+            let arrival = self.arrivals.get(&node).and_then(|(_, a)| *a).filter(|(_, lagged)| !lagged).map(|(t, _)| t);
             if let (Some(after), Some(arrival)) = (after, arrival)
                 && view.now + POD_EVENT_SLACK < arrival + after.0
             {
@@ -397,7 +407,7 @@ impl ConsolidationLegality {
                 }
                 Some((seen, last)) => {
                     if now_on.iter().any(|uid| !seen.contains(uid)) {
-                        *last = Some(view.now);
+                        *last = Some((view.now, self.lagging));
                     }
                     *seen = now_on;
                 }

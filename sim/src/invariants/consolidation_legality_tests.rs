@@ -120,12 +120,18 @@ impl World {
 
 /// Ticks `worlds` (time, world) in order; returns the violations.
 fn run(worlds: &[(u64, World)], spot_to_spot: bool) -> Vec<Violation> {
+    run_lagging(worlds, spot_to_spot, &[])
+}
+
+/// [`run`], with watch events delayed at the ticks `lagging` lists.
+fn run_lagging(worlds: &[(u64, World)], spot_to_spot: bool, lagging: &[u64]) -> Vec<Violation> {
     let cloud = cloud();
     let mut inv = ConsolidationLegality::default();
     let mut out = Vec::new();
     for (t, w) in worlds {
         let mut view = w.view.clone();
         view.now = s(*t);
+        inv.lagging = lagging.contains(t);
         inv.observe(&view, &w.pods, &cloud, spot_to_spot, false, &mut out);
     }
     out
@@ -150,6 +156,21 @@ fn a_candidate_disrupted_before_consolidate_after_since_a_pod_arrived_fires() {
     // 60 s after the arrival, less upstream's 10 s de-duplication and a tick: legal.
     let late = vec![(0, settled), (100, arrived.clone()), (150, arrived.mark("a", "Underutilized"))];
     assert!(run(&late, false).iter().all(|v| !v.message.contains("consolidateAfter")));
+}
+
+/// Generated story 315805906: an arrival seen while watch events are delayed may not have
+/// reached the controller's informer when it decided, so it does not start the clock
+/// (upstream stamps `lastPodEventTime` on delivery, `podevents/controller.go`); the same
+/// arrival with the watch on time, or a lag only after it, still fires.
+#[test]
+fn an_arrival_seen_while_watch_events_are_delayed_does_not_start_the_clock() {
+    let settled = two_nodes("60s");
+    let arrived = settled.clone().pod("p2", "a", 500.0);
+    let early = vec![(0, settled.clone()), (100, arrived.clone()), (120, arrived.clone().mark("a", "Underutilized"))];
+    assert!(run_lagging(&early, false, &[100]).iter().all(|v| !v.message.contains("consolidateAfter")));
+    let out = run_lagging(&early, false, &[120]);
+    assert_eq!(out.len(), 1, "a lag after the arrival excuses nothing: {out:?}");
+    assert!(out[0].message.contains("consolidateAfter"), "{}", out[0].message);
 }
 
 #[test]
