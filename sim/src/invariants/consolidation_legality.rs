@@ -141,6 +141,14 @@ struct Command {
     replacement: Option<String>,
 }
 
+/// The last pod arrival seen on a node: when, and whether watch events were being delayed
+/// then (such an arrival does not start the consolidateAfter clock).
+#[derive(Clone, Copy, Debug)]
+struct Arrival {
+    at: Duration,
+    lagged: bool,
+}
+
 /// The invariant.
 #[derive(Default)]
 pub struct ConsolidationLegality {
@@ -148,7 +156,7 @@ pub struct ConsolidationLegality {
     marked: BTreeMap<String, (Duration, String)>,
     /// Per node: its pods when first seen, and the last pod arrival seen since, with
     /// whether watch events were being delayed then ([`ConsolidationLegality::lagging`]).
-    arrivals: BTreeMap<String, (BTreeSet<String>, Option<(Duration, bool)>)>,
+    arrivals: BTreeMap<String, (BTreeSet<String>, Option<Arrival>)>,
     /// Whether the API server delays watch events at this tick (a `watchDelay` fault).
     lagging: bool,
     before: Option<Before>,
@@ -237,7 +245,7 @@ impl ConsolidationLegality {
                 }
             }
             let after = consolidate_after.filter(|a| *a != "Never").and_then(|a| SimDuration::parse(a).ok());
-            let arrival = self.arrivals.get(&node).and_then(|(_, a)| *a).filter(|(_, lagged)| !lagged).map(|(t, _)| t);
+            let arrival = self.arrivals.get(&node).and_then(|(_, a)| *a).filter(|a| !a.lagged).map(|a| a.at);
             if let (Some(after), Some(arrival)) = (after, arrival)
                 && view.now + POD_EVENT_SLACK < arrival + after.0
             {
@@ -407,7 +415,7 @@ impl ConsolidationLegality {
                 }
                 Some((seen, last)) => {
                     if now_on.iter().any(|uid| !seen.contains(uid)) {
-                        *last = Some((view.now, self.lagging));
+                        *last = Some(Arrival { at: view.now, lagged: self.lagging });
                     }
                     *seen = now_on;
                 }
