@@ -101,7 +101,7 @@ struct Bin {
 
 /// What one offering takes from its pool's `spec.limits`: the instance's CPU and memory
 /// (its `instance-cpu` and `instance-memory` labels), in the packing's units.
-fn limit_capacity(o: &Offering) -> Resources {
+pub(crate) fn limit_capacity(o: &Offering) -> Resources {
     let label = |k: &str| o.labels.get(k).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
     Resources {
         cpu: label("karpenter.k8s.aws/instance-cpu") * 1000.0,
@@ -112,7 +112,7 @@ fn limit_capacity(o: &Offering) -> Resources {
 
 /// A pool's `spec.limits` on CPU (millicores) and memory (bytes); infinite where unset or
 /// unreadable (the loader rejects unreadable ones).
-fn pool_limits(pool: &Value) -> Resources {
+pub(crate) fn pool_limits(pool: &Value) -> Resources {
     let get = |k: &str| {
         pool.pointer(&format!("/spec/limits/{k}")).and_then(|v| match v {
             Value::String(t) => Some(t.clone()),

@@ -214,6 +214,12 @@ pub fn assess(view: &View, pods: &[PodView], cloud: &FakeCloud, settings: &Setti
             Some((h.instance_type.clone(), replacement::node_class(&pool.object)))
         })
         .collect();
+    let mut pool_nodes: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for h in &hosts {
+        if let Some(pool) = &h.nodepool {
+            pool_nodes.entry(pool.clone()).or_default().push(h.instance_type.clone());
+        }
+    }
     // Listing every pool's offerings is the costly part: only done when some node gets as
     // far as the replacement rule, or some pod has a preferred node affinity.
     let offerings = std::cell::OnceCell::new();
@@ -229,6 +235,7 @@ pub fn assess(view: &View, pods: &[PodView], cloud: &FakeCloud, settings: &Setti
             pools: &view.pools,
             overhead: settings.inputs.overhead,
             seen: seen.clone(),
+            pool_nodes: pool_nodes.clone(),
         })
     };
     preference::bind(&mut hosts, &view.pools, replacements);

@@ -173,6 +173,7 @@ fn surely_valid<'r>(
         below: price,
         all_spot: prefix.iter().all(|h| h.spot),
         single: false,
+        replaced: prefix.iter().map(|h| h.instance_type.as_str()).collect(),
     };
     let Cheaper::Options(mut options) = replacements.options(&group, spot_to_spot) else { return None };
     // filterOutSameType: the pods no other node has room for go to the replacement, so a

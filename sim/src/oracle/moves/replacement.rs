@@ -30,6 +30,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use dovetail_fakecloud::CapacityType;
 
 use super::host::{Host, Movable};
+use crate::oracle::first_fit::{limit_capacity, pool_limits};
 use crate::oracle::resources::{
     NodeSelection, Offering, Requirement, Resources, pool_node_labels, pool_taints, tolerates_taints,
 };
@@ -59,6 +60,9 @@ pub struct Replacements<'a> {
     /// (instance type, EC2NodeClass) of the live, registered nodes: Karpenter sizes new
     /// nodes of these types by the capacity their nodes reported.
     pub seen: BTreeSet<(String, String)>,
+    /// Pool name → the instance types of its live nodes, one entry per node: what they take
+    /// from its `spec.limits`.
+    pub pool_nodes: BTreeMap<String, Vec<String>>,
 }
 
 /// The nodes one replacement would take over: their pool, pods and price.
@@ -74,6 +78,9 @@ pub struct Group<'h> {
     /// One node (the spot-to-spot path then needs 15 cheaper types and keeps the 15
     /// cheapest; for several nodes upstream has no such rule: `consolidation.go:297`).
     pub single: bool,
+    /// The instance types of the nodes replaced: their capacity goes back to the pool's
+    /// limits for the replacement.
+    pub replaced: Vec<&'h str>,
 }
 
 impl Replacements<'_> {
@@ -86,6 +93,7 @@ impl Replacements<'_> {
             below: host.price,
             all_spot: host.spot,
             single: true,
+            replaced: vec![host.instance_type.as_str()],
         };
         self.options(&group, spot_to_spot)
     }
@@ -110,9 +118,13 @@ impl Replacements<'_> {
             return Cheaper::None("spot, and SpotToSpotConsolidation is off: it may only be deleted".into());
         }
         let seen = self.seen_types(&pool.object);
+        let remaining = self.remaining_limits(pool_name, &pool.object, &group.replaced);
         let mut by_type: BTreeMap<&str, (f64, bool)> = BTreeMap::new();
         for (o, available) in compatible {
             if spot_path && o.capacity_type != CapacityType::Spot {
+                continue;
+            }
+            if !limit_capacity(o).fits_in(&remaining) {
                 continue;
             }
             if !need.fits_in(usable(&seen, o)) {
@@ -178,6 +190,37 @@ impl Replacements<'_> {
     /// The instance types of [`Replacements::seen`] live with `pool`'s EC2NodeClass: read
     /// once per question, not per offering (issue 21: reading the class out of the pool's
     /// JSON per offering was half of burst-watch-lag's run).
+    /// What the pool's `spec.limits` leave a replacement: the limits, less the capacity of
+    /// the pool's live nodes other than the `replaced` ones. Upstream simulates a
+    /// consolidation with the candidates out of the cluster state (core
+    /// `disruption/helpers.go` `SimulateScheduling`) and its scheduler keeps a new claim's
+    /// types within what the limits leave (`scheduling/scheduler.go` l. 709-716,
+    /// `filterByRemainingResources`): a pool at its limit cannot replace a node by a larger
+    /// one (generated story 391155524: an 8-vCPU m2.4xlarge under `limits.cpu: 8` has no
+    /// 16-vCPU m5a.4xlarge replacement).
+    fn remaining_limits(&self, pool_name: &str, pool: &serde_json::Value, replaced: &[&str]) -> Resources {
+        let mut remaining = pool_limits(pool);
+        if remaining.cpu.is_infinite() && remaining.memory.is_infinite() {
+            return remaining;
+        }
+        let capacity = |instance_type: &str| {
+            let mut offerings = self.offerings.get(pool_name).into_iter().flatten();
+            offerings
+                .find(|(o, _)| o.instance_type == instance_type)
+                .map(|(o, _)| limit_capacity(o))
+                .unwrap_or_default()
+        };
+        let mut freed: Vec<&str> = replaced.to_vec();
+        for instance_type in self.pool_nodes.get(pool_name).into_iter().flatten() {
+            if let Some(i) = freed.iter().position(|t| *t == instance_type) {
+                freed.swap_remove(i);
+                continue;
+            }
+            remaining = remaining.minus(&capacity(instance_type));
+        }
+        remaining
+    }
+
     fn seen_types(&self, pool: &serde_json::Value) -> BTreeSet<&str> {
         let class = node_class(pool);
         self.seen.iter().filter(|(_, c)| *c == class).map(|(t, _)| t.as_str()).collect()

@@ -237,8 +237,14 @@ fn replacements(offerings: Vec<(Offering, bool)>, host: &Host, spot_to_spot: boo
         PoolView { name: "default".into(), object: Arc::new(json!({"metadata": {"name": "default"}})) },
     )]
     .into();
-    Replacements { offerings: &offerings, pools: &pools, overhead: r(100.0), seen: BTreeSet::new() }
-        .cheaper(host, spot_to_spot)
+    Replacements {
+        offerings: &offerings,
+        pools: &pools,
+        overhead: r(100.0),
+        seen: BTreeSet::new(),
+        pool_nodes: BTreeMap::new(),
+    }
+    .cheaper(host, spot_to_spot)
 }
 
 #[test]
@@ -302,7 +308,13 @@ fn with_preferences(mut hosts: Vec<Host>, offerings: Vec<(Offering, bool)>) -> V
         PoolView { name: "default".into(), object: Arc::new(json!({"metadata": {"name": "default"}})) },
     )]
     .into();
-    let replacements = Replacements { offerings: &offerings, pools: &views, overhead: r(100.0), seen: BTreeSet::new() };
+    let replacements = Replacements {
+        offerings: &offerings,
+        pools: &views,
+        overhead: r(100.0),
+        seen: BTreeSet::new(),
+        pool_nodes: BTreeMap::new(),
+    };
     super::preference::bind(&mut hosts, &views, || &replacements);
     kinds(&hosts, open(), no_replacement)
 }
@@ -353,11 +365,55 @@ fn a_type_holds_the_pods_by_its_estimated_memory_until_a_node_of_it_is_live() {
     )]
     .into();
     let cheaper = |seen: BTreeSet<(String, String)>| {
-        Replacements { offerings: &offerings, pools: &views, overhead: r(100.0), seen }.cheaper(&node, false)
+        Replacements { offerings: &offerings, pools: &views, overhead: r(100.0), seen, pool_nodes: BTreeMap::new() }
+            .cheaper(&node, false)
     };
     assert!(matches!(cheaper(BTreeSet::new()), Cheaper::None(r) if r.contains("no cheaper")));
     let other_class: BTreeSet<(String, String)> = [("c5.xlarge".to_string(), "other".to_string())].into();
     assert!(matches!(cheaper(other_class), Cheaper::None(_)), "a node of another EC2NodeClass tells nothing");
     let live: BTreeSet<(String, String)> = [("c5.xlarge".to_string(), "default".to_string())].into();
     assert_eq!(cheaper(live), Cheaper::Options(vec![("c5.xlarge".into(), 0.17)]));
+}
+
+/// Generated story 391155524: a replacement stays within what the pool's `spec.limits`
+/// leave once the replaced node's capacity is given back (core `disruption/helpers.go`
+/// `SimulateScheduling` leaves the candidates out; `scheduling/scheduler.go` l. 709-716
+/// filters a new claim's types by the remaining limits). Pool `default` is limited to 4 vCPU
+/// and runs the 4-vCPU candidate and a 2-vCPU neighbour: only a type of at most 2 vCPU may
+/// replace the candidate, so the cheaper 4-vCPU c5.xlarge is no option, the m5.large is;
+/// without the neighbour both are.
+#[test]
+fn a_replacement_stays_within_the_pools_limits_with_the_candidate_given_back() {
+    let od = CapacityType::OnDemand;
+    let with_cpu = |(mut o, a): (Offering, bool), vcpu: &str| {
+        let mut labels = (*o.labels).clone();
+        labels.insert("karpenter.k8s.aws/instance-cpu".into(), vcpu.into());
+        o.labels = labels.into();
+        (o, a)
+    };
+    let offerings = vec![
+        with_cpu(offering("c5.xlarge", "a", od, 0.17, 3_900.0), "4"),
+        with_cpu(offering("m5.xlarge", "a", od, 0.192, 3_900.0), "4"),
+        with_cpu(offering("m5.large", "a", od, 0.096, 1_900.0), "2"),
+    ];
+    let offerings: BTreeMap<&str, Vec<(Offering, bool)>> = [("default", offerings)].into();
+    let pool = json!({"metadata": {"name": "default"}, "spec": {"limits": {"cpu": "4"}}});
+    let pools: BTreeMap<String, PoolView> =
+        [("default".to_string(), PoolView { name: "default".into(), object: Arc::new(pool) })].into();
+    let node = host("a", false, 1, 0.0); // an m5.xlarge, 1 CPU of pods
+    let cheaper = |nodes: &[&str]| {
+        let pool_nodes = [("default".to_string(), nodes.iter().map(|t| t.to_string()).collect())].into();
+        Replacements { offerings: &offerings, pools: &pools, overhead: r(100.0), seen: BTreeSet::new(), pool_nodes }
+            .cheaper(&node, false)
+    };
+    assert_eq!(
+        cheaper(&["m5.xlarge", "m5.large"]),
+        Cheaper::Options(vec![("m5.large".into(), 0.096)]),
+        "2 vCPU left: the c5.xlarge is over the limit"
+    );
+    assert_eq!(
+        cheaper(&["m5.xlarge"]),
+        Cheaper::Options(vec![("m5.large".into(), 0.096), ("c5.xlarge".into(), 0.17)]),
+        "4 vCPU left"
+    );
 }
