@@ -19,12 +19,9 @@
 //!   departure the controller may not count, e.g. a pod deleted without a grace period, is
 //!   left out, so the clock errs early), and upstream's 10 s de-duplication of pod events
 //!   (`nodeclaim/podevents/controller.go:44`) plus a second of observation is allowed. An
-//!   arrival seen while the API server delays watch events is not held against the
-//!   controller: upstream stamps `lastPodEventTime` when its informer delivers the pod
-//!   (`podevents/controller.go` `Reconcile`, `c.clock.Now()`) and decides and validates a
-//!   command on that informer-fed cluster state, so a pod its watch has not delivered yet
-//!   leaves the node Consolidatable there too (generated story 315805906: a pod bound at
-//!   252 s behind a queue of 5 s-late events, the candidate marked at 281 s).
+//!   arrival seen under delayed watch events does not count: upstream stamps the time when
+//!   its informer delivers the pod (`Reconcile`, `c.clock.Now()`) and decides on that state
+//!   (generated story 315805906: a pod bound at 252 s, 5 s-late events queued, marked 281 s).
 //! - **Fit, for a delete** (`computeConsolidation`, `consolidation.go:171-186`: a command
 //!   without a new NodeClaim needs every pod scheduled on the remaining nodes): the
 //!   candidates' reschedulable pods' requests must fit in the free capacity of every other
