@@ -11,6 +11,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 
 use crate::cloudprovider::CloudProvider;
+use crate::cloudprovider::aws::capacity::CapacityController;
 use crate::cloudprovider::aws::{AwsCloudProvider, price_list};
 use crate::disruption::Disruption;
 use crate::disruption::consolidatable::ConsolidatableController;
@@ -277,6 +278,8 @@ pub async fn run(clients: Clients, settings: Settings, env: Environment) -> anyh
         Task::new("offerings.ice_sweep", sweep_unavailable_offerings(cloud.clone())),
         Task::new("pricing.on_demand", refresh_on_demand_prices(aws.clone())),
         Task::controller(NodeClassController::new(aws.clone()), &renv),
+        // aws `pkg/controllers/controllers.go`: registered with the provider controllers.
+        Task::controller(CapacityController::new(aws.clone()), &renv),
         Task::controller(NodePoolStatusController::new(registration_health.clone()), &renv),
         Task::controller(
             DriftController::new(clients.kube.clone(), cloud.clone(), env.clock.clone(), env.metrics.clone()),

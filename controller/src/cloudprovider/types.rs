@@ -98,16 +98,7 @@ impl InstanceType {
         overhead: Overhead,
         offerings: Vec<Offering>,
     ) -> Self {
-        let mut allocatable = capacity.clone();
-        allocatable.sub(&overhead.total());
-        for value in [
-            &mut allocatable.cpu_milli,
-            &mut allocatable.memory_bytes,
-            &mut allocatable.ephemeral_storage_bytes,
-            &mut allocatable.pods,
-        ] {
-            *value = (*value).max(0);
-        }
+        let allocatable = allocatable_of(&capacity, &overhead);
         let mut requirements = requirements;
         let name = name.into();
         requirements.add(labels::INSTANCE_TYPE_LABEL, Requirement::in_values([name.clone()]));
@@ -133,6 +124,18 @@ impl InstanceType {
         Self::new(facts.name.clone(), facts.requirements(), capacity, overhead, offerings)
     }
 
+    /// The type with `memory_bytes` as its capacity memory, the overhead unchanged: what aws
+    /// `pkg/providers/instancetype/instancetype.go:270-272` does with a discovered capacity
+    /// (`it.Capacity[memory] = cached`, after `NewInstanceType` computed the overhead, eviction
+    /// thresholds included, from the estimate); allocatable follows, as core's lazily computed
+    /// `Allocatable()` = capacity − overhead (`cloudprovider/types.go:331`) does.
+    #[must_use]
+    pub fn with_capacity_memory(mut self, memory_bytes: i64) -> Self {
+        self.capacity.memory_bytes = memory_bytes;
+        self.allocatable = allocatable_of(&self.capacity, &self.overhead);
+        self
+    }
+
     /// What pods may use: capacity − kube-reserved − system-reserved − eviction threshold.
     pub fn allocatable(&self) -> &Resources {
         &self.allocatable
@@ -153,6 +156,21 @@ impl InstanceType {
     pub fn has_compatible_offering(&self, requirements: &Requirements) -> bool {
         self.offerings.iter().any(|o| o.available && o.is_compatible(requirements))
     }
+}
+
+/// Capacity − the overhead's total, each of CPU, memory, storage and pods floored at zero.
+fn allocatable_of(capacity: &Resources, overhead: &Overhead) -> Resources {
+    let mut allocatable = capacity.clone();
+    allocatable.sub(&overhead.total());
+    for value in [
+        &mut allocatable.cpu_milli,
+        &mut allocatable.memory_bytes,
+        &mut allocatable.ephemeral_storage_bytes,
+        &mut allocatable.pods,
+    ] {
+        *value = (*value).max(0);
+    }
+    allocatable
 }
 
 /// Raw EC2 facts about an instance type (DescribeInstanceTypes), before kubelet accounting.

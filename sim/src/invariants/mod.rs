@@ -492,6 +492,7 @@ impl Checker {
                 clock: self.moves.clock(),
                 spot_to_spot: self.spot_to_spot,
                 offerings: self.moves.offerings(),
+                discovered: self.moves.discovered(),
             };
             let moves = assess(seen.view, seen.pods, seen.cloud, &settings);
             self.cost.measure(&ctx, &seen.inputs.overhead, &moves, self.demand.since())

@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::{Observation, Phase, Violation, format_duration};
+use crate::oracle::discovered_capacity::DiscoveredCapacity;
 use crate::oracle::moves::{Assessment, ConsolidationClock, Move, MoveInputs, Settings, VALIDATION_DELAY, assess};
 use crate::oracle::offering_table::OfferingTable;
 use crate::scenario::invariants::UntakenMoves as Config;
@@ -26,6 +27,8 @@ pub const NAME: &str = "untakenMoves";
 pub struct UntakenMoves {
     config: Config,
     clock: ConsolidationClock,
+    /// Which types Karpenter surely plans with a registered node's memory.
+    discovered: DiscoveredCapacity,
     /// The world's offerings, listed once.
     offerings: OfferingTable,
     /// Open moves by key: when each was first seen available (or faults healed).
@@ -40,6 +43,7 @@ impl UntakenMoves {
         Self {
             config,
             clock: ConsolidationClock::default(),
+            discovered: DiscoveredCapacity::default(),
             offerings: OfferingTable::default(),
             open: BTreeMap::new(),
             reported: BTreeSet::new(),
@@ -50,6 +54,11 @@ impl UntakenMoves {
     /// The `consolidateAfter` clock so far.
     pub fn clock(&self) -> &ConsolidationClock {
         &self.clock
+    }
+
+    /// The discovered-capacity model so far.
+    pub fn discovered(&self) -> &DiscoveredCapacity {
+        &self.discovered
     }
 
     /// The world's offerings, listed once.
@@ -69,6 +78,7 @@ impl UntakenMoves {
     ) {
         let now = seen.view.now;
         self.clock.observe(seen.view, seen.pods);
+        self.discovered.observe(now, &inputs.discovery);
         if now < self.next_check {
             return;
         }
@@ -77,7 +87,13 @@ impl UntakenMoves {
             self.open.clear();
             return;
         };
-        let settings = Settings { inputs, clock: &self.clock, spot_to_spot, offerings: &self.offerings };
+        let settings = Settings {
+            inputs,
+            clock: &self.clock,
+            spot_to_spot,
+            offerings: &self.offerings,
+            discovered: &self.discovered,
+        };
         let found = assess(seen.view, seen.pods, seen.cloud, &settings);
         self.judge(&found, now, healed, seen.view.trace_position, out);
     }
@@ -93,8 +109,15 @@ impl UntakenMoves {
     ) -> Vec<(Move, Duration)> {
         let now = seen.view.now;
         self.clock.observe(seen.view, seen.pods);
+        self.discovered.observe(now, &seen.inputs.discovery);
         let (Some(healed), false) = (healed_at, phase == Phase::Faults) else { return Vec::new() };
-        let settings = Settings { inputs: seen.inputs, clock: &self.clock, spot_to_spot, offerings: &self.offerings };
+        let settings = Settings {
+            inputs: seen.inputs,
+            clock: &self.clock,
+            spot_to_spot,
+            offerings: &self.offerings,
+            discovered: &self.discovered,
+        };
         let found = assess(seen.view, seen.pods, seen.cloud, &settings);
         let keys: BTreeSet<String> = found.moves.iter().map(|m| m.key()).collect();
         self.open.retain(|k, _| keys.contains(k));

@@ -20,6 +20,7 @@
 pub mod batches;
 pub mod budget;
 pub mod cost_bound;
+pub mod discovered_capacity;
 pub mod disruption_events;
 pub mod first_fit;
 pub mod host_ports;

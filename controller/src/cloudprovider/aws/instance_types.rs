@@ -10,6 +10,7 @@ use aws_sdk_ec2::types::{ArchitectureType, Filter, InstanceTypeInfo, LocationTyp
 
 use crate::apis::EC2NodeClass;
 use crate::apis::labels;
+use crate::cloudprovider::aws::discovered_capacity::DiscoveredCapacity;
 use crate::cloudprovider::aws::errors::classify;
 use crate::cloudprovider::aws::pricing::PricingProvider;
 use crate::cloudprovider::{
@@ -188,8 +189,19 @@ struct CacheKey {
     ice_seq: u64,
 }
 
-/// One class's resolved list and the inputs it was built from.
-type Resolved = (CacheKey, Vec<Arc<InstanceType>>);
+/// How long a resolved list is used before it is built again: aws
+/// `InstanceTypesZonesAndOfferingsTTL` (`pkg/cache/cache.go:37`, 5 minutes), the TTL of the
+/// provider's `instanceTypesCache` (`pkg/operator/operator.go:228`). Our key already holds every
+/// input that changes a list, except one upstream leaves out of its key too: the
+/// discovered-capacity cache (`instancetype.go:173-194` keys on AMIs, zones and the resolver's
+/// `CacheKey` only, and reads the discovered memory while building, l. 270-272). So a node's
+/// discovered memory reaches the list when the list is next built: within this TTL, as upstream.
+/// (Ours also rebuilds on a price or ICE change, which upstream injects into a cached list
+/// instead, `instancetype.go:195-205`; such a rebuild picks the discovered memory up sooner.)
+pub const RESOLVED_TTL: std::time::Duration = std::time::Duration::from_secs(5 * 60);
+
+/// One class's resolved list, the inputs it was built from and when it expires.
+type Resolved = (CacheKey, jiff::Timestamp, Vec<Arc<InstanceType>>);
 
 /// Raw data plus per-NodeClass resolved lists.
 #[derive(Debug, Default)]
@@ -214,7 +226,9 @@ impl InstanceTypeProvider {
 
     /// The instance types `class` can launch: types with an AMI for their architecture, with
     /// offerings in the zones of the class's subnets, priced, and marked unavailable where the
-    /// ICE cache says so.
+    /// ICE cache says so; a type a node has reported its memory for under the class's AMIs
+    /// has that memory as its capacity ([`DiscoveredCapacity`]). A list is reused for
+    /// [`RESOLVED_TTL`] while its inputs stay the same (`now` is the clock's reading).
     ///
     /// # Errors
     /// An unparseable kubelet block in the class.
@@ -224,6 +238,8 @@ impl InstanceTypeProvider {
         settings: &Settings,
         pricing: &PricingProvider,
         unavailable: &UnavailableOfferings,
+        discovered: &DiscoveredCapacity,
+        now: jiff::Timestamp,
     ) -> Result<Vec<Arc<InstanceType>>, CloudError> {
         let (catalog_seq, catalog) = self.catalog.read().expect("catalog").clone();
         let status = class.status.clone().unwrap_or_default();
@@ -235,8 +251,9 @@ impl InstanceTypeProvider {
             price_seq: pricing.seq(),
             ice_seq: unavailable.seq(),
         };
-        if let Some((cached, types)) = self.resolved.lock().expect("resolved").get(&key.class)
+        if let Some((cached, expires, types)) = self.resolved.lock().expect("resolved").get(&key.class)
             && *cached == key
+            && *expires > now
         {
             return Ok(types.clone());
         }
@@ -248,7 +265,8 @@ impl InstanceTypeProvider {
             kubelet.ephemeral_storage_bytes = size;
         }
         let zones: BTreeSet<String> = status.subnets.iter().flatten().map(|s| s.zone.clone()).collect();
-        let ami_requirements: Vec<Requirements> = status.amis.iter().flatten().map(ami_requirements).collect();
+        let amis = status.amis.clone().unwrap_or_default();
+        let ami_requirements: Vec<Requirements> = amis.iter().map(ami_requirements).collect();
         let mut types = Vec::new();
         for (name, raw) in &catalog.types {
             let facts_requirements = raw.facts.requirements();
@@ -280,9 +298,15 @@ impl InstanceTypeProvider {
                 continue;
             }
             unavailable.apply(name, &mut offerings);
-            types.push(Arc::new(InstanceType::from_facts(&raw.facts, &kubelet, offerings)));
+            let mut resolved = InstanceType::from_facts(&raw.facts, &kubelet, offerings);
+            // aws `instancetype.go:270-272`: what a registered node reported replaces the estimate.
+            if let Some(memory) = discovered.memory(name, &amis) {
+                resolved = resolved.with_capacity_memory(memory);
+            }
+            types.push(Arc::new(resolved));
         }
-        self.resolved.lock().expect("resolved").insert(key.class.clone(), (key, types.clone()));
+        let expires = crate::runtime::clock::add(now, RESOLVED_TTL);
+        self.resolved.lock().expect("resolved").insert(key.class.clone(), (key, expires, types.clone()));
         Ok(types)
     }
 

@@ -3,7 +3,9 @@
 //! lifecycle and garbage collection. Everything goes through the injected `aws-sdk-ec2` and
 //! `aws-sdk-ssm` clients, so the same code talks to AWS, to moto, or to our fake cloud.
 
+pub mod capacity;
 pub mod describe_batcher;
+pub mod discovered_capacity;
 pub mod discovery;
 pub mod drift;
 pub mod errors;
@@ -12,6 +14,7 @@ pub mod instance_cache;
 pub mod instance_status;
 pub mod instance_types;
 pub mod instances;
+pub mod launch_plan;
 pub mod launch_template;
 pub mod price_list;
 pub mod pricing;
@@ -32,8 +35,10 @@ use crate::cloudprovider::{CloudError, CloudProvider, InstanceType, UnavailableO
 use crate::runtime::{Settings, SharedClock};
 use crate::scheduling::requirements::Requirements;
 
-use self::instance_types::{EXOTIC_LABELS, InstanceTypeProvider};
+use self::discovered_capacity::DiscoveredCapacity;
+use self::instance_types::InstanceTypeProvider;
 use self::instances::{FleetOverride, FleetRequest};
+pub use self::launch_plan::LaunchPlan;
 use self::launch_template::{LaunchTemplateInput, LaunchTemplateProvider};
 use self::pricing::PricingProvider;
 
@@ -50,6 +55,10 @@ pub struct AwsCloudProvider {
     unavailable: UnavailableOfferings,
     pricing: PricingProvider,
     instance_types: InstanceTypeProvider,
+    /// Memory capacities registered nodes reported (the `providers.instancetype.capacity`
+    /// controller fills it).
+    discovered: DiscoveredCapacity,
+    clock: SharedClock,
     launch_templates: LaunchTemplateProvider,
     fleets: fleet_batcher::FleetBatcher,
     reads: instance_cache::InstanceCache,
@@ -84,6 +93,8 @@ impl AwsCloudProvider {
             unavailable: UnavailableOfferings::new(clock.clone()),
             pricing: PricingProvider::new(),
             instance_types: InstanceTypeProvider::default(),
+            discovered: DiscoveredCapacity::new(clock.clone()),
+            clock: clock.clone(),
             launch_templates: LaunchTemplateProvider::new(clock),
             subnet_ips: Mutex::default(),
             loading: tokio::sync::Mutex::new(()),
@@ -126,6 +137,23 @@ impl AwsCloudProvider {
             self.refresh_instance_types().await?;
         }
         Ok(())
+    }
+
+    /// The class's instance types ([`InstanceTypeProvider::resolve`]).
+    fn resolve_instance_types(&self, class: &EC2NodeClass) -> Result<Vec<Arc<InstanceType>>, CloudError> {
+        let now = self.clock.now();
+        self.instance_types.resolve(class, &self.settings, &self.pricing, &self.unavailable, &self.discovered, now)
+    }
+
+    /// `UpdateInstanceTypeCapacityFromNode` (aws `instancetype.go:475-500`): records a registered
+    /// node's memory capacity for its type when its claim runs the class's current AMI.
+    pub fn update_instance_type_capacity_from_node(
+        &self,
+        node: &k8s_openapi::api::core::v1::Node,
+        claim: &NodeClaim,
+        class: &EC2NodeClass,
+    ) -> discovered_capacity::Recorded {
+        self.discovered.update_from_node(node, claim, class)
     }
 
     /// Resolves the class's selectors into the status fields (subnets, security groups, AMIs,
@@ -354,113 +382,12 @@ impl AwsCloudProvider {
         let instance = found.ok_or_else(|| CloudError::NotFound(format!("instance {id} not found")))?;
         let facts = drift::InstanceFacts::of(&instance);
         self.ensure_catalog().await?;
-        let types = self.instance_types.resolve(node_class, &self.settings, &self.pricing, &self.unavailable)?;
+        let types = self.resolve_instance_types(node_class)?;
         let type_name = instance.instance_type().map(|t| t.as_str().to_owned()).unwrap_or_default();
         let instance_type = types.iter().find(|t| t.name == type_name).ok_or_else(|| {
             CloudError::other("InstanceTypeNotFound", format!("finding node instance type {type_name:?}"))
         })?;
         drift::dynamic_drift(&facts, node_class, instance_type)
-    }
-}
-
-/// The instance types (cheapest first, at most 60) and their offerings a launch may use.
-#[derive(Debug)]
-pub struct LaunchPlan {
-    /// `spot` or `on-demand`.
-    pub capacity_type: String,
-    /// Types with the offerings of `capacity_type` usable for this claim.
-    pub types: Vec<(Arc<InstanceType>, Vec<crate::cloudprovider::Offering>)>,
-}
-
-impl LaunchPlan {
-    /// Applies §2.5: compatible and available, the exotic filter, capacity type reserved >
-    /// spot > on-demand, spot offerings above the cheapest on-demand dropped, truncation to 60.
-    /// With minValues the exotic and spot-price filters are skipped.
-    ///
-    /// # Errors
-    /// `InsufficientCapacity` when a filter leaves nothing.
-    pub fn new(
-        claim: &NodeClaim,
-        requirements: &Requirements,
-        types: &[Arc<InstanceType>],
-        catalog: &InstanceTypeProvider,
-    ) -> Result<Self, CloudError> {
-        let mut candidates: Vec<&Arc<InstanceType>> = types
-            .iter()
-            .filter(|t| requirements.compatible(&t.requirements).is_ok() && t.has_compatible_offering(requirements))
-            .collect();
-        if candidates.is_empty() {
-            return Err(CloudError::InsufficientCapacity(
-                "no compatible instance type has an available offering".into(),
-            ));
-        }
-        let wants_exotic = EXOTIC_LABELS.iter().any(|key| requirements.has(key))
-            || claim
-                .spec
-                .resources
-                .as_ref()
-                .and_then(|r| r.requests.as_ref())
-                .is_some_and(|requests| requests.keys().any(|k| k.contains('/')));
-        // aws filter/filter.go l. 340-342 and 389-391 (v1.14.1): with minValues on the claim
-        // neither the exotic filter nor the spot-price filter runs, so they cannot shrink the
-        // type set below what minValues asks for.
-        let has_min_values = requirements.iter().any(|(_, r)| r.min_values.is_some());
-        if !wants_exotic && !has_min_values {
-            let plain: Vec<_> = candidates.iter().copied().filter(|t| !catalog.is_exotic(&t.name)).collect();
-            if !plain.is_empty() {
-                candidates = plain;
-            }
-        }
-        let usable = |t: &InstanceType, capacity_type: &str| -> Vec<crate::cloudprovider::Offering> {
-            t.offerings
-                .iter()
-                .filter(|o| o.available && o.capacity_type == capacity_type && o.is_compatible(requirements))
-                .cloned()
-                .collect()
-        };
-        let offered = |capacity_type: &str| candidates.iter().any(|t| !usable(t, capacity_type).is_empty());
-        let capacity_type = if requirements.allows(labels::CAPACITY_TYPE_LABEL, labels::CAPACITY_TYPE_SPOT)
-            && offered(labels::CAPACITY_TYPE_SPOT)
-        {
-            labels::CAPACITY_TYPE_SPOT
-        } else if requirements.allows(labels::CAPACITY_TYPE_LABEL, labels::CAPACITY_TYPE_ON_DEMAND)
-            && offered(labels::CAPACITY_TYPE_ON_DEMAND)
-        {
-            labels::CAPACITY_TYPE_ON_DEMAND
-        } else {
-            return Err(CloudError::InsufficientCapacity("no allowed capacity type has an available offering".into()));
-        };
-        let cheapest_on_demand = candidates
-            .iter()
-            .flat_map(|t| usable(t, labels::CAPACITY_TYPE_ON_DEMAND))
-            .map(|o| o.price)
-            .min_by(f64::total_cmp);
-        let mut planned: Vec<(f64, Arc<InstanceType>, Vec<crate::cloudprovider::Offering>)> = candidates
-            .iter()
-            .filter_map(|t| {
-                let mut offerings = usable(t, capacity_type);
-                if capacity_type == labels::CAPACITY_TYPE_SPOT
-                    && !has_min_values
-                    && let Some(limit) = cheapest_on_demand
-                {
-                    offerings.retain(|o| o.price <= limit);
-                }
-                offerings.sort_by(|a, b| a.price.total_cmp(&b.price).then_with(|| a.zone.cmp(&b.zone)));
-                let cheapest = offerings.first()?.price;
-                Some((cheapest, (*t).clone(), offerings))
-            })
-            .collect();
-        if planned.is_empty() {
-            return Err(CloudError::InsufficientCapacity(
-                "every spot offering costs more than the cheapest on-demand offering".into(),
-            ));
-        }
-        planned.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.name.cmp(&b.1.name)));
-        planned.truncate(MAX_FLEET_INSTANCE_TYPES);
-        Ok(Self {
-            capacity_type: capacity_type.to_owned(),
-            types: planned.into_iter().map(|(_, t, o)| (t, o)).collect(),
-        })
     }
 }
 
@@ -577,7 +504,7 @@ impl CloudProvider for AwsCloudProvider {
     ) -> BoxFuture<'a, Result<Vec<Arc<InstanceType>>, CloudError>> {
         Box::pin(async move {
             self.ensure_catalog().await?;
-            self.instance_types.resolve(node_class, &self.settings, &self.pricing, &self.unavailable)
+            self.resolve_instance_types(node_class)
         })
     }
 

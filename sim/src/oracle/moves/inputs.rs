@@ -50,6 +50,8 @@ pub struct MoveInputs {
     pub claim_expire_after: BTreeMap<String, std::time::Duration>,
     /// Requests of the DaemonSets that run on every node.
     pub overhead: Resources,
+    /// What the discovered-capacity model reads (classes' AMIs, nodes' images).
+    pub discovery: crate::oracle::discovered_capacity::Inputs,
 }
 
 impl MoveInputs {
@@ -90,6 +92,7 @@ impl MoveInputs {
         }
         let daemonsets: Vec<Arc<Value>> = store.iter(&key("apps", "daemonsets"), None).cloned().collect();
         inputs.overhead = daemonset_overhead(daemonsets.iter().map(|d| d.as_ref()));
+        inputs.discovery = crate::oracle::discovered_capacity::Inputs::read(store);
         inputs
     }
 

@@ -190,6 +190,8 @@ pub struct Settings<'a> {
     pub spot_to_spot: bool,
     /// The world's offerings, listed once per pool requirements.
     pub offerings: &'a OfferingTable,
+    /// Which types Karpenter surely plans with a registered node's memory.
+    pub discovered: &'a crate::oracle::discovered_capacity::DiscoveredCapacity,
 }
 
 /// The consolidation moves Karpenter's rules allow now (see the module docs); for the
@@ -205,15 +207,10 @@ pub fn assess(view: &View, pods: &[PodView], cloud: &FakeCloud, settings: &Setti
     if let Some(rule) = cluster_in_motion(view, pods) {
         return Assessment { moves: Vec::new(), kept: hosts.iter().map(|h| h.kept(&rule)).collect() };
     }
-    // The types Karpenter has seen a node of (per EC2NodeClass): it sizes new nodes of
-    // them by what those nodes reported (see [`replacement`]).
-    let seen: BTreeSet<(String, String)> = hosts
-        .iter()
-        .filter_map(|h| {
-            let pool = view.pools.get(h.nodepool.as_deref()?)?;
-            Some((h.instance_type.clone(), replacement::node_class(&pool.object)))
-        })
-        .collect();
+    // The types Karpenter surely sizes new nodes of by what a registered node reported, per
+    // EC2NodeClass (see [`replacement`] and [`crate::oracle::discovered_capacity`]).
+    let classes: BTreeSet<String> = view.pools.values().map(|p| replacement::node_class(&p.object)).collect();
+    let seen = settings.discovered.known(view.now, &classes);
     let mut pool_nodes: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for h in &hosts {
         if let Some(pool) = &h.nodepool {

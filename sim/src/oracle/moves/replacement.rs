@@ -14,14 +14,14 @@
 //! Karpenter computes is below it too.
 //!
 //! A type holds the pods only as Karpenter's scheduler sizes a new node of it: with its
-//! *estimated* capacity memory (7.5 % VM overhead, [`planned_allocatable`]) unless a node
-//! of that type and EC2NodeClass is live now, whose registration surely put its real
-//! capacity in the provider's `discoveredCapacityCache` (aws provider v1.14.1
-//! `pkg/providers/instancetype/instancetype.go:270`, `:475-497`; the capacity controller
-//! `pkg/controllers/providers/instancetype/capacity/controller.go:84` runs for every
-//! registered Node, existing ones included when a controller starts). A node of the type
-//! seen earlier and gone may have left its capacity in that cache too, or not (a restart
-//! empties it): the oracle then keeps to the estimate, and may miss such a move.
+//! *estimated* capacity memory (7.5 % VM overhead, [`planned_allocatable`]) unless the
+//! provider's discovered-capacity cache surely holds what a node of the type reported under
+//! the pool's EC2NodeClass's current AMIs, and its resolved instance types surely carry it
+//! ([`crate::oracle::discovered_capacity`]: a live node, registered on the class's current
+//! AMI at least 5½ minutes ago; aws provider `pkg/providers/instancetype/instancetype.go:270`,
+//! `:475-500`, the capacity controller `pkg/controllers/providers/instancetype/capacity/
+//! controller.go:70-106`). Otherwise upstream may still plan with the estimate, so the oracle
+//! keeps to it, and may miss a move upstream finds.
 //!
 //! [`planned_allocatable`]: crate::oracle::resources::planned_allocatable
 
@@ -57,8 +57,8 @@ pub struct Replacements<'a> {
     pub pools: &'a BTreeMap<String, PoolView>,
     /// DaemonSet overhead.
     pub overhead: Resources,
-    /// (instance type, EC2NodeClass) of the live, registered nodes: Karpenter sizes new
-    /// nodes of these types by the capacity their nodes reported.
+    /// (instance type, EC2NodeClass) pairs Karpenter surely sizes new nodes of by the
+    /// capacity a registered node reported ([`crate::oracle::discovered_capacity`]).
     pub seen: BTreeSet<(String, String)>,
     /// Pool name → the instance types of its live nodes, one entry per node: what they take
     /// from its `spec.limits`.
