@@ -4,11 +4,17 @@
 //!   cloud's side because Karpenter tags `karpenter.sh/nodeclaim` only after registration,
 //!   so a twin carries nothing that names its claim;
 //! - two live instances are tagged with the same `karpenter.sh/nodeclaim`;
-//! - a NodeClaim's providerID changes.
+//! - a NodeClaim's providerID changes;
+//! - two NodeClaims name the same instance (`status.providerID`): each claim is one
+//!   launch (core `nodeclaim/lifecycle/launch.go` sets providerID from its own Create), and
+//!   Karpenter adopts no instance for a second claim, so a shared providerID means two
+//!   claims would drain, bill and terminate one machine (e.g. a launch answer mapped to the
+//!   wrong claim of a batched CreateFleet).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Ctx, Invariant, Violation};
+use crate::oracle::view::View;
 
 /// The invariant; reports each claim once.
 #[derive(Default)]
@@ -48,6 +54,17 @@ impl Invariant for DoubleLaunch {
                 });
             }
         }
+        for (pid, claims) in shared_instances(ctx.view) {
+            if self.reported.insert(format!("instance {pid}")) {
+                out.push(Violation {
+                    invariant: self.name().into(),
+                    at: ctx.view.now,
+                    objects: claims.iter().map(|c| format!("NodeClaim {c}")).collect(),
+                    message: format!("NodeClaims {} all name instance {pid}", claims.join(", ")),
+                    trace_position: ctx.view.trace_position,
+                });
+            }
+        }
         for c in ctx.view.claims.values() {
             let Some(pid) = &c.provider_id else { continue };
             match self.provider_ids.get(&c.uid) {
@@ -69,6 +86,17 @@ impl Invariant for DoubleLaunch {
             }
         }
     }
+}
+
+/// Each providerID named by more than one NodeClaim, with those claims' names (sorted).
+pub(crate) fn shared_instances(view: &View) -> Vec<(&str, Vec<&str>)> {
+    let mut by_instance: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for c in view.claims.values() {
+        if let Some(pid) = c.provider_id.as_deref() {
+            by_instance.entry(pid).or_default().push(c.name.as_str());
+        }
+    }
+    by_instance.into_iter().filter(|(_, claims)| claims.len() > 1).collect()
 }
 
 impl DoubleLaunch {
@@ -108,5 +136,35 @@ impl DoubleLaunch {
                 trace_position: ctx.view.trace_position,
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shared_instances;
+    use crate::oracle::view::{ClaimView, View};
+
+    fn view(claims: &[(&str, &str)]) -> View {
+        let mut view = View::default();
+        for (name, pid) in claims {
+            view.claims.insert((*name).into(), ClaimView::for_test(name, "default", pid));
+        }
+        view
+    }
+
+    #[test]
+    fn two_claims_naming_one_instance_are_reported() {
+        let v = view(&[("a", "aws:///z/i-1"), ("b", "aws:///z/i-1"), ("c", "aws:///z/i-2")]);
+        assert_eq!(shared_instances(&v), vec![("aws:///z/i-1", vec!["a", "b"])]);
+    }
+
+    #[test]
+    fn claims_on_their_own_instances_or_not_launched_are_not() {
+        let mut v = view(&[("a", "aws:///z/i-1"), ("b", "aws:///z/i-2")]);
+        let mut pending = ClaimView::for_test("c", "default", "unused");
+        pending.provider_id = None;
+        v.claims.insert("c".into(), pending.clone());
+        v.claims.insert("d".into(), ClaimView { name: "d".into(), ..pending });
+        assert!(shared_instances(&v).is_empty(), "two claims without providerID share nothing");
     }
 }
