@@ -408,7 +408,8 @@ mod tests {
                 {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["no-such-type"]}]}}}}),
         ];
         for pool in &pools {
-            let listed: BTreeSet<String> = priced_offerings(&cloud, pool, now).into_iter().map(|(o, _)| o.zone).collect();
+            let listed: BTreeSet<String> =
+                priced_offerings(&cloud, pool, now).into_iter().map(|(o, _)| o.zone).collect();
             let requirements = pool_requirements(pool);
             let asked: BTreeSet<String> = cloud
                 .catalog()

@@ -375,9 +375,9 @@ impl<'p, 'a> Packer<'p, 'a> {
         let tolerated: Vec<usize> =
             (0..self.pools.len()).filter(|i| tolerates_pool(demand.pod, self.pools[*i].pool)).collect();
         let zones = self.zones_for(demand.pod, &groups, &tolerated, None);
-        tolerated.iter().any(|i| {
-            usable(&self.pools[*i], demand.pod, zones.as_ref(), None).any(|o| need.fits_in(&o.allocatable))
-        })
+        tolerated
+            .iter()
+            .any(|i| usable(&self.pools[*i], demand.pod, zones.as_ref(), None).any(|o| need.fits_in(&o.allocatable)))
     }
 
     /// Opens the node `placed` describes, with its pods on it.
