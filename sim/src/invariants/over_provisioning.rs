@@ -430,7 +430,7 @@ impl OverProvisioning {
             let slack = ctx.config.over_provisioning.slack_per_pool as usize;
             let released = wave.released_by(at).filter(|c| live.contains(*c)).count();
             let foreign = wave.foreign_by(at).count();
-            let key = (wave.pods.len(), wave.placed_by(at).len() + foreign, released, wave.watch_delay);
+            let key = (wave.pods.len(), wave.placed_by(at).len(), foreign, released, wave.watch_delay);
             let bound = match wave.bound_for {
                 Some((k, bound)) if k == key => bound,
                 _ => {

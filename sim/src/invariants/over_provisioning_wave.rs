@@ -77,11 +77,17 @@ pub struct Wave {
     /// bound between two observations) kube-scheduler bound to one of the wave's claims
     /// ([`misdirected`]): the room it takes there is gone for the wave's pods.
     pub foreign: BTreeMap<String, ForeignPod>,
-    /// The packing's bound and what it was computed for: (pods, misdirected, released claims
-    /// live, delay).
-    pub bound_for: Option<((usize, usize, usize, Duration), usize)>,
+    /// The packing's bound and what it was computed for: (pods, bindings placed, foreign
+    /// pods, released claims live, delay). The foreign pods are their own element: summed
+    /// with the placed bindings, one more of either and one fewer of the other would find
+    /// the bound of a different packing.
+    pub bound_for: Option<(BoundKey, usize)>,
     pub reported: bool,
 }
+
+/// What [`Wave::bound_for`] was computed for: (pods, bindings placed by then, foreign pods
+/// seen by then, released claims live, watch delay).
+pub type BoundKey = (usize, usize, usize, usize, Duration);
 
 /// A pod outside a wave bound to one of its claims ([`Wave::foreign`]).
 #[derive(Clone, Debug)]

@@ -20,7 +20,7 @@ use super::{Ctx, Invariant, Violation, format_duration};
 use crate::actors::quantity::{parse_milli, parse_value};
 use crate::oracle::resources::{
     NodeSelection, Offering, allowed_offerings, capacity, daemonset_overhead, pool_node_labels, pool_requirements,
-    priced_offerings, tolerates_pool,
+    tolerates_pool, zone_priced,
 };
 use crate::oracle::view::PodView;
 use crate::oracle::zone_spread::{self, usable_zones};
@@ -217,13 +217,22 @@ fn spread_zones(pass: &HostingPass<'_>, pod: &PodView) -> Option<BTreeSet<String
 
 /// Every zone any NodePool's allowed instance types are offered in (available or not) or its
 /// requirements name.
+/// The zones of every pool's priced offerings ([`crate::oracle::resources::priced_offerings`])
+/// and of its `In` zone requirements. Each catalog zone not yet in the universe is asked
+/// whether some offering of the pool is priced there ([`zone_priced`]), which stops at the
+/// first one: the same set as listing every offering, without the listing.
 pub(crate) fn zone_universe(ctx: &Ctx<'_>) -> BTreeSet<String> {
     let mut universe = BTreeSet::new();
     for p in ctx.view.pools.values() {
-        universe.extend(priced_offerings(ctx.cloud, &p.object, ctx.view.now).into_iter().map(|(o, _)| o.zone));
-        for r in pool_requirements(&p.object) {
+        let requirements = pool_requirements(&p.object);
+        for zone in ctx.cloud.catalog().zones() {
+            if !universe.contains(&zone.name) && zone_priced(ctx.cloud, &requirements, &zone.name, ctx.view.now) {
+                universe.insert(zone.name.clone());
+            }
+        }
+        for r in requirements {
             if r.key == crate::oracle::first_fit::ZONE_KEY && r.operator == "In" {
-                universe.extend(r.values.iter().cloned());
+                universe.extend(r.values);
             }
         }
     }
@@ -377,5 +386,39 @@ mod tests {
         assert!(!fits_remaining(&xlarge, (None, Some(1024.0 * 1024.0 * 1024.0))));
         assert!(fits_remaining(&xlarge, (None, None)));
         assert!(fits_remaining(&xlarge, (Some(4000.0), Some(8.0 * 1024.0 * 1024.0 * 1024.0))));
+    }
+
+    /// [`super::zone_priced`] finds the zones of `priced_offerings` without listing them:
+    /// per zone, for a pool over the catalog, one narrowed to a family, and one whose
+    /// requirements no offering meets.
+    #[test]
+    fn zone_priced_agrees_with_the_zones_of_the_priced_offerings() {
+        use crate::oracle::resources::{pool_requirements, priced_offerings, zone_priced};
+        use dovetail_fakecloud::{Catalog, CloudConfig, FakeCloud};
+        use std::collections::BTreeSet;
+        let config = CloudConfig::new(1, dovetail_world::clock::sim_epoch());
+        let cloud = FakeCloud::new(config, Catalog::load("us-east-1").expect("the shipped catalog"));
+        let now = std::time::Duration::from_secs(600);
+        let pools = [
+            serde_json::json!({"spec": {"template": {"spec": {}}}}),
+            serde_json::json!({"spec": {"template": {"spec": {"requirements": [
+                {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m5"]},
+                {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}]}}}}),
+            serde_json::json!({"spec": {"template": {"spec": {"requirements": [
+                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["no-such-type"]}]}}}}),
+        ];
+        for pool in &pools {
+            let listed: BTreeSet<String> =
+                priced_offerings(&cloud, pool, now).into_iter().map(|(o, _)| o.zone).collect();
+            let requirements = pool_requirements(pool);
+            let asked: BTreeSet<String> = cloud
+                .catalog()
+                .zones()
+                .iter()
+                .filter(|z| zone_priced(&cloud, &requirements, &z.name, now))
+                .map(|z| z.name.clone())
+                .collect();
+            assert_eq!(asked, listed, "{pool}");
+        }
     }
 }

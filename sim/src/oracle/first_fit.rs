@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use super::host_ports::{HostPort, any_collision, host_ports};
 use super::node_preference::preferred_terms;
-use super::resources::{Offering, Requirement, Resources, pod_allows, pool_node_labels, tolerates_pool};
+use super::resources::{NodeSelection, Offering, Requirement, Resources, pool_node_labels, tolerates_pool};
 
 /// Zone label.
 pub const ZONE_KEY: &str = "topology.kubernetes.io/zone";
@@ -203,26 +203,34 @@ fn holds(term: Option<&[Requirement]>, labels: &BTreeMap<String, String>) -> boo
     term.is_none_or(|t| t.iter().all(|r| r.matches(labels)))
 }
 
-/// The offerings of `supply` a pod may use, with the labels a node of each carries; with
-/// `term`, only those that satisfy that preferred term too.
+/// The offerings of `supply` a pod may use; with `term`, only those that satisfy that
+/// preferred term too. A node's labels ([`node_labels`]) are looked up in place: building
+/// them per offering per pod was most of the packing's cost (issue 21, the r-tenth cut).
 fn usable<'s>(
     supply: &'s PoolSupply<'_>,
     pod: &Value,
     zones: Option<&BTreeSet<String>>,
     term: Option<&[Requirement]>,
-) -> impl Iterator<Item = (&'s Offering, BTreeMap<String, String>)> + 's {
+) -> impl Iterator<Item = &'s Offering> + 's {
     let extra = pool_node_labels(supply.pool);
-    let pod = pod.clone();
+    let selection = NodeSelection::of(pod);
     let zones = zones.cloned();
     let term: Option<Vec<Requirement>> = term.map(<[Requirement]>::to_vec);
-    supply.offerings.iter().filter_map(move |o| {
+    supply.offerings.iter().filter(move |o| {
         if zones.as_ref().is_some_and(|zs| !zs.contains(&o.zone)) {
-            return None;
+            return false;
         }
-        let mut labels = (*o.labels).clone();
-        labels.extend(extra.clone());
-        (pod_allows(&pod, &labels) && holds(term.as_deref(), &labels)).then_some((o, labels))
+        let label = |k: &str| extra.get(k).or_else(|| o.labels.get(k)).map(String::as_str);
+        selection.allows(label) && term.iter().flatten().all(|r| r.matches_value(label(&r.key)))
     })
+}
+
+/// The labels a node of offering `o` of a pool carries: the offering's, with the pool's
+/// (`extra`, [`pool_node_labels`]) over them.
+fn node_labels(o: &Offering, extra: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut labels = (*o.labels).clone();
+    labels.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+    labels
 }
 
 /// Pods largest first (CPU, then memory, then key): Karpenter's queue order.
@@ -289,8 +297,8 @@ struct Packer<'p, 'a> {
     pools: &'p [PoolSupply<'a>],
     overhead: Resources,
     bins: Vec<Bin>,
-    /// The pods placed so far (for [`Packer::shrink_from`]).
-    pods: Vec<Value>,
+    /// The node constraints of the pods placed so far (for [`Packer::shrink_from`]).
+    pods: Vec<NodeSelection>,
     /// Pods per zone-spread group and zone so far (placed nodes' pods included), to deal
     /// the next one to the zone that has fewest: what a skew constraint converges to.
     dealt: BTreeMap<String, BTreeMap<String, usize>>,
@@ -367,9 +375,9 @@ impl<'p, 'a> Packer<'p, 'a> {
         let tolerated: Vec<usize> =
             (0..self.pools.len()).filter(|i| tolerates_pool(demand.pod, self.pools[*i].pool)).collect();
         let zones = self.zones_for(demand.pod, &groups, &tolerated, None);
-        tolerated.iter().any(|i| {
-            usable(&self.pools[*i], demand.pod, zones.as_ref(), None).any(|(o, _)| need.fits_in(&o.allocatable))
-        })
+        tolerated
+            .iter()
+            .any(|i| usable(&self.pools[*i], demand.pod, zones.as_ref(), None).any(|o| need.fits_in(&o.allocatable)))
     }
 
     /// Opens the node `placed` describes, with its pods on it.
@@ -433,7 +441,7 @@ impl<'p, 'a> Packer<'p, 'a> {
         let reach = |term: Option<&[Requirement]>| -> BTreeSet<String> {
             tolerated
                 .iter()
-                .flat_map(|i| usable(&self.pools[*i], pod, None, term).map(|(o, _)| o.zone.clone()).collect::<Vec<_>>())
+                .flat_map(|i| usable(&self.pools[*i], pod, None, term).map(|o| o.zone.clone()).collect::<Vec<_>>())
                 .collect()
         };
         let mut zones = reach(term);
@@ -478,10 +486,11 @@ impl<'p, 'a> Packer<'p, 'a> {
         let mut need = demand.requests;
         need.pods = need.pods.max(1.0);
         let ports = host_ports(demand.pod);
+        let selection = NodeSelection::of(demand.pod);
         let fits = |bin: &Bin| {
             tolerated.contains(&bin.pool)
                 && in_zone(&bin.labels)
-                && pod_allows(demand.pod, &bin.labels)
+                && selection.allows(|k| bin.labels.get(k).map(String::as_str))
                 && holds(term, &bin.labels)
                 && need.fits_in(&bin.free)
                 && groups.host.iter().all(|g| !bin.exclusive.contains(g))
@@ -495,7 +504,7 @@ impl<'p, 'a> Packer<'p, 'a> {
             bin.ports.extend(ports.iter().cloned());
             bin.pods.push(index);
             bin.terms.extend(term.map(<[Requirement]>::to_vec));
-            self.pods.push(demand.pod.clone());
+            self.pods.push(selection);
             bin.labels.get(ZONE_KEY).cloned()
         } else {
             let mut with_overhead = need;
@@ -503,9 +512,9 @@ impl<'p, 'a> Packer<'p, 'a> {
             let remaining = &self.remaining;
             let opened = tolerated.iter().find_map(|i| {
                 usable(&pools[*i], demand.pod, zones.as_ref(), term)
-                    .filter(|(o, _)| with_overhead.fits_in(&o.allocatable))
-                    .filter(|(o, _)| remaining.get(*i).is_none_or(|left| limit_capacity(o).fits_in(left)))
-                    .max_by(|(a, _), (b, _)| {
+                    .filter(|o| with_overhead.fits_in(&o.allocatable))
+                    .filter(|o| remaining.get(*i).is_none_or(|left| limit_capacity(o).fits_in(left)))
+                    .max_by(|a, b| {
                         a.allocatable
                             .cpu
                             .total_cmp(&b.allocatable.cpu)
@@ -514,9 +523,9 @@ impl<'p, 'a> Packer<'p, 'a> {
                             .then(b.instance_type.cmp(&a.instance_type))
                             .then(b.zone.cmp(&a.zone))
                     })
-                    .map(|(o, labels)| Bin {
+                    .map(|o| Bin {
                         pool: *i,
-                        labels,
+                        labels: node_labels(o, &pool_node_labels(pools[*i].pool)),
                         free: o.allocatable.minus(&with_overhead),
                         exclusive: groups.host.iter().cloned().collect(),
                         ports: ports.clone(),
@@ -535,7 +544,7 @@ impl<'p, 'a> Packer<'p, 'a> {
             *self.packing.nodes.entry(pools[bin.pool].name.clone()).or_insert(0) += 1;
             let zone = bin.labels.get(ZONE_KEY).cloned();
             self.bins.push(bin);
-            self.pods.push(demand.pod.clone());
+            self.pods.push(selection);
             zone
         };
         if let Some(zone) = zone {
@@ -565,23 +574,21 @@ impl<'p, 'a> Packer<'p, 'a> {
                 .offerings
                 .iter()
                 .filter(|o| zone.as_deref().is_none_or(|z| o.zone == z) && need.fits_in(&o.allocatable))
-                .map(|o| {
-                    let mut labels = (*o.labels).clone();
-                    labels.extend(extra.clone());
-                    (o, labels)
+                .filter(|o| {
+                    let label = |k: &str| extra.get(k).or_else(|| o.labels.get(k)).map(String::as_str);
+                    bin.pods.iter().all(|i| self.pods[*i].allows(label))
+                        && bin.terms.iter().all(|t| t.iter().all(|r| r.matches_value(label(&r.key))))
                 })
-                .filter(|(_, labels)| bin.pods.iter().all(|i| pod_allows(&self.pods[*i], labels)))
-                .filter(|(_, labels)| bin.terms.iter().all(|t| holds(Some(t), labels)))
-                .min_by(|(a, _), (b, _)| {
+                .min_by(|a, b| {
                     a.price
                         .total_cmp(&b.price)
                         .then(a.allocatable.cpu.total_cmp(&b.allocatable.cpu))
                         .then(a.allocatable.memory.total_cmp(&b.allocatable.memory))
                         .then(a.instance_type.cmp(&b.instance_type))
                 });
-            if let Some((o, labels)) = launched {
+            if let Some(o) = launched {
                 bin.free = o.allocatable.minus(&need);
-                bin.labels = labels;
+                bin.labels = node_labels(o, &extra);
                 bin.capacity = limit_capacity(o);
             }
         }

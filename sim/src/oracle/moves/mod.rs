@@ -222,17 +222,14 @@ pub fn assess(view: &View, pods: &[PodView], cloud: &FakeCloud, settings: &Setti
     let offerings = std::cell::OnceCell::new();
     let replacements = std::cell::OnceCell::new();
     let replacements = || {
-        replacements.get_or_init(|| Replacements {
-            offerings: offerings.get_or_init(|| {
+        replacements.get_or_init(|| {
+            let offerings = offerings.get_or_init(|| {
                 view.pools
                     .iter()
                     .map(|(name, pool)| (name.as_str(), settings.offerings.priced(cloud, &pool.object, view.now)))
                     .collect::<BTreeMap<&str, _>>()
-            }),
-            pools: &view.pools,
-            overhead: settings.inputs.overhead,
-            seen: seen.clone(),
-            pool_nodes: pool_nodes.clone(),
+            });
+            Replacements::new(offerings, &view.pools, settings.inputs.overhead, seen.clone(), pool_nodes.clone())
         })
     };
     preference::bind(&mut hosts, &view.pools, replacements);

@@ -22,13 +22,7 @@ fn multi(hosts: &[Host], rules: PoolRules, offerings: Vec<(Offering, bool)>) -> 
         PoolView { name: "default".into(), object: Arc::new(json!({"metadata": {"name": "default"}})) },
     )]
     .into();
-    let replacements = Replacements {
-        offerings: &offerings,
-        pools: &views,
-        overhead: r(100.0),
-        seen: Default::default(),
-        pool_nodes: Default::default(),
-    };
+    let replacements = Replacements::new(&offerings, &views, r(100.0), Default::default(), Default::default());
     let pools: BTreeMap<String, PoolRules> = [("default".to_string(), rules)].into();
     multi_node_move(hosts, &pools, false, || &replacements)
 }

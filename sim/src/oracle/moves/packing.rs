@@ -5,16 +5,18 @@
 //! controller's scheduler.
 
 use super::host::{Host, Movable};
-use crate::oracle::resources::{Resources, pod_allows, tolerates_taints};
+use crate::oracle::resources::{NodeSelection, Resources, tolerates_taints};
 
 /// Whether every pod of `pods` finds room on some host of `others` (each taken with its
-/// free room), placing them in order.
+/// free room), placing them in order. Each pod's node constraints are read out of its JSON
+/// once, not once per host it is tried on.
 pub fn fits_elsewhere(pods: &[Movable], others: &[&Host]) -> bool {
     let mut free: Vec<Resources> = others.iter().map(|h| h.free).collect();
     'pods: for pod in pods {
+        let selection = NodeSelection::of(&pod.object);
         for (room, host) in free.iter_mut().zip(others) {
             if pod.requests.fits_in(room)
-                && pod_allows(&pod.object, &host.labels)
+                && selection.allows(|k| host.labels.get(k).map(String::as_str))
                 && pod.preference_allows(&host.labels)
                 && tolerates_taints(&pod.object, &host.taints)
             {

@@ -62,7 +62,51 @@ pub struct Replacements<'a> {
     pub seen: BTreeSet<(String, String)>,
     /// Pool name → the instance types of its live nodes, one entry per node: what they take
     /// from its `spec.limits`.
-    pub pool_nodes: BTreeMap<String, Vec<String>>,
+    pool_nodes: BTreeMap<String, Vec<String>>,
+    /// Pool name → what every one of its live nodes takes from its `spec.limits` together
+    /// (each node at the capacity of its type's first offering in the pool, nothing for a
+    /// type the pool does not offer), and instance type → that capacity. Summed once per
+    /// assessment rather than per question (issue 21: a linear offering lookup per node on
+    /// every [`Replacements::options`] call was quadratic on the per-tick path).
+    limits_taken: BTreeMap<String, (Resources, BTreeMap<String, Resources>)>,
+    /// Pool name → what each of its offerings (in [`Replacements::offerings`] order) would
+    /// take from its limits ([`limit_capacity`]): read out of the offering's labels once
+    /// per assessment, not per offering of every question (issue 21: 29% of
+    /// burst-watch-lag's run).
+    capacities: BTreeMap<String, Vec<Resources>>,
+}
+
+impl<'a> Replacements<'a> {
+    /// The replacements of `pools` with their `offerings`; `pool_nodes` gives each pool's
+    /// live nodes' instance types, one entry per node.
+    pub fn new(
+        offerings: &'a BTreeMap<&'a str, Vec<(Offering, bool)>>,
+        pools: &'a BTreeMap<String, PoolView>,
+        overhead: Resources,
+        seen: BTreeSet<(String, String)>,
+        pool_nodes: BTreeMap<String, Vec<String>>,
+    ) -> Self {
+        let capacities: BTreeMap<String, Vec<Resources>> = offerings
+            .iter()
+            .map(|(pool, offerings)| (pool.to_string(), offerings.iter().map(|(o, _)| limit_capacity(o)).collect()))
+            .collect();
+        let limits_taken = pool_nodes
+            .iter()
+            .map(|(pool, types)| {
+                let mut capacity: BTreeMap<String, Resources> = BTreeMap::new();
+                let listed = offerings.get(pool.as_str()).into_iter().flatten();
+                for ((o, _), c) in listed.zip(capacities.get(pool).into_iter().flatten()) {
+                    capacity.entry(o.instance_type.clone()).or_insert(*c);
+                }
+                let mut taken = Resources::default();
+                for t in types {
+                    taken.add(&capacity.get(t).copied().unwrap_or_default());
+                }
+                (pool.clone(), (taken, capacity))
+            })
+            .collect();
+        Self { offerings, pools, overhead, seen, pool_nodes, limits_taken, capacities }
+    }
 }
 
 /// The nodes one replacement would take over: their pool, pods and price.
@@ -111,8 +155,12 @@ impl Replacements<'_> {
         }
         // The offerings every pod of the node accepts (selectors, affinity, taints).
         let accepts = Acceptance::of(&group.pods, &pool.object, true);
-        let compatible: Vec<&(Offering, bool)> = offerings.iter().filter(|(o, _)| accepts.offering(o)).collect();
-        let allows_spot = compatible.iter().any(|(o, _)| o.capacity_type == CapacityType::Spot);
+        // Each offering with what it takes from the limits ([`Replacements::capacities`]:
+        // built from the same offerings, so the two lists are as long as each other).
+        let capacities = self.capacities.get(pool_name).map_or(&[][..], Vec::as_slice);
+        let compatible: Vec<(&(Offering, bool), &Resources)> =
+            offerings.iter().zip(capacities).filter(|((o, _), _)| accepts.offering(o)).collect();
+        let allows_spot = compatible.iter().any(|((o, _), _)| o.capacity_type == CapacityType::Spot);
         let spot_path = group.all_spot && allows_spot;
         if spot_path && !spot_to_spot {
             return Cheaper::None("spot, and SpotToSpotConsolidation is off: it may only be deleted".into());
@@ -120,11 +168,11 @@ impl Replacements<'_> {
         let seen = self.seen_types(&pool.object);
         let remaining = self.remaining_limits(pool_name, &pool.object, &group.replaced);
         let mut by_type: BTreeMap<&str, (f64, bool)> = BTreeMap::new();
-        for (o, available) in compatible {
+        for ((o, available), capacity) in compatible {
             if spot_path && o.capacity_type != CapacityType::Spot {
                 continue;
             }
-            if !limit_capacity(o).fits_in(&remaining) {
+            if !capacity.fits_in(&remaining) {
                 continue;
             }
             if !need.fits_in(usable(&seen, o)) {
@@ -187,9 +235,6 @@ impl Replacements<'_> {
         offerings.iter().any(|(o, _)| accepts.offering(o))
     }
 
-    /// The instance types of [`Replacements::seen`] live with `pool`'s EC2NodeClass: read
-    /// once per question, not per offering (issue 21: reading the class out of the pool's
-    /// JSON per offering was half of burst-watch-lag's run).
     /// What the pool's `spec.limits` leave a replacement: the limits, less the capacity of
     /// the pool's live nodes other than the `replaced` ones. Upstream simulates a
     /// consolidation with the candidates out of the cluster state (core
@@ -198,29 +243,33 @@ impl Replacements<'_> {
     /// `filterByRemainingResources`): a pool at its limit cannot replace a node by a larger
     /// one (generated story 391155524: an 8-vCPU m2.4xlarge under `limits.cpu: 8` has no
     /// 16-vCPU m5a.4xlarge replacement).
+    ///
+    /// The pool's nodes take [`Replacements::limits_taken`] together, less the `replaced`
+    /// ones (each counted once per node of its type in the pool). CPU in millicores and
+    /// memory in bytes are whole numbers well within `f64`'s exact range, so the sum and
+    /// the differences are exact, as the node-by-node subtraction was.
     fn remaining_limits(&self, pool_name: &str, pool: &serde_json::Value, replaced: &[&str]) -> Resources {
-        let mut remaining = pool_limits(pool);
+        let remaining = pool_limits(pool);
         if remaining.cpu.is_infinite() && remaining.memory.is_infinite() {
             return remaining;
         }
-        let capacity = |instance_type: &str| {
-            let mut offerings = self.offerings.get(pool_name).into_iter().flatten();
-            offerings
-                .find(|(o, _)| o.instance_type == instance_type)
-                .map(|(o, _)| limit_capacity(o))
-                .unwrap_or_default()
-        };
-        let mut freed: Vec<&str> = replaced.to_vec();
-        for instance_type in self.pool_nodes.get(pool_name).into_iter().flatten() {
-            if let Some(i) = freed.iter().position(|t| *t == instance_type) {
-                freed.swap_remove(i);
-                continue;
+        let Some((taken, capacity)) = self.limits_taken.get(pool_name) else { return remaining };
+        let nodes = self.pool_nodes.get(pool_name).map_or(&[][..], Vec::as_slice);
+        let mut taken = *taken;
+        let mut matched: Vec<bool> = vec![false; nodes.len()];
+        for t in replaced {
+            let node = (0..nodes.len()).find(|i| !matched[*i] && nodes[*i] == *t);
+            if let Some(i) = node {
+                matched[i] = true;
+                taken = taken.minus(&capacity.get(*t).copied().unwrap_or_default());
             }
-            remaining = remaining.minus(&capacity(instance_type));
         }
-        remaining
+        remaining.minus(&taken)
     }
 
+    /// The instance types of [`Replacements::seen`] live with `pool`'s EC2NodeClass: read
+    /// once per question, not per offering (issue 21: reading the class out of the pool's
+    /// JSON per offering was half of burst-watch-lag's run).
     fn seen_types(&self, pool: &serde_json::Value) -> BTreeSet<&str> {
         let class = node_class(pool);
         self.seen.iter().filter(|(_, c)| *c == class).map(|(t, _)| t.as_str()).collect()

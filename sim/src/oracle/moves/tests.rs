@@ -237,14 +237,7 @@ fn replacements(offerings: Vec<(Offering, bool)>, host: &Host, spot_to_spot: boo
         PoolView { name: "default".into(), object: Arc::new(json!({"metadata": {"name": "default"}})) },
     )]
     .into();
-    Replacements {
-        offerings: &offerings,
-        pools: &pools,
-        overhead: r(100.0),
-        seen: BTreeSet::new(),
-        pool_nodes: BTreeMap::new(),
-    }
-    .cheaper(host, spot_to_spot)
+    Replacements::new(&offerings, &pools, r(100.0), BTreeSet::new(), BTreeMap::new()).cheaper(host, spot_to_spot)
 }
 
 #[test]
@@ -308,13 +301,7 @@ fn with_preferences(mut hosts: Vec<Host>, offerings: Vec<(Offering, bool)>) -> V
         PoolView { name: "default".into(), object: Arc::new(json!({"metadata": {"name": "default"}})) },
     )]
     .into();
-    let replacements = Replacements {
-        offerings: &offerings,
-        pools: &views,
-        overhead: r(100.0),
-        seen: BTreeSet::new(),
-        pool_nodes: BTreeMap::new(),
-    };
+    let replacements = Replacements::new(&offerings, &views, r(100.0), BTreeSet::new(), BTreeMap::new());
     super::preference::bind(&mut hosts, &views, || &replacements);
     kinds(&hosts, open(), no_replacement)
 }
@@ -365,8 +352,7 @@ fn a_type_holds_the_pods_by_its_estimated_memory_until_a_node_of_it_is_live() {
     )]
     .into();
     let cheaper = |seen: BTreeSet<(String, String)>| {
-        Replacements { offerings: &offerings, pools: &views, overhead: r(100.0), seen, pool_nodes: BTreeMap::new() }
-            .cheaper(&node, false)
+        Replacements::new(&offerings, &views, r(100.0), seen, BTreeMap::new()).cheaper(&node, false)
     };
     assert!(matches!(cheaper(BTreeSet::new()), Cheaper::None(r) if r.contains("no cheaper")));
     let other_class: BTreeSet<(String, String)> = [("c5.xlarge".to_string(), "other".to_string())].into();
@@ -403,8 +389,7 @@ fn a_replacement_stays_within_the_pools_limits_with_the_candidate_given_back() {
     let node = host("a", false, 1, 0.0); // an m5.xlarge, 1 CPU of pods
     let cheaper = |nodes: &[&str]| {
         let pool_nodes = [("default".to_string(), nodes.iter().map(|t| t.to_string()).collect())].into();
-        Replacements { offerings: &offerings, pools: &pools, overhead: r(100.0), seen: BTreeSet::new(), pool_nodes }
-            .cheaper(&node, false)
+        Replacements::new(&offerings, &pools, r(100.0), BTreeSet::new(), pool_nodes).cheaper(&node, false)
     };
     assert_eq!(
         cheaper(&["m5.xlarge", "m5.large"]),
