@@ -242,8 +242,7 @@ impl InstanceTypeProvider {
         settings: &Settings,
         pricing: &PricingProvider,
         unavailable: &UnavailableOfferings,
-        discovered: &DiscoveredCapacity,
-        reservations: &Availability,
+        (discovered, reservations): (&DiscoveredCapacity, &Availability),
         now: jiff::Timestamp,
     ) -> Result<Vec<Arc<InstanceType>>, CloudError> {
         let (catalog_seq, catalog) = self.catalog.read().expect("catalog").clone();

@@ -152,8 +152,7 @@ impl AwsCloudProvider {
             &self.settings,
             &self.pricing,
             &self.unavailable,
-            &self.discovered,
-            &self.reservations,
+            (&self.discovered, &self.reservations),
             now,
         )
     }
@@ -237,7 +236,8 @@ impl AwsCloudProvider {
             return Err(CloudError::NodeClassNotReady("EC2NodeClass has no resolved subnets".into()));
         }
         let requirements = Requirements::from_node_selector(&claim.spec.requirements);
-        let mut plan = LaunchPlan::new(claim, &requirements, types, &self.instance_types)?;
+        let live = reserved_launch::with_live_counts(types, &self.reservations);
+        let mut plan = LaunchPlan::new(claim, &requirements, &live, &self.instance_types)?;
         let reserved = plan.capacity_type == labels::CAPACITY_TYPE_RESERVED;
         let blocks = reserved_launch::capacity_blocks(&status);
         let capacity_block = reserved && reserved_launch::one_reservation_type(&mut plan, &blocks);
@@ -345,7 +345,13 @@ impl AwsCloudProvider {
             tags,
             context: class.spec.context.clone(),
         };
+        let held = if reserved { reserved_launch::hold(&plan, &self.reservations) } else { Vec::new() };
         let result = self.fleets.create(request.clone()).await;
+        let used = match &result {
+            Ok(r) => r.instance.as_ref().and_then(|(_, t, z, _)| reserved_launch::reservation_of(&plan, t, z)),
+            Err(_) => None,
+        };
+        reserved_launch::release(&held, used.as_deref(), &self.reservations);
         let template_missing = match &result {
             Err(CloudError::NotFound(message)) => message.contains("LaunchTemplate"),
             Ok(result) => {
@@ -389,10 +395,8 @@ impl AwsCloudProvider {
         })?;
         let mut launched =
             launched_claim(claim, chosen, &self.settings.region, &zone, &plan.capacity_type, &instance_id, &image_id);
-        let reservation = reserved.then(|| reserved_launch::reservation_of(&plan, &instance_type, &zone)).flatten();
-        if let Some(id) = &reservation {
-            self.reservations.mark_launched(id);
-        }
+        // The used reservation's slot was taken by `hold` (aws `MarkLaunched`).
+        let reservation = used;
         reserved_launch::label_reservation(
             &mut launched,
             reservation.as_deref().map(|id| (id, blocks.get(id).copied().unwrap_or(false))),

@@ -70,3 +70,53 @@ pub fn label_reservation(claim: &mut NodeClaim, reservation: Option<(&str, bool)
         node_labels.insert(labels::CAPACITY_RESERVATION_TYPE_LABEL.to_owned(), kind.to_owned());
     }
 }
+
+/// The types as the launch sees them now: a reserved offering whose reservation has no slot
+/// left (taken by launches since the scheduler listed the types) is unavailable. Together with
+/// [`hold`] this plays the part of core's `ReservationManager` (karpenter
+/// `scheduling/reservationmanager.go`, `nodeclaim.go` l. 299-345), which upstream applies while
+/// scheduling: no more launches target a reservation than it can take.
+pub fn with_live_counts(
+    types: &[std::sync::Arc<crate::cloudprovider::InstanceType>],
+    availability: &Availability,
+) -> Vec<std::sync::Arc<crate::cloudprovider::InstanceType>> {
+    types
+        .iter()
+        .map(|t| {
+            let exhausted = |o: &crate::cloudprovider::Offering| {
+                o.available && o.reservation_id.as_deref().is_some_and(|id| availability.count(id) == 0)
+            };
+            if !t.offerings.iter().any(exhausted) {
+                return t.clone();
+            }
+            let mut live = (**t).clone();
+            for offering in &mut live.offerings {
+                if exhausted(offering) {
+                    offering.available = false;
+                }
+            }
+            std::sync::Arc::new(live)
+        })
+        .collect()
+}
+
+/// Takes a slot of every reservation a reserved launch may use, before the fleet call, so a
+/// concurrent launch sees them taken (core reserves pessimistically too, `nodeclaim.go`
+/// l. 323-331). [`release`] gives back the ones the launch did not use.
+pub fn hold(plan: &LaunchPlan, availability: &Availability) -> Vec<String> {
+    let mut held: Vec<String> =
+        plan.types.iter().flat_map(|(_, o)| o.iter()).filter_map(|o| o.reservation_id.clone()).collect();
+    held.sort();
+    held.dedup();
+    for id in &held {
+        availability.mark_launched(id);
+    }
+    held
+}
+
+/// Gives back every held slot but the one the launch used.
+pub fn release(held: &[String], used: Option<&str>, availability: &Availability) {
+    for id in held.iter().filter(|id| Some(id.as_str()) != used) {
+        availability.mark_terminated(id);
+    }
+}
