@@ -168,7 +168,7 @@ mod tests {
 
     use crate::scenario::Loaded;
 
-    const BASE: &str = "name: r\nduration: 10m\nzones: [us-east-1a, us-east-1b]\ncapacityReservations:\n";
+    const BASE: &str = "name: r\nduration: 40m\nzones: [us-east-1a, us-east-1b]\ncapacityReservations:\n";
 
     fn load(entries: &str) -> Result<Loaded, String> {
         Loaded::from_str(Path::new("r.yaml"), &format!("{BASE}{entries}")).map_err(|e| e.to_string())
@@ -200,8 +200,8 @@ mod tests {
         assert!(err.contains("capacityReservations[0].id: `cr-1` is not a reservation id"), "{err}");
         let err = load("  - {instanceType: m5.large, zone: us-east-1a, count: 0}\n").unwrap_err();
         assert!(err.contains("capacityReservations[0].count"), "{err}");
-        let err = load("  - {instanceType: m5.large, zone: us-east-1a, count: 1, endsAt: 11m}\n").unwrap_err();
-        assert!(err.contains("capacityReservations[0].endsAt: 11m"), "{err}");
+        let err = load("  - {instanceType: m5.large, zone: us-east-1a, count: 1, endsAt: 41m}\n").unwrap_err();
+        assert!(err.contains("capacityReservations[0].endsAt: 41m"), "{err}");
         let err =
             load("  - {instanceType: m5.large, zone: us-east-1a, count: 1, matchCriteria: closed}\n").unwrap_err();
         assert!(err.contains("closed"), "serde names the bad value: {err}");
