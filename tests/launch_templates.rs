@@ -31,6 +31,7 @@ fn concurrent_launches_create_a_new_launch_template_once() {
             block_devices: Vec::new(),
             monitoring: false,
             tags: BTreeMap::new(),
+            capacity_reservation: None,
         };
         let (a, b) = tokio::join!(provider.ensure(&ec2, &input), provider.ensure(&ec2, &input));
         assert_eq!(a.map_err(|e| e.to_string())?, b.map_err(|e| e.to_string())?);

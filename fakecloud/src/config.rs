@@ -59,6 +59,9 @@ pub struct CloudConfig {
     pub publish_state_changes: bool,
     /// Free IPv4 addresses in each default subnet (a /20 has 4,091).
     pub default_subnet_free_ips: u32,
+    /// Capacity reservations (ODCRs and capacity blocks) the account holds from instant
+    /// zero; none by default, and with none the cloud behaves exactly as before them.
+    pub capacity_reservations: Vec<crate::reservations::ReservationSpec>,
 }
 
 /// The instant 2026-01-01T00:00:00Z, a convenient fixed epoch for tests.
@@ -91,6 +94,7 @@ impl CloudConfig {
             pool_refill_period: Duration::from_secs(60),
             publish_state_changes: true,
             default_subnet_free_ips: 4_091,
+            capacity_reservations: Vec::new(),
         }
     }
 }

@@ -22,6 +22,8 @@ pub enum CloudEvent {
     Reclaim(String),
     /// A scripted spot storm: interrupt a share of matching spot instances.
     Storm(crate::faults::SpotStorm),
+    /// EC2 begins reclaiming a capacity block's instances (30 minutes before its end).
+    BlockReclaim(String),
     /// A zone outage begins.
     ZoneOutageStart(String),
     /// A zone outage ends.

@@ -114,6 +114,8 @@ pub struct Instance {
     pub status_checks: StatusChecks,
     /// Scheduled events DescribeInstanceStatus lists (e.g. `system-maintenance`).
     pub scheduled_events: Vec<ScheduledEvent>,
+    /// The capacity reservation (`cr-…`) it was launched into, if any.
+    pub capacity_reservation_id: Option<String>,
 }
 
 /// The description DescribeInstanceStatus gives every scheduled event.
@@ -147,6 +149,7 @@ impl Instance {
                 "image-id" => f.matches(&self.image_id),
                 "private-ip-address" => f.matches(&self.private_ip),
                 "reservation-id" => f.matches(&self.reservation_id),
+                "capacity-reservation-id" => self.capacity_reservation_id.as_deref().is_some_and(|id| f.matches(id)),
                 "instance-lifecycle" => self.capacity_type == CapacityType::Spot && f.matches("spot"),
                 "architecture" => f.matches(&self.architecture),
                 _ => false,

@@ -35,6 +35,26 @@ pub struct BillingRecord {
     pub start: Duration,
     /// Billing stopped, or `None` while still billed.
     pub end: Option<Duration>,
+    /// The capacity reservation it runs in: the reservation pays for it, so the record
+    /// itself costs nothing ([`Ledger::reservation_cost`]).
+    pub capacity_reservation_id: Option<String>,
+}
+
+/// A capacity reservation's bill: EC2 charges every reserved instance at the on-demand rate
+/// from the reservation's start to its end, used or not. (A capacity block is prepaid at a
+/// market price EC2 publishes separately; the fake bills it at the on-demand rate too.)
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReservationBill {
+    /// Instance type reserved.
+    pub instance_type: String,
+    /// Zone.
+    pub zone: String,
+    /// Instances reserved.
+    pub count: u32,
+    /// Billing start.
+    pub start: Duration,
+    /// Billing end, if the reservation ends.
+    pub end: Option<Duration>,
 }
 
 /// Money spent and being spent, grouped the ways a cost report needs.
@@ -72,6 +92,8 @@ pub struct ApiCall {
 /// Billing records and the call log.
 #[derive(Debug, Clone, Default)]
 pub struct Ledger {
+    /// Capacity reservations' bills by reservation id.
+    pub reservations: BTreeMap<String, ReservationBill>,
     /// Records by instance id.
     pub records: BTreeMap<String, BillingRecord>,
     /// Every API call in order.
@@ -102,6 +124,9 @@ impl Ledger {
         let Some(info) = catalog.get(&record.instance_type) else {
             return 0.0;
         };
+        if record.capacity_reservation_id.is_some() {
+            return 0.0;
+        }
         let end = record.end.unwrap_or(now).max(record.start);
         // The minimum applies once billing has stopped; a live instance accrues second by second.
         let end = if record.end.is_some() { end.max(record.start + MINIMUM_BILLED) } else { end };
@@ -127,6 +152,7 @@ impl Ledger {
                     continue;
                 };
                 let rate = match record.capacity_type {
+                    _ if record.capacity_reservation_id.is_some() => 0.0,
                     CapacityType::OnDemand => info.on_demand_price.unwrap_or(0.0),
                     CapacityType::Spot => market.price(info, &record.zone, now).unwrap_or(0.0),
                 };
@@ -136,9 +162,34 @@ impl Ledger {
                 *report.rate_by_zone.entry(record.zone.clone()).or_default() += rate;
             }
         }
+        for bill in self.reservations.values() {
+            let (cost, rate) = Self::reservation_cost(bill, now, catalog);
+            report.total_usd += cost;
+            *report.total_by_capacity_type.entry(RESERVED.into()).or_default() += cost;
+            *report.total_by_zone.entry(bill.zone.clone()).or_default() += cost;
+            if rate > 0.0 {
+                report.rate_usd_per_hour += rate;
+                *report.rate_by_capacity_type.entry(RESERVED.into()).or_default() += rate;
+                *report.rate_by_zone.entry(bill.zone.clone()).or_default() += rate;
+            }
+        }
         report
     }
+
+    /// A reservation's cost up to `now` and its rate at `now` (USD, USD/hour): every reserved
+    /// instance at the on-demand price while the reservation lasts. It belongs to no NodePool,
+    /// so `total_by_nodepool` leaves it out.
+    pub fn reservation_cost(bill: &ReservationBill, now: Duration, catalog: &Catalog) -> (f64, f64) {
+        let price = catalog.get(&bill.instance_type).and_then(|i| i.on_demand_price).unwrap_or(0.0);
+        let hourly = price * f64::from(bill.count);
+        let end = bill.end.map_or(now, |e| e.min(now)).max(bill.start);
+        let active = bill.start <= now && bill.end.is_none_or(|e| now < e);
+        (hourly * (end - bill.start).as_secs_f64() / 3600.0, if active { hourly } else { 0.0 })
+    }
 }
+
+/// The cost report's key for what reservations cost.
+pub const RESERVED: &str = "reserved";
 
 #[cfg(test)]
 mod tests {
@@ -160,6 +211,7 @@ mod tests {
             nodepool: Some("default".into()),
             start: Duration::from_secs(start),
             end: end.map(Duration::from_secs),
+            capacity_reservation_id: None,
         };
         ledger.open(rec("a", 10, Some(3610)));
         ledger.open(rec("b", 0, Some(30)));
@@ -169,5 +221,40 @@ mod tests {
         assert!((r.total_usd - expected).abs() < 1e-12, "{} vs {expected}", r.total_usd);
         assert!((r.rate_usd_per_hour - 0.096).abs() < 1e-12);
         assert!((r.total_by_nodepool["default"] - expected).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_reservation_bills_every_slot_and_its_instances_nothing() {
+        let catalog = small();
+        let market = SpotMarket::new(&CloudConfig::new(1, UNIX_EPOCH + EPOCH_2026));
+        let mut ledger = Ledger::default();
+        ledger.reservations.insert(
+            "cr-00000000000000001".into(),
+            ReservationBill {
+                instance_type: "m5.large".into(),
+                zone: "us-west-2a".into(),
+                count: 3,
+                start: Duration::ZERO,
+                end: Some(Duration::from_secs(7200)),
+            },
+        );
+        ledger.open(BillingRecord {
+            instance_id: "i-1".into(),
+            instance_type: "m5.large".into(),
+            zone: "us-west-2a".into(),
+            capacity_type: CapacityType::OnDemand,
+            nodepool: Some("default".into()),
+            start: Duration::from_secs(60),
+            end: None,
+            capacity_reservation_id: Some("cr-00000000000000001".into()),
+        });
+        let r = ledger.report(Duration::from_secs(3600), &catalog, &market);
+        assert!((r.total_usd - 3.0 * 0.096).abs() < 1e-12, "{}", r.total_usd);
+        assert!((r.rate_usd_per_hour - 3.0 * 0.096).abs() < 1e-12);
+        assert!((r.total_by_capacity_type[RESERVED] - 3.0 * 0.096).abs() < 1e-12);
+        assert_eq!(r.total_by_nodepool.get("default").copied(), Some(0.0));
+        let after = ledger.report(Duration::from_secs(9000), &catalog, &market);
+        assert!((after.total_usd - 6.0 * 0.096).abs() < 1e-12, "billing stops at the end");
+        assert_eq!(after.rate_usd_per_hour, 0.0);
     }
 }

@@ -84,6 +84,7 @@ mod ledger;
 mod network;
 mod node_auth;
 mod published;
+mod reservations;
 pub mod sdk;
 mod seed;
 mod spot;
@@ -109,10 +110,14 @@ pub use error::{ApiError, ApiResult, Error, Result};
 pub use faults::{Faults, ScriptedError, SpotStorm};
 pub use images::{AMAZON_EKS_OWNER, Image, Images};
 pub use instance::{Instance, InstanceState, ScheduledEvent};
-pub use ledger::{ApiCall, BillingRecord, CostReport, Ledger, NODEPOOL_TAG};
+pub use ledger::{ApiCall, BillingRecord, CostReport, Ledger, NODEPOOL_TAG, RESERVED, ReservationBill};
 pub use network::{SecurityGroup, Subnet};
 pub use node_auth::{NodeAuth, Refusal};
 pub use published::{Published, PublishedKind};
+pub use reservations::{
+    CAPACITY_BLOCK_RECLAIM_LEAD, CapacityReservation, MatchCriteria, ReservationSpec, ReservationType,
+    is_reservation_id,
+};
 pub use sqs::{Message, Queue, Received, Sqs};
 pub use status_checks::{StatusCheck, StatusChecks};
 pub use tags::{Filter, Tags};

@@ -16,8 +16,8 @@ use serde_json::json;
 
 use crate::apis::condition::{ConditionStatus, StatusConditions};
 use crate::apis::ec2nodeclass::{
-    CONDITION_AMIS_READY, CONDITION_INSTANCE_PROFILE_READY, CONDITION_SECURITY_GROUPS_READY, CONDITION_SUBNETS_READY,
-    CONDITION_VALIDATION_SUCCEEDED,
+    CONDITION_AMIS_READY, CONDITION_CAPACITY_RESERVATIONS_READY, CONDITION_INSTANCE_PROFILE_READY,
+    CONDITION_SECURITY_GROUPS_READY, CONDITION_SUBNETS_READY, CONDITION_VALIDATION_SUCCEEDED,
 };
 use crate::apis::labels;
 use crate::apis::{EC2NodeClass, EC2NodeClassStatus};
@@ -27,6 +27,8 @@ use crate::state::Snapshot;
 
 /// How often every class is re-resolved without a change.
 pub const RESOLVE_INTERVAL: Duration = Duration::from_secs(300);
+/// How often a class with capacity reservations is re-resolved.
+pub const RESERVATION_POLL_PERIOD: Duration = Duration::from_secs(60);
 
 /// The status a class should have, given what resolution found (or the error it hit).
 pub fn desired_status(
@@ -93,6 +95,12 @@ pub fn desired_status(
                 updated.set_condition(condition, ConditionStatus::False, reason, message, now);
             }
         }
+        // aws `nodeclass/capacityreservation.go` l. 57-60, 95: true once the terms resolved,
+        // reservations found or not. Set only on classes with terms, so classes without
+        // reservations keep the status they had before reservations were modelled.
+        if class.spec.capacity_reservation_selector_terms.as_ref().is_some_and(|t| !t.is_empty()) {
+            updated.set_true(CONDITION_CAPACITY_RESERVATIONS_READY, now);
+        }
     }
     status.conditions = updated.status.and_then(|s| s.conditions);
     status
@@ -140,10 +148,18 @@ impl NodeClassController {
         }
         // Re-resolve on a spec change, or every 5 minutes.
         let generation = class.metadata.generation;
+        // Classes with capacity reservations are polled every minute (aws
+        // `nodeclass/capacityreservation.go` l. 35 `capacityReservationPollPeriod`), so a capacity
+        // block turns `expiring` in the status within a minute of its drain window opening.
+        let interval = if class.spec.capacity_reservation_selector_terms.as_ref().is_some_and(|t| !t.is_empty()) {
+            RESERVATION_POLL_PERIOD
+        } else {
+            RESOLVE_INTERVAL
+        };
         let due = self
             .resolved
             .get(&name)
-            .is_none_or(|(seen, at)| *seen != generation || at.elapsed() >= RESOLVE_INTERVAL || !class.is_ready());
+            .is_none_or(|(seen, at)| *seen != generation || at.elapsed() >= interval || !class.is_ready());
         if !due {
             return;
         }

@@ -156,6 +156,8 @@ struct Candidate {
     max_price: Option<f64>,
     security_group_ids: Vec<String>,
     instance_tags: Tags,
+    /// The capacity reservation the launch template targets, if any.
+    capacity_reservation_id: Option<String>,
 }
 
 impl FakeCloud {
@@ -224,6 +226,7 @@ impl FakeCloud {
                     launch_template_id: Some(c.template_id.clone()),
                     fleet_id: Some(fleet_id.clone()),
                     reservation_id: reservation_id.clone(),
+                    capacity_reservation_id: c.capacity_reservation_id.clone(),
                 };
                 match self.launch_one(&placement) {
                     Ok(id) => {
@@ -325,6 +328,7 @@ impl FakeCloud {
                     max_price: o.max_price,
                     security_group_ids: template.security_group_ids.clone(),
                     instance_tags: template.instance_tags.clone(),
+                    capacity_reservation_id: template.data.get(super::reservations::TARGET_KEY).cloned(),
                 });
             }
         }

@@ -27,6 +27,8 @@ pub(crate) struct Placement {
     pub launch_template_id: Option<String>,
     pub fleet_id: Option<String>,
     pub reservation_id: String,
+    /// The capacity reservation the launch template targets, if any.
+    pub capacity_reservation_id: Option<String>,
 }
 
 /// What RunInstances receives.
@@ -93,6 +95,9 @@ impl FakeCloud {
         if self.zone_outages.contains(&zone) {
             return Err(ice(&p.instance_type, &zone));
         }
+        if let Some(cr) = &p.capacity_reservation_id {
+            self.check_reservation(cr, &p.instance_type, &zone)?;
+        }
         if !info.supports(p.capacity_type.as_str()) || !self.catalog.is_offered(&p.instance_type, &zone) {
             return Err(ApiError::client(
                 "Unsupported",
@@ -128,7 +133,8 @@ impl FakeCloud {
             ));
         }
         let key = PoolKey::new(&p.instance_type, &zone, p.capacity_type);
-        if !self.pools.take(&key, info.vcpu, now) {
+        // Reserved capacity is held for the account: the shared pool is not consulted.
+        if p.capacity_reservation_id.is_none() && !self.pools.take(&key, info.vcpu, now) {
             return Err(ice(&p.instance_type, &zone));
         }
         *self.vcpu_in_use.entry(p.capacity_type).or_default() += info.vcpu;
@@ -173,8 +179,12 @@ impl FakeCloud {
             stuck_pending: stuck,
             status_checks: Default::default(),
             scheduled_events: Vec::new(),
+            capacity_reservation_id: p.capacity_reservation_id.clone(),
         };
         self.instances.insert(id.clone(), instance);
+        if let Some(cr) = &p.capacity_reservation_id {
+            self.take_reservation(cr, &id);
+        }
         self.publish_state(&id, InstanceState::Pending);
         if !stuck {
             self.events.schedule(now + delay, CloudEvent::LaunchComplete(id.clone()));
@@ -208,11 +218,18 @@ impl FakeCloud {
             return;
         };
         let vcpu = self.catalog.get(&instance.instance_type).map_or(0, |t| t.vcpu);
-        self.pools.give_back(
-            &PoolKey::new(&instance.instance_type, &instance.zone, instance.capacity_type),
-            vcpu,
-            self.now,
-        );
+        if let Some(cr) = &instance.capacity_reservation_id
+            && let Some(r) = self.reservations.get_mut(cr)
+            && r.instances.remove(id)
+        {
+            r.available = (r.available + 1).min(r.total);
+        } else {
+            self.pools.give_back(
+                &PoolKey::new(&instance.instance_type, &instance.zone, instance.capacity_type),
+                vcpu,
+                self.now,
+            );
+        }
         if let Some(used) = self.vcpu_in_use.get_mut(&instance.capacity_type) {
             *used = used.saturating_sub(vcpu);
         }
@@ -281,6 +298,9 @@ impl FakeCloud {
             launch_template_id: template.as_ref().map(|t| t.id.clone()),
             fleet_id: None,
             reservation_id: self.ids.long("r"),
+            capacity_reservation_id: template
+                .as_ref()
+                .and_then(|t| t.data.get(super::reservations::TARGET_KEY).cloned()),
         };
         let mut launched = Vec::new();
         for _ in 0..req.max_count {

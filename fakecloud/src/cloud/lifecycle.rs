@@ -43,6 +43,7 @@ impl FakeCloud {
                 self.begin_shutdown(&id, Some(("Server.SpotInstanceTermination", "Spot instance termination")));
             }
             CloudEvent::Storm(storm) => self.run_storm(&storm),
+            CloudEvent::BlockReclaim(id) => self.reclaim_block(&id),
             CloudEvent::ZoneOutageStart(zone) => self.start_outage(&zone),
             CloudEvent::ZoneOutageEnd(zone) => {
                 self.zone_outages.remove(&zone);
@@ -152,6 +153,7 @@ impl FakeCloud {
             nodepool: instance.tags.get(NODEPOOL_TAG).cloned(),
             start: now,
             end: None,
+            capacity_reservation_id: instance.capacity_reservation_id.clone(),
         };
         self.ledger.open(record);
     }
@@ -180,13 +182,16 @@ impl FakeCloud {
         let key = PoolKey::new(&instance.instance_type, &instance.zone, instance.capacity_type);
         let subnet = instance.subnet_id.clone();
         let ct = instance.capacity_type;
-        self.pools.give_back(&key, vcpu, now);
+        if instance.capacity_reservation_id.is_none() {
+            self.pools.give_back(&key, vcpu, now);
+        }
         if let Some(used) = self.vcpu_in_use.get_mut(&ct) {
             *used = used.saturating_sub(vcpu);
         }
         if let Some(s) = self.network.subnets.get_mut(&subnet) {
             s.free_ips += 1;
         }
+        self.give_back_reservation(id);
     }
 
     /// Starts terminating a live instance: billing stops, resources return, and it becomes

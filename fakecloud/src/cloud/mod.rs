@@ -18,6 +18,7 @@ pub(crate) mod launch_template;
 mod lifecycle;
 pub(crate) mod ops_ec2;
 mod ops_sqs;
+mod reservations;
 mod scenario;
 mod shared;
 
@@ -96,6 +97,8 @@ pub struct FakeCloud {
     pub(crate) fleet_targets: BTreeMap<String, u32>,
     /// Every event published to the interruption queue, in order.
     pub(crate) published: Vec<crate::published::Published>,
+    /// Capacity reservations by id.
+    pub(crate) reservations: BTreeMap<String, crate::reservations::CapacityReservation>,
 }
 
 impl FakeCloud {
@@ -137,7 +140,7 @@ impl FakeCloud {
         );
         let mut images = Images::new(&config.kubernetes_version);
         images.release(&mut ids, INITIAL_AMI_VERSION, Duration::ZERO);
-        Self {
+        let mut cloud = Self {
             pools: Pools::new(&config),
             market: SpotMarket::new(&config),
             message_ids: IdGen::new(seed ^ 0x5135),
@@ -166,9 +169,12 @@ impl FakeCloud {
             fleet_count: 0,
             fleet_targets: BTreeMap::new(),
             published: Vec::new(),
+            reservations: BTreeMap::new(),
             catalog,
             config,
-        }
+        };
+        cloud.seed_reservations();
+        cloud
     }
 
     /// Every event published to the interruption queue so far, in order, with when each

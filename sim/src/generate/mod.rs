@@ -45,6 +45,7 @@ pub fn story(seed: u64) -> Scenario {
         region: "us-east-1".into(),
         zones: Vec::new(),
         on_demand_prices: std::collections::BTreeMap::new(),
+        capacity_reservations: Vec::new(),
         controller: ControllerSpec::default(),
         install: Vec::new(),
         manifests: cluster.manifests,

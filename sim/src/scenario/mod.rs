@@ -15,6 +15,9 @@
 //! region: us-east-1               # the fake cloud's region (default us-east-1)
 //! zones: [us-east-1a, us-east-1b] # zones the cluster's subnets span (default: every zone of the region)
 //! onDemandPrices: {c7a.large: 0.05} # on-demand USD/h the cloud bills and its Price List API reports
+//! capacityReservations:           # ODCRs and capacity blocks the account holds (see reservations.rs)
+//!   - {instanceType: m5.large, zone: us-east-1a, count: 3, matchCriteria: targeted, tags: {team: ml}}
+//!   - {instanceType: m5.large, zone: us-east-1b, count: 2, type: capacity-block, endsAt: 40m}
 //!
 //! controller: none                # API server only: no actors, cloud or controller (API-level stories)
 //! controller:                     # or the production controller (the default when omitted: 1 replica, defaults)
@@ -126,6 +129,7 @@ pub mod liveness_window;
 pub mod node_conditions;
 pub mod plan;
 pub mod render;
+pub mod reservations;
 pub mod selection;
 pub mod workloads;
 
@@ -165,6 +169,9 @@ pub struct Scenario {
     /// controller's built-in table keeps the catalog's.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub on_demand_prices: BTreeMap<String, f64>,
+    /// Capacity reservations the cloud's account holds from instant zero.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capacity_reservations: Vec<reservations::Reservation>,
     /// `none`, or the controller's settings.
     #[serde(default)]
     pub controller: ControllerSpec,
@@ -281,6 +288,17 @@ pub enum LoadError {
         #[source]
         error: FieldError,
     },
+    /// A field's value is wrong, at a line of the file.
+    #[error("{}: {}{error}", path.display(), line.map(|l| format!("line {l}: ")).unwrap_or_default())]
+    Located {
+        /// The file.
+        path: PathBuf,
+        /// The field's line (1-based), when it can be found.
+        line: Option<usize>,
+        /// The field, by path, and what is wrong with it.
+        #[source]
+        error: FieldError,
+    },
     /// The scenario leaves its liveness invariants no room to fire, or has faults without
     /// an end (see [`liveness_window`]).
     #[error("{}: {}{error}", path.display(), line.map(|l| format!("line {l}: ")).unwrap_or_default())]
@@ -325,6 +343,17 @@ impl Loaded {
         let scenario: Scenario = serde_saphyr::from_str(text).map_err(|e| invalid(e.to_string()))?;
         let field = |error: FieldError| LoadError::Field { path: path.into(), error };
         let zones = scenario.resolve_zones().map_err(field)?;
+        if !scenario.capacity_reservations.is_empty() {
+            let catalog = dovetail_fakecloud::Catalog::load(&scenario.region)
+                .map_err(|e| field(FieldError::new("region", e.to_string())))?;
+            reservations::validate_all(&scenario.capacity_reservations, &catalog, &zones, scenario.duration).map_err(
+                |error| LoadError::Located {
+                    path: path.into(),
+                    line: liveness_window::line_of(text, &error.field),
+                    error,
+                },
+            )?;
+        }
         scenario.validate(&zones).map_err(field)?;
         liveness_window::check(&scenario).map_err(|error| LoadError::Window {
             path: path.into(),

@@ -66,12 +66,20 @@ pub struct WorldBuilder {
     actors: bool,
     cloud: Option<(String, Vec<String>)>,
     controller: Option<ControllerHosts>,
+    reservations: Vec<dovetail_fakecloud::ReservationSpec>,
 }
 
 impl WorldBuilder {
     /// A builder for `seed` with the defaults above.
     pub fn new(seed: u64) -> Self {
-        Self { config: WorldConfig::new(seed), trace: None, actors: false, cloud: None, controller: None }
+        Self {
+            config: WorldConfig::new(seed),
+            trace: None,
+            actors: false,
+            cloud: None,
+            controller: None,
+            reservations: Vec::new(),
+        }
     }
 
     /// How long the simulation may run; turmoil fails a step past it.
@@ -111,6 +119,12 @@ impl WorldBuilder {
     pub fn cloud(&mut self, region: &str) -> &mut Self {
         self.actors = true;
         self.cloud = Some((region.to_string(), Vec::new()));
+        self
+    }
+
+    /// The capacity reservations the cloud's account holds from instant zero.
+    pub fn capacity_reservations(&mut self, reservations: Vec<dovetail_fakecloud::ReservationSpec>) -> &mut Self {
+        self.reservations = reservations;
         self
     }
 
@@ -168,7 +182,8 @@ impl WorldBuilder {
             None => None,
             Some((region, zones)) => {
                 streams.push(Stream::Cloud);
-                let config = CloudConfig::new(Stream::Cloud.seed(seed), clock::sim_epoch());
+                let mut config = CloudConfig::new(Stream::Cloud.seed(seed), clock::sim_epoch());
+                config.capacity_reservations = self.reservations.clone();
                 let cloud = shared(FakeCloud::new(config, Catalog::load(region)?));
                 {
                     let mut c = lock(&cloud);

@@ -78,6 +78,14 @@ impl ScenarioWorld<'_> {
             config.apply_to(&mut settings);
             let zones: &[String] = if loaded.scenario.zones.is_empty() { &[] } else { &loaded.zones };
             builder.cloud(&loaded.scenario.region).zones(zones).controller_replicas(settings, config.replicas);
+            builder.capacity_reservations(
+                loaded
+                    .scenario
+                    .capacity_reservations
+                    .iter()
+                    .map(crate::scenario::reservations::Reservation::spec)
+                    .collect(),
+            );
         }
         let mut world = builder.build()?;
         if let Some(cloud) = &world.cloud {

@@ -200,7 +200,9 @@ fn resolved_types_carry_the_discovered_memory_once_the_list_is_rebuilt() {
     let pricing = PricingProvider::new();
     let unavailable = UnavailableOfferings::new(clock.clone());
     let resolve = |class: &EC2NodeClass| {
-        let types = provider.resolve(class, &settings, &pricing, &unavailable, &cache, clock.now()).expect("resolved");
+        let types = provider
+            .resolve(class, &settings, &pricing, &unavailable, (&cache, &Default::default()), clock.now())
+            .expect("resolved");
         let t3 = types.iter().find(|t| t.name == "t3.medium").expect("t3.medium").clone();
         (t3.capacity.memory_bytes, t3.allocatable().memory_bytes)
     };

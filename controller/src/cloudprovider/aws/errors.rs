@@ -19,7 +19,8 @@ pub const UNFULFILLABLE_CAPACITY_CODES: [&str; 8] = [
 ];
 
 /// Codes that mean the object does not exist (treated as gone).
-pub const NOT_FOUND_CODES: [&str; 5] = [
+pub const NOT_FOUND_CODES: [&str; 6] = [
+    "InvalidCapacityReservationId.NotFound",
     "InvalidInstanceID.NotFound",
     "InvalidInstanceID.Malformed",
     "InvalidLaunchTemplateName.NotFoundException",

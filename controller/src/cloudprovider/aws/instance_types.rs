@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use aws_sdk_ec2::types::{ArchitectureType, Filter, InstanceTypeInfo, LocationType, UsageClassType};
 
 use crate::apis::EC2NodeClass;
+use crate::apis::ec2nodeclass::{CapacityReservation, CapacityReservationState};
 use crate::apis::labels;
+use crate::cloudprovider::aws::capacity_reservations::Availability;
 use crate::cloudprovider::aws::discovered_capacity::DiscoveredCapacity;
 use crate::cloudprovider::aws::errors::classify;
 use crate::cloudprovider::aws::pricing::PricingProvider;
@@ -187,6 +189,8 @@ struct CacheKey {
     catalog_seq: u64,
     price_seq: u64,
     ice_seq: u64,
+    /// The class's reservations and what each can still take.
+    reservations: String,
 }
 
 /// How long a resolved list is used before it is built again: aws
@@ -238,11 +242,17 @@ impl InstanceTypeProvider {
         settings: &Settings,
         pricing: &PricingProvider,
         unavailable: &UnavailableOfferings,
-        discovered: &DiscoveredCapacity,
+        (discovered, reservations): (&DiscoveredCapacity, &Availability),
         now: jiff::Timestamp,
     ) -> Result<Vec<Arc<InstanceType>>, CloudError> {
         let (catalog_seq, catalog) = self.catalog.read().expect("catalog").clone();
         let status = class.status.clone().unwrap_or_default();
+        let reserved: Vec<CapacityReservation> = if settings.feature_gates.reserved_capacity {
+            status.capacity_reservations.clone().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let counts: Vec<u32> = reserved.iter().map(|r| reservations.count(&r.id)).collect();
         let key = CacheKey {
             class: class.metadata.name.clone().unwrap_or_default(),
             class_status: serde_json::to_string(&(&status.subnets, &status.amis)).unwrap_or_default(),
@@ -250,6 +260,7 @@ impl InstanceTypeProvider {
             catalog_seq,
             price_seq: pricing.seq(),
             ice_seq: unavailable.seq(),
+            reservations: serde_json::to_string(&(&reserved, &counts)).unwrap_or_default(),
         };
         if let Some((cached, expires, types)) = self.resolved.lock().expect("resolved").get(&key.class)
             && *cached == key
@@ -294,6 +305,9 @@ impl InstanceTypeProvider {
                     });
                 }
             }
+            for (r, count) in reserved.iter().zip(&counts).filter(|(r, _)| r.instance_type == *name) {
+                offerings.push(reserved_offering(r, *count, pricing.on_demand(name), &zones, &catalog, name));
+            }
             if offerings.is_empty() {
                 continue;
             }
@@ -313,6 +327,32 @@ impl InstanceTypeProvider {
     /// Whether `name` is exotic (GPU, accelerator, metal) per the raw data.
     pub fn is_exotic(&self, name: &str) -> bool {
         self.catalog.read().expect("catalog").1.types.get(name).is_some_and(|t| t.exotic)
+    }
+}
+
+/// A reservation's offering (aws `instancetype/offering/reserved_capacity_resolver.go`
+/// l. 72-105, v1.14.1): priced at the on-demand price divided by 10,000,000, so it is "free"
+/// yet keeps the types' relative order for consolidation (0 when the price is unknown); available
+/// while it can take an instance, its zone is one of the class's subnets' and the type is
+/// offered there, and it is not an expiring capacity block.
+fn reserved_offering(
+    r: &CapacityReservation,
+    count: u32,
+    on_demand: Option<f64>,
+    zones: &BTreeSet<String>,
+    catalog: &Catalog,
+    name: &str,
+) -> Offering {
+    let offered = catalog.zones.get(name).is_some_and(|z| z.contains(&r.availability_zone));
+    Offering {
+        zone: r.availability_zone.clone(),
+        capacity_type: labels::CAPACITY_TYPE_RESERVED.to_owned(),
+        price: on_demand.map_or(0.0, |p| p / 10_000_000.0),
+        available: count != 0
+            && offered
+            && zones.contains(&r.availability_zone)
+            && r.state != Some(CapacityReservationState::Expiring),
+        reservation_id: Some(r.id.clone()),
     }
 }
 

@@ -43,8 +43,11 @@ pub struct FleetOverride {
 /// What one fleet call asks for.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FleetRequest {
-    /// `spot` or `on-demand`.
+    /// `spot`, `on-demand` or `reserved`.
     pub capacity_type: String,
+    /// A reserved launch into a capacity block (aws `instance/types.go` l. 205-214: the fleet's
+    /// default target capacity type is then `capacity-block`, and it has no on-demand options).
+    pub capacity_block: bool,
     /// Overrides, cheapest first.
     pub overrides: Vec<FleetOverride>,
     /// Tags for the instance, its volumes and the fleet.
@@ -156,6 +159,8 @@ pub async fn create_fleet(
         .total_target_capacity(i32::try_from(count).unwrap_or(i32::MAX))
         .default_target_capacity_type(if spot {
             DefaultTargetCapacityType::Spot
+        } else if request.capacity_block {
+            DefaultTargetCapacityType::CapacityBlock
         } else {
             DefaultTargetCapacityType::OnDemand
         })
@@ -171,6 +176,8 @@ pub async fn create_fleet(
         call.spot_options(
             SpotOptionsRequest::builder().allocation_strategy(SpotAllocationStrategy::PriceCapacityOptimized).build(),
         )
+    } else if request.capacity_block {
+        call
     } else {
         call.on_demand_options(
             OnDemandOptionsRequest::builder().allocation_strategy(FleetOnDemandAllocationStrategy::LowestPrice).build(),
@@ -273,12 +280,19 @@ pub fn instance_to_node_claim(instance: &Instance) -> NodeClaim {
         node_labels.insert(labels::INSTANCE_TYPE_LABEL.to_owned(), t.as_str().to_owned());
     }
     node_labels.insert(labels::TOPOLOGY_ZONE_LABEL.to_owned(), zone.clone());
+    // aws `instance/types.go` `NewInstance`: an instance EC2 names a capacity reservation for is
+    // reserved capacity.
     let capacity_type = if instance.instance_lifecycle().is_some_and(|l| l.as_str() == "spot") {
         labels::CAPACITY_TYPE_SPOT
+    } else if instance.capacity_reservation_id().is_some() {
+        labels::CAPACITY_TYPE_RESERVED
     } else {
         labels::CAPACITY_TYPE_ON_DEMAND
     };
     node_labels.insert(labels::CAPACITY_TYPE_LABEL.to_owned(), capacity_type.to_owned());
+    if let Some(reservation) = instance.capacity_reservation_id() {
+        node_labels.insert(labels::CAPACITY_RESERVATION_ID_LABEL.to_owned(), reservation.to_owned());
+    }
     if let Some(pool) = tags.get(labels::NODE_POOL_LABEL) {
         node_labels.insert(labels::NODE_POOL_LABEL.to_owned(), pool.clone());
     }

@@ -67,7 +67,12 @@ impl LaunchPlan {
                 .collect()
         };
         let offered = |capacity_type: &str| candidates.iter().any(|t| !usable(t, capacity_type).is_empty());
-        let capacity_type = if requirements.allows(labels::CAPACITY_TYPE_LABEL, labels::CAPACITY_TYPE_SPOT)
+        // aws `instance.go` l. 745-759 `getCapacityType`: reserved, then spot, then on-demand.
+        let capacity_type = if requirements.allows(labels::CAPACITY_TYPE_LABEL, labels::CAPACITY_TYPE_RESERVED)
+            && offered(labels::CAPACITY_TYPE_RESERVED)
+        {
+            labels::CAPACITY_TYPE_RESERVED
+        } else if requirements.allows(labels::CAPACITY_TYPE_LABEL, labels::CAPACITY_TYPE_SPOT)
             && offered(labels::CAPACITY_TYPE_SPOT)
         {
             labels::CAPACITY_TYPE_SPOT
@@ -94,6 +99,13 @@ impl LaunchPlan {
                     offerings.retain(|o| o.price <= limit);
                 }
                 offerings.sort_by(|a, b| a.price.total_cmp(&b.price).then_with(|| a.zone.cmp(&b.zone)));
+                if capacity_type == labels::CAPACITY_TYPE_RESERVED {
+                    // aws `filter/filter.go` l. 290-320 `ReservedOfferingFilter`: one reservation
+                    // per zone, so a launch never targets two reservations of one type and zone.
+                    // (Upstream keeps the one with the most capacity; we keep the first by id.)
+                    offerings.sort_by(|a, b| a.zone.cmp(&b.zone).then_with(|| a.reservation_id.cmp(&b.reservation_id)));
+                    offerings.dedup_by(|a, b| a.zone == b.zone);
+                }
                 let cheapest = offerings.first()?.price;
                 Some((cheapest, (*t).clone(), offerings))
             })

@@ -4,6 +4,7 @@
 //! `aws-sdk-ssm` clients, so the same code talks to AWS, to moto, or to our fake cloud.
 
 pub mod capacity;
+pub mod capacity_reservations;
 pub mod describe_batcher;
 pub mod discovered_capacity;
 pub mod discovery;
@@ -18,6 +19,7 @@ pub mod launch_plan;
 pub mod launch_template;
 pub mod price_list;
 pub mod pricing;
+pub mod reserved_launch;
 pub mod user_data;
 
 #[cfg(test)]
@@ -64,6 +66,8 @@ pub struct AwsCloudProvider {
     reads: instance_cache::InstanceCache,
     /// Free addresses per subnet, from discovery minus launches since.
     subnet_ips: Mutex<BTreeMap<String, i64>>,
+    /// How many instances each capacity reservation can still take.
+    reservations: capacity_reservations::Availability,
     /// Serialises the first catalog load.
     loading: tokio::sync::Mutex<()>,
 }
@@ -97,6 +101,7 @@ impl AwsCloudProvider {
             clock: clock.clone(),
             launch_templates: LaunchTemplateProvider::new(clock),
             subnet_ips: Mutex::default(),
+            reservations: capacity_reservations::Availability::default(),
             loading: tokio::sync::Mutex::new(()),
         }
     }
@@ -142,7 +147,14 @@ impl AwsCloudProvider {
     /// The class's instance types ([`InstanceTypeProvider::resolve`]).
     fn resolve_instance_types(&self, class: &EC2NodeClass) -> Result<Vec<Arc<InstanceType>>, CloudError> {
         let now = self.clock.now();
-        self.instance_types.resolve(class, &self.settings, &self.pricing, &self.unavailable, &self.discovered, now)
+        self.instance_types.resolve(
+            class,
+            &self.settings,
+            &self.pricing,
+            &self.unavailable,
+            (&self.discovered, &self.reservations),
+            now,
+        )
     }
 
     /// `UpdateInstanceTypeCapacityFromNode` (aws `instancetype.go:475-500`): records a registered
@@ -177,10 +189,20 @@ impl AwsCloudProvider {
         let amis = discovery::amis(&self.ec2, &self.ssm, &class.spec, k8s_version).await?;
         // Without IAM calls the profile is the one EC2 creates alongside a role of the same name.
         let instance_profile = class.spec.instance_profile.clone().or_else(|| class.spec.role.clone());
+        // aws `nodeclass/capacityreservation.go` l. 55-95: only with the ReservedCapacity gate
+        // (`controller.go` l. 152); no reservation found leaves the field empty.
+        let terms = class.spec.capacity_reservation_selector_terms.clone().unwrap_or_default();
+        let capacity_reservations = if self.settings.feature_gates.reserved_capacity && !terms.is_empty() {
+            let now = std::time::SystemTime::from(self.clock.now());
+            let found = capacity_reservations::resolve(&self.ec2, &terms, &self.reservations, now).await?;
+            (!found.is_empty()).then_some(found)
+        } else {
+            None
+        };
         Ok(EC2NodeClassStatus {
             subnets: Some(subnets.into_iter().map(|s| s.subnet).collect()),
             security_groups: Some(security_groups),
-            capacity_reservations: None,
+            capacity_reservations,
             amis: Some(amis),
             instance_profile,
             conditions: None,
@@ -214,7 +236,11 @@ impl AwsCloudProvider {
             return Err(CloudError::NodeClassNotReady("EC2NodeClass has no resolved subnets".into()));
         }
         let requirements = Requirements::from_node_selector(&claim.spec.requirements);
-        let plan = LaunchPlan::new(claim, &requirements, types, &self.instance_types)?;
+        let live = reserved_launch::with_live_counts(types, &self.reservations);
+        let mut plan = LaunchPlan::new(claim, &requirements, &live, &self.instance_types)?;
+        let reserved = plan.capacity_type == labels::CAPACITY_TYPE_RESERVED;
+        let blocks = reserved_launch::capacity_blocks(&status);
+        let capacity_block = reserved && reserved_launch::one_reservation_type(&mut plan, &blocks);
         let family = class.spec.ami_family().unwrap_or(AMIFamily::AL2023);
         let bootstrap = user_data::Bootstrap {
             cluster_name: self.settings.cluster_name.clone(),
@@ -263,26 +289,32 @@ impl AwsCloudProvider {
             else {
                 continue;
             };
-            let template = match templates.get(&ami.id) {
-                Some(name) => name.clone(),
-                None => {
-                    let input = LaunchTemplateInput {
-                        image_id: ami.id.clone(),
-                        user_data: user_data.clone(),
-                        security_group_ids: security_group_ids.clone(),
-                        instance_profile: instance_profile.clone(),
-                        metadata: metadata.clone(),
-                        block_devices: block_devices.clone(),
-                        monitoring: class.spec.detailed_monitoring.unwrap_or(false),
-                        tags: template_tags.clone(),
-                    };
-                    let name = self.launch_templates.ensure(&self.ec2, &input).await?;
-                    templates.insert(ami.id.clone(), name.clone());
-                    name
-                }
-            };
             for offering in offerings {
                 let Some(subnet_id) = self.subnet_for_zone(&status, &offering.zone) else { continue };
+                // One template per AMI, and per reservation for a reserved launch.
+                let reservation = offering.reservation_id.clone().filter(|_| reserved);
+                let key = format!("{}|{}", ami.id, reservation.as_deref().unwrap_or_default());
+                let template = match templates.get(&key) {
+                    Some(name) => name.clone(),
+                    None => {
+                        let input = LaunchTemplateInput {
+                            image_id: ami.id.clone(),
+                            user_data: user_data.clone(),
+                            security_group_ids: security_group_ids.clone(),
+                            instance_profile: instance_profile.clone(),
+                            metadata: metadata.clone(),
+                            block_devices: block_devices.clone(),
+                            monitoring: class.spec.detailed_monitoring.unwrap_or(false),
+                            tags: template_tags.clone(),
+                            capacity_reservation: reservation
+                                .clone()
+                                .map(|id| (id.clone(), blocks.get(&id).copied().unwrap_or(false))),
+                        };
+                        let name = self.launch_templates.ensure(&self.ec2, &input).await?;
+                        templates.insert(key, name.clone());
+                        name
+                    }
+                };
                 overrides.push(FleetOverride {
                     instance_type: instance_type.name.clone(),
                     zone: offering.zone.clone(),
@@ -308,11 +340,18 @@ impl AwsCloudProvider {
         tags.extend(class.spec.tags.clone().unwrap_or_default());
         let request = FleetRequest {
             capacity_type: plan.capacity_type.clone(),
+            capacity_block,
             overrides,
             tags,
             context: class.spec.context.clone(),
         };
+        let held = if reserved { reserved_launch::hold(&plan, &self.reservations) } else { Vec::new() };
         let result = self.fleets.create(request.clone()).await;
+        let used = match &result {
+            Ok(r) => r.instance.as_ref().and_then(|(_, t, z, _)| reserved_launch::reservation_of(&plan, t, z)),
+            Err(_) => None,
+        };
+        reserved_launch::release(&held, used.as_deref(), &self.reservations);
         let template_missing = match &result {
             Err(CloudError::NotFound(message)) => message.contains("LaunchTemplate"),
             Ok(result) => {
@@ -331,7 +370,10 @@ impl AwsCloudProvider {
             return Box::pin(self.create_claim(claim, class, types, true)).await;
         }
         let result = result?;
-        for offering in &result.unavailable {
+        if reserved {
+            reserved_launch::note_refusals(&plan, &result, &self.reservations);
+        }
+        for offering in result.unavailable.iter().filter(|_| !reserved) {
             self.unavailable.mark_unavailable(
                 &offering.code,
                 &offering.capacity_type,
@@ -353,6 +395,12 @@ impl AwsCloudProvider {
         })?;
         let mut launched =
             launched_claim(claim, chosen, &self.settings.region, &zone, &plan.capacity_type, &instance_id, &image_id);
+        // The used reservation's slot was taken by `hold` (aws `MarkLaunched`).
+        let reservation = used;
+        reserved_launch::label_reservation(
+            &mut launched,
+            reservation.as_deref().map(|id| (id, blocks.get(id).copied().unwrap_or(false))),
+        );
         // The class's static hash at launch, which NodeClassDrift compares against later.
         let annotations = launched.metadata.annotations.get_or_insert_with(BTreeMap::new);
         annotations
@@ -491,6 +539,10 @@ impl CloudProvider for AwsCloudProvider {
                 .is_some_and(|s| *s == aws_sdk_ec2::types::InstanceStateName::ShuttingDown);
             if !shutting_down {
                 instances::terminate(&self.ec2, &id).await?;
+                // aws `capacityreservation/types.go` l. 150-164 `MarkTerminated`.
+                if let Some(reservation) = instance.capacity_reservation_id() {
+                    self.reservations.mark_terminated(reservation);
+                }
                 tracing::info!(instance = %id, "terminating instance");
             }
             Ok(())

@@ -32,7 +32,9 @@ fn parse_create_fleet(p: &Params) -> ApiResult<CreateFleetRequest> {
     }
     let target = p.sub("TargetCapacitySpecification");
     let default_capacity_type = match target.get("DefaultTargetCapacityType") {
-        None => CapacityType::OnDemand,
+        // A capacity block launches as on-demand capacity held by the block its launch
+        // template targets (aws `instance/types.go` l. 205-214, v1.14.1).
+        None | Some("capacity-block") => CapacityType::OnDemand,
         Some(v) => CapacityType::parse(v).ok_or_else(|| {
             ApiError::invalid_parameter(format!("DefaultTargetCapacityType '{v}' is not modelled by the fake cloud"))
         })?,

@@ -57,7 +57,22 @@ fn write_instance(x: &mut Xml, cloud: &FakeCloud, i: &Instance) {
     }
     x.leaf("hypervisor", "xen").leaf("ebsOptimized", "false").leaf("enaSupport", "true");
     x.open("cpuOptions").close();
-    x.open("capacityReservationSpecification").leaf("capacityReservationPreference", "open").close();
+    match &i.capacity_reservation_id {
+        // A targeted launch: EC2 names the reservation on the instance, which is how
+        // Karpenter tells a reserved instance from an on-demand one (aws `instance/types.go`).
+        Some(cr) => {
+            x.leaf("capacityReservationId", cr);
+            x.open("capacityReservationSpecification")
+                .leaf("capacityReservationPreference", "capacity-reservations-only")
+                .open("capacityReservationTarget")
+                .leaf("capacityReservationId", cr)
+                .close()
+                .close();
+        }
+        None => {
+            x.open("capacityReservationSpecification").leaf("capacityReservationPreference", "open").close();
+        }
+    }
     x.open("metadataOptions")
         .leaf("state", "applied")
         .leaf("httpTokens", "required")

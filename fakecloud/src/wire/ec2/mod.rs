@@ -8,6 +8,7 @@ mod images;
 mod instances;
 mod launch_templates;
 mod network;
+mod reservations;
 
 use crate::cloud::FakeCloud;
 use crate::cloud::launch_template::LaunchTemplateRef;
@@ -38,6 +39,7 @@ pub(crate) fn dispatch(cloud: &mut FakeCloud, action: &str, p: &Params, request_
         "DescribeSubnets" => network::describe_subnets(cloud, p, request_id),
         "DescribeSecurityGroups" => network::describe_security_groups(cloud, p, request_id),
         "DescribeImages" => images::describe_images(cloud, p, request_id),
+        "DescribeCapacityReservations" => reservations::describe_capacity_reservations(cloud, p, request_id),
         "DescribeSpotPriceHistory" => catalog::describe_spot_price_history(cloud, p, request_id),
         "CreateLaunchTemplate" => launch_templates::create_launch_template(cloud, p, request_id),
         "DescribeLaunchTemplates" => launch_templates::describe_launch_templates(cloud, p, request_id),
