@@ -28,7 +28,7 @@ use k8s_openapi::api::core::v1::Node;
 
 use crate::apis::ec2nodeclass::AMI;
 use crate::apis::{EC2NodeClass, NodeClaim, labels};
-use crate::cloudprovider::aws::instance_types::ami_requirements;
+use crate::cloudprovider::aws::ami_requirements::ami_requirements;
 use crate::runtime::SharedClock;
 use crate::runtime::clock::add;
 use crate::scheduling::requirements::Requirements;

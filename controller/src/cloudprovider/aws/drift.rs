@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use aws_sdk_ec2::types::Instance;
 use kube::ResourceExt;
 
-use super::instance_types::ami_requirements;
+use super::ami_requirements::ami_requirements;
 use crate::apis::EC2NodeClass;
 use crate::apis::NodeClaim;
 use crate::apis::hash::ec2_node_class_hash;

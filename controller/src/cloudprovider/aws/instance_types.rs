@@ -11,6 +11,7 @@ use aws_sdk_ec2::types::{ArchitectureType, Filter, InstanceTypeInfo, LocationTyp
 use crate::apis::EC2NodeClass;
 use crate::apis::ec2nodeclass::{CapacityReservation, CapacityReservationState};
 use crate::apis::labels;
+use crate::cloudprovider::aws::ami_requirements::ami_requirements;
 use crate::cloudprovider::aws::capacity_reservations::Availability;
 use crate::cloudprovider::aws::discovered_capacity::DiscoveredCapacity;
 use crate::cloudprovider::aws::errors::classify;
@@ -354,17 +355,6 @@ fn reserved_offering(
             && r.state != Some(CapacityReservationState::Expiring),
         reservation_id: Some(r.id.clone()),
     }
-}
-
-/// The instance-type requirements an AMI serves, as scheduling requirements (the status
-/// stores them as core `NodeSelectorRequirement`s; same JSON shape, the operator becomes our enum).
-pub fn ami_requirements(ami: &crate::apis::ec2nodeclass::AMI) -> Requirements {
-    let terms: Vec<crate::apis::NodeSelectorRequirementWithMinValues> = ami
-        .requirements
-        .iter()
-        .filter_map(|r| serde_json::to_value(r).ok().and_then(|v| serde_json::from_value(v).ok()))
-        .collect();
-    Requirements::from_node_selector(&terms)
 }
 
 /// The root volume size from `blockDeviceMappings` (the one marked `rootVolume`, or the only one).

@@ -3,6 +3,7 @@
 //! lifecycle and garbage collection. Everything goes through the injected `aws-sdk-ec2` and
 //! `aws-sdk-ssm` clients, so the same code talks to AWS, to moto, or to our fake cloud.
 
+pub mod ami_requirements;
 pub mod capacity;
 pub mod capacity_reservations;
 pub mod describe_batcher;
@@ -281,11 +282,10 @@ impl AwsCloudProvider {
         let mut overrides = Vec::new();
         let mut templates: BTreeMap<String, String> = BTreeMap::new();
         for (instance_type, offerings) in &plan.types {
-            let Some(ami) = status
-                .amis
-                .iter()
-                .flatten()
-                .find(|ami| instance_types::ami_requirements(ami).compatible(&instance_type.requirements).is_ok())
+            let Some(ami) =
+                status.amis.iter().flatten().find(|ami| {
+                    ami_requirements::ami_requirements(ami).compatible(&instance_type.requirements).is_ok()
+                })
             else {
                 continue;
             };
