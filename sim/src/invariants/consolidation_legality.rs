@@ -64,6 +64,7 @@ use std::time::Duration;
 use dovetail_fakecloud::{CapacityType, FakeCloud};
 
 use super::{Ctx, Invariant, Phase, Violation};
+use crate::oracle::instance_price::instance_price;
 use crate::oracle::offering_labels::shared_labels;
 use crate::oracle::resources::{Resources, pool_requirements};
 use crate::oracle::view::{PodView, View};
@@ -301,7 +302,7 @@ impl ConsolidationLegality {
             match claim.and_then(|c| view.instance_of(c)) {
                 Some(i) if i.capacity_type == CapacityType::OnDemand => {
                     all_spot = false;
-                    let p = cloud.catalog().get(&i.instance_type).and_then(|t| t.on_demand_price);
+                    let p = instance_price(cloud, i);
                     price = price.zip(p).map(|(a, b)| a + b);
                 }
                 Some(_) => price = None,
@@ -568,7 +569,7 @@ fn judge_replacement(
         return;
     }
     let (Some(candidates), CapacityType::OnDemand) = (cmd.on_demand_price, instance.capacity_type) else { return };
-    let Some(price) = cloud.catalog().get(&instance.instance_type).and_then(|t| t.on_demand_price) else { return };
+    let Some(price) = instance_price(cloud, instance) else { return };
     if price < candidates {
         return;
     }
@@ -576,12 +577,20 @@ fn judge_replacement(
         view,
         objs,
         format!(
-            "the controller replaced on-demand NodeClaim(s) {} (${candidates:.4}/h) for {} with NodeClaim {replacement}, a {} at ${price:.4}/h: a replacement must cost strictly less",
+            "the controller replaced on-demand NodeClaim(s) {} ({}) for {} with NodeClaim {replacement}, a {}{} at {}: a replacement must cost strictly less (reserved capacity is priced at on-demand / 10^7)",
             cmd.claims.join(", "),
+            per_hour(candidates),
             cmd.reason,
-            instance.instance_type
+            if instance.reserved { "reserved " } else { "" },
+            instance.instance_type,
+            per_hour(price),
         ),
     ));
+}
+
+/// A price per hour, with the digits a reserved price (on-demand / 10^7) needs.
+fn per_hour(price: f64) -> String {
+    if price > 0.0 && price < 0.0001 { format!("${price:.3e}/h") } else { format!("${price:.4}/h") }
 }
 
 fn objects(cmd: &Command) -> Vec<String> {

@@ -74,7 +74,17 @@ impl World {
             fleet: None,
             state_reason: None,
             warned: false,
+            reserved: false,
         });
+        self
+    }
+
+    /// Marks node `name`'s instance as holding a capacity reservation slot.
+    fn reserved(mut self, name: &str) -> Self {
+        let id = format!("i-{name}");
+        if let Some(i) = self.view.instances.iter_mut().find(|i| i.id == id) {
+            i.reserved = true;
+        }
         self
     }
 
@@ -240,6 +250,30 @@ fn an_on_demand_replacement_must_cost_less_and_spot_to_spot_needs_the_gate() {
     assert_eq!(out.len(), 1, "{out:?}");
     assert!(out[0].message.contains("SpotToSpotConsolidation is off"), "{}", out[0].message);
     assert!(run(&[(0, spot), (10, replaced)], true).is_empty());
+}
+
+/// Karpenter prices a reserved node at on-demand / 10^7 (aws
+/// `offering/reserved_capacity_resolver.go` l. 73-80), so an on-demand replacement of a
+/// reserved candidate is never cheaper and fires, though its on-demand price is below the
+/// candidate type's; a reserved replacement of an on-demand candidate costs almost nothing
+/// and passes, though its type's on-demand price is higher.
+#[test]
+fn reserved_capacity_is_priced_at_a_ten_millionth_of_on_demand() {
+    let base = two_nodes("0s").reserved("a");
+    let on_demand =
+        base.clone().node("r", "m5.large", CapacityType::OnDemand).launched("r", 10).mark("a", "Underutilized");
+    let out = run(&[(0, base.clone()), (10, on_demand)], false);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(out[0].message.contains("must cost strictly less"), "{}", out[0].message);
+
+    let base = two_nodes("0s");
+    let into_reservation = base
+        .clone()
+        .node("r", "m5.2xlarge", CapacityType::OnDemand)
+        .reserved("r")
+        .launched("r", 10)
+        .mark("a", "Underutilized");
+    assert!(run(&[(0, base), (10, into_reservation)], false).is_empty());
 }
 
 /// A Drift replacement launched within seconds of an Underutilized delete in the same pool is

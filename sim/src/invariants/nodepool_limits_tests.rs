@@ -25,6 +25,7 @@ fn instance(id: &str, claim: Option<&str>) -> InstanceView {
         fleet: None,
         state_reason: None,
         warned: false,
+        reserved: false,
     }
 }
 

@@ -24,6 +24,7 @@ pub mod discovered_capacity;
 pub mod disruption_events;
 pub mod first_fit;
 pub mod host_ports;
+pub mod instance_price;
 pub mod moves;
 pub mod node_preference;
 pub mod nomination;

@@ -253,6 +253,10 @@ pub struct InstanceView {
     /// The cloud warned it would take the instance away (spot interruption notice or a
     /// scheduled event) before it stopped.
     pub warned: bool,
+    /// It holds a slot of a capacity reservation the cloud still has and that has not
+    /// ended: the reserved capacity Karpenter prices at a ten-millionth of on-demand
+    /// ([`crate::oracle::instance_price::instance_price`]).
+    pub reserved: bool,
 }
 
 impl InstanceView {
@@ -414,6 +418,9 @@ impl View {
                 fleet: i.fleet_id.as_ref().and_then(|f| cloud.fleet_target(f).map(|t| (f.clone(), t))),
                 state_reason: i.state_reason.as_ref().map(|(code, _)| code.clone()),
                 warned: i.reclaim_at.is_some() || !i.scheduled_events.is_empty(),
+                reserved: i.capacity_reservation_id.as_ref().is_some_and(|id| {
+                    cloud.capacity_reservations().any(|r| r.id == *id && r.end.is_none_or(|end| now < end))
+                }),
             });
         }
     }
