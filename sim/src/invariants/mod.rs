@@ -54,6 +54,7 @@ pub mod expiry_timing;
 pub mod initialization_conformance;
 pub mod interruption_handled;
 pub mod launch_conformance;
+pub mod launch_reserved;
 pub mod leaked_instance;
 pub mod metrics_conformance;
 pub mod no_op_writes;
@@ -206,6 +207,8 @@ pub struct Ctx<'a> {
     pub spot_to_spot_possible: bool,
     /// Whether the controller's `NodeRepair` gate is on at some time of the run.
     pub node_repair_possible: bool,
+    /// Whether the controller's `ReservedCapacity` gate is on for the whole run.
+    pub reserved_capacity_always: bool,
     /// When the controller could not reach the cloud or the API server: the planned
     /// partitions between them, (start, heal).
     pub controller_cut_off: &'a [(Duration, Duration)],
@@ -247,6 +250,8 @@ pub struct Checker {
     spot_to_spot_possible: bool,
     /// `NodeRepair` is on at some time of the run (initial settings or an upgrade).
     node_repair_possible: bool,
+    /// `ReservedCapacity` is on at the start and no upgrade turns it off.
+    reserved_capacity_always: bool,
     controller_cut_off: Vec<(Duration, Duration)>,
     demand: cost::DemandClock,
     moves: untaken_moves::UntakenMoves,
@@ -306,7 +311,7 @@ impl Checker {
             invariants.push(Box::new(convergence::Convergence::default()));
         }
         if c.launch_conformance.enabled {
-            invariants.push(Box::new(launch_conformance::LaunchConformance::default()));
+            invariants.push(Box::new(launch_conformance::LaunchConformance::new(server)));
         }
         if c.drift_convergence.enabled {
             invariants.push(Box::new(drift_convergence::DriftConvergence::default()));
@@ -350,6 +355,7 @@ impl Checker {
             spot_to_spot: false,
             spot_to_spot_possible: false,
             node_repair_possible: false,
+            reserved_capacity_always: false,
             controller_cut_off: Vec::new(),
             demand: cost::DemandClock::default(),
             moves: untaken_moves::UntakenMoves::new(config.untaken_moves.clone()),
@@ -376,6 +382,12 @@ impl Checker {
     /// then is a NotReady Node's late delete a repair that budgets do not govern).
     pub fn set_node_repair_possible(&mut self, on: bool) {
         self.node_repair_possible = on;
+    }
+
+    /// Whether `ReservedCapacity` is on for the whole run (launchConformance holds on-demand
+    /// launches against free reservations only then).
+    pub fn set_reserved_capacity_always(&mut self, on: bool) {
+        self.reserved_capacity_always = on;
     }
 
     /// The windows in which the controller is partitioned from the cloud or the API server.
@@ -417,6 +429,7 @@ impl Checker {
             watch_delay: self.api_faults.lock().unwrap_or_else(|e| e.into_inner()).watch_delay,
             spot_to_spot_possible: self.spot_to_spot_possible,
             node_repair_possible: self.node_repair_possible,
+            reserved_capacity_always: self.reserved_capacity_always,
             controller_cut_off: &self.controller_cut_off,
         };
         for inv in &mut self.invariants {
@@ -481,6 +494,7 @@ impl Checker {
             watch_delay: self.api_faults.lock().unwrap_or_else(|e| e.into_inner()).watch_delay,
             spot_to_spot_possible: self.spot_to_spot_possible,
             node_repair_possible: self.node_repair_possible,
+            reserved_capacity_always: self.reserved_capacity_always,
             controller_cut_off: &self.controller_cut_off,
         };
         for inv in &mut self.invariants {

@@ -119,6 +119,10 @@ pub fn run_world(built: ScenarioWorld<'_>, options: &mut RunOptions) -> anyhow::
         let repair_upgraded = matches!(&loaded.scenario.controller, ControllerSpec::Run(c) if c.upgrades.iter()
             .any(|u| u.feature_gates.as_ref().and_then(|g| g.node_repair) == Some(true)));
         checker.set_node_repair_possible(repair || repair_upgraded);
+        let reserved = r.settings.lock().unwrap_or_else(|e| e.into_inner()).feature_gates.reserved_capacity;
+        let reserved_off = matches!(&loaded.scenario.controller, ControllerSpec::Run(c) if c.upgrades.iter()
+            .any(|u| u.feature_gates.as_ref().and_then(|g| g.reserved_capacity) == Some(false)));
+        checker.set_reserved_capacity_always(reserved && !reserved_off);
         let scraped = r.clone();
         checker.set_metrics_source(Box::new(move || scraped.scrape()));
     }
