@@ -44,6 +44,7 @@ impl FakeCloud {
             }
             CloudEvent::Storm(storm) => self.run_storm(&storm),
             CloudEvent::BlockReclaim(id) => self.reclaim_block(&id),
+            CloudEvent::ReservationEnd(id) => self.end_reservation(&id),
             CloudEvent::ZoneOutageStart(zone) => self.start_outage(&zone),
             CloudEvent::ZoneOutageEnd(zone) => {
                 self.zone_outages.remove(&zone);
@@ -154,6 +155,7 @@ impl FakeCloud {
             start: now,
             end: None,
             capacity_reservation_id: instance.capacity_reservation_id.clone(),
+            reservation_released: None,
         };
         self.ledger.open(record);
     }
