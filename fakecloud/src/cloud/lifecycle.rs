@@ -43,6 +43,7 @@ impl FakeCloud {
                 self.begin_shutdown(&id, Some(("Server.SpotInstanceTermination", "Spot instance termination")));
             }
             CloudEvent::Storm(storm) => self.run_storm(&storm),
+            CloudEvent::BlockWarning(id) => self.warn_block(&id),
             CloudEvent::BlockReclaim(id) => self.reclaim_block(&id),
             CloudEvent::ReservationEnd(id) => self.end_reservation(&id),
             CloudEvent::ZoneOutageStart(zone) => self.start_outage(&zone),

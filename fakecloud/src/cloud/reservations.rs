@@ -8,7 +8,9 @@ use crate::error::{ApiError, ApiResult};
 use crate::events::CloudEvent;
 use crate::instance::InstanceState;
 use crate::ledger::ReservationBill;
-use crate::reservations::{CAPACITY_BLOCK_RECLAIM_LEAD, CapacityReservation, ReservationType, is_reservation_id};
+use crate::reservations::{
+    CAPACITY_BLOCK_RECLAIM_LEAD, CAPACITY_BLOCK_WARNING_LEAD, CapacityReservation, ReservationType, is_reservation_id,
+};
 use crate::tags::Filter;
 
 /// The launch template data keys Karpenter targets a reservation with (aws
@@ -49,9 +51,16 @@ impl FakeCloud {
                 },
             );
             match (spec.reservation_type, spec.end) {
-                (ReservationType::CapacityBlock, Some(end)) => self
-                    .events
-                    .schedule(end.saturating_sub(CAPACITY_BLOCK_RECLAIM_LEAD), CloudEvent::BlockReclaim(id.clone())),
+                (ReservationType::CapacityBlock, Some(end)) => {
+                    self.events.schedule(
+                        end.saturating_sub(CAPACITY_BLOCK_WARNING_LEAD),
+                        CloudEvent::BlockWarning(id.clone()),
+                    );
+                    self.events.schedule(
+                        end.saturating_sub(CAPACITY_BLOCK_RECLAIM_LEAD),
+                        CloudEvent::BlockReclaim(id.clone()),
+                    );
+                }
                 (ReservationType::Default, Some(end)) => {
                     self.events.schedule(end, CloudEvent::ReservationEnd(id.clone()));
                 }
@@ -151,6 +160,31 @@ impl FakeCloud {
             && r.instances.remove(instance_id)
         {
             r.available = (r.available + 1).min(r.total);
+        }
+    }
+
+    /// EC2 warns, 40 minutes before a capacity block's end, that it ends: from then on its
+    /// running instances are known to be taken away at the reclaim (their `reclaim_at`), as a
+    /// warned spot instance's is. The warning is an EventBridge event ("Capacity Block
+    /// Reservation Expiration Warning") that Karpenter's interruption queue does not subscribe
+    /// to (its rules: spot interruption, rebalance, scheduled change, state change, capacity
+    /// reservation interruption), so nothing is published to the queue; Karpenter acts on the
+    /// block's `expiring` state instead (aws `pkg/controllers/capacityreservation/expiration/
+    /// controller.go` l. 47-49, v1.14.1).
+    pub(super) fn warn_block(&mut self, id: &str) {
+        let Some(r) = self.reservations.get(id) else {
+            return;
+        };
+        let Some(reclaim) = r.end.map(|end| end.saturating_sub(CAPACITY_BLOCK_RECLAIM_LEAD)) else {
+            return;
+        };
+        for instance_id in r.instances.clone() {
+            if let Some(i) = self.instances.get_mut(&instance_id)
+                && i.state.is_live()
+                && i.reclaim_at.is_none()
+            {
+                i.reclaim_at = Some(reclaim);
+            }
         }
     }
 
@@ -318,7 +352,14 @@ mod tests {
     #[test]
     fn a_capacity_block_expires_and_is_billed_until_its_end() {
         let mut c = cloud(vec![spec(2, ReservationType::CapacityBlock, Some(7200))]);
-        assert_eq!(c.pending_events(), 1, "the block's reclaim is scheduled");
+        assert_eq!(c.pending_events(), 2, "the block's warning and reclaim are scheduled");
+        let launched = launch_into(&mut c, "cr-0123456789abcdef0");
+        c.advance_to(Duration::from_secs(4799));
+        assert_eq!(c.instances[&launched].reclaim_at, None);
+        c.advance_to(Duration::from_secs(4800));
+        assert_eq!(c.instances[&launched].reclaim_at, Some(Duration::from_secs(5400)), "warned 40 min ahead");
+        c.advance_to(Duration::from_secs(5400));
+        assert!(!c.instances[&launched].state.is_live(), "reclaimed 30 min ahead");
         c.advance_to(Duration::from_secs(7200));
         let r = c.capacity_reservations().next().unwrap();
         assert_eq!(r.state(c.now()), "expired");
