@@ -12,6 +12,9 @@ use futures::future::BoxFuture;
 
 use crate::cloudprovider::CloudProvider;
 use crate::cloudprovider::aws::capacity::CapacityController;
+use crate::cloudprovider::aws::reservation_capacity_type::CapacityTypeController;
+use crate::cloudprovider::aws::reservation_expiration::ReservationExpirationController;
+use crate::cloudprovider::aws::tagging::TaggingController;
 use crate::cloudprovider::aws::{AwsCloudProvider, price_list};
 use crate::disruption::Disruption;
 use crate::disruption::consolidatable::ConsolidatableController;
@@ -280,6 +283,10 @@ pub async fn run(clients: Clients, settings: Settings, env: Environment) -> anyh
         Task::controller(NodeClassController::new(aws.clone()), &renv),
         // aws `pkg/controllers/controllers.go`: registered with the provider controllers.
         Task::controller(CapacityController::new(aws.clone()), &renv),
+        // aws `pkg/controllers/controllers.go` l. 106, 113-114: registered unconditionally.
+        Task::controller(TaggingController::new(aws.clone(), settings.cluster_name.clone()), &renv),
+        Task::controller(CapacityTypeController::new(), &renv),
+        Task::controller(ReservationExpirationController::new(aws.clone()), &renv),
         Task::controller(NodePoolStatusController::new(registration_health.clone()), &renv),
         Task::controller(
             DriftController::new(clients.kube.clone(), cloud.clone(), env.clock.clone(), env.metrics.clone()),

@@ -24,6 +24,10 @@ pub enum CloudEvent {
     Storm(crate::faults::SpotStorm),
     /// EC2 begins reclaiming a capacity block's instances (30 minutes before its end).
     BlockReclaim(String),
+    /// EC2 warns that a capacity block ends (40 minutes before its end).
+    BlockWarning(String),
+    /// An on-demand capacity reservation reaches its end date: its instances leave it.
+    ReservationEnd(String),
     /// A zone outage begins.
     ZoneOutageStart(String),
     /// A zone outage ends.

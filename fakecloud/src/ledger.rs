@@ -38,6 +38,9 @@ pub struct BillingRecord {
     /// The capacity reservation it runs in: the reservation pays for it, so the record
     /// itself costs nothing ([`Ledger::reservation_cost`]).
     pub capacity_reservation_id: Option<String>,
+    /// When its reservation ended under it (an ODCR's end date): from then on the instance runs,
+    /// and bills, as an ordinary on-demand instance (`FakeCloud::end_reservation`).
+    pub reservation_released: Option<Duration>,
 }
 
 /// A capacity reservation's bill: EC2 charges every reserved instance at the on-demand rate
@@ -113,6 +116,17 @@ impl Ledger {
         }
     }
 
+    /// `instance_id`'s reservation ended at `at`: it bills on its own from then on.
+    pub(crate) fn release_reservation(&mut self, instance_id: &str, at: Duration) {
+        if let Some(r) = self.records.get_mut(instance_id)
+            && r.capacity_reservation_id.is_some()
+            && r.reservation_released.is_none()
+            && r.end.is_none()
+        {
+            r.reservation_released = Some(at);
+        }
+    }
+
     pub(crate) fn retag(&mut self, instance_id: &str, nodepool: Option<String>) {
         if let Some(r) = self.records.get_mut(instance_id) {
             r.nodepool = nodepool;
@@ -124,15 +138,17 @@ impl Ledger {
         let Some(info) = catalog.get(&record.instance_type) else {
             return 0.0;
         };
-        if record.capacity_reservation_id.is_some() {
-            return 0.0;
-        }
-        let end = record.end.unwrap_or(now).max(record.start);
+        let start = match (&record.capacity_reservation_id, record.reservation_released) {
+            (Some(_), None) => return 0.0,
+            (Some(_), Some(released)) => released.max(record.start),
+            (None, _) => record.start,
+        };
+        let end = record.end.unwrap_or(now).max(start);
         // The minimum applies once billing has stopped; a live instance accrues second by second.
-        let end = if record.end.is_some() { end.max(record.start + MINIMUM_BILLED) } else { end };
+        let end = if record.end.is_some() { end.max(start + MINIMUM_BILLED) } else { end };
         match record.capacity_type {
-            CapacityType::OnDemand => info.on_demand_price.unwrap_or(0.0) * (end - record.start).as_secs_f64() / 3600.0,
-            CapacityType::Spot => market.cost(info, &record.zone, record.start, end),
+            CapacityType::OnDemand => info.on_demand_price.unwrap_or(0.0) * (end - start).as_secs_f64() / 3600.0,
+            CapacityType::Spot => market.cost(info, &record.zone, start, end),
         }
     }
 
@@ -152,7 +168,7 @@ impl Ledger {
                     continue;
                 };
                 let rate = match record.capacity_type {
-                    _ if record.capacity_reservation_id.is_some() => 0.0,
+                    _ if record.capacity_reservation_id.is_some() && record.reservation_released.is_none() => 0.0,
                     CapacityType::OnDemand => info.on_demand_price.unwrap_or(0.0),
                     CapacityType::Spot => market.price(info, &record.zone, now).unwrap_or(0.0),
                 };
@@ -212,6 +228,7 @@ mod tests {
             start: Duration::from_secs(start),
             end: end.map(Duration::from_secs),
             capacity_reservation_id: None,
+            reservation_released: None,
         };
         ledger.open(rec("a", 10, Some(3610)));
         ledger.open(rec("b", 0, Some(30)));
@@ -247,6 +264,7 @@ mod tests {
             start: Duration::from_secs(60),
             end: None,
             capacity_reservation_id: Some("cr-00000000000000001".into()),
+            reservation_released: None,
         });
         let r = ledger.report(Duration::from_secs(3600), &catalog, &market);
         assert!((r.total_usd - 3.0 * 0.096).abs() < 1e-12, "{}", r.total_usd);
@@ -256,5 +274,27 @@ mod tests {
         let after = ledger.report(Duration::from_secs(9000), &catalog, &market);
         assert!((after.total_usd - 6.0 * 0.096).abs() < 1e-12, "billing stops at the end");
         assert_eq!(after.rate_usd_per_hour, 0.0);
+    }
+
+    #[test]
+    fn an_instance_whose_reservation_ends_bills_on_demand_from_then_on() {
+        let catalog = small();
+        let market = SpotMarket::new(&CloudConfig::new(1, UNIX_EPOCH + EPOCH_2026));
+        let mut ledger = Ledger::default();
+        ledger.open(BillingRecord {
+            instance_id: "i-1".into(),
+            instance_type: "m5.large".into(),
+            zone: "us-west-2a".into(),
+            capacity_type: CapacityType::OnDemand,
+            nodepool: Some("default".into()),
+            start: Duration::from_secs(60),
+            end: None,
+            capacity_reservation_id: Some("cr-00000000000000001".into()),
+            reservation_released: None,
+        });
+        ledger.release_reservation("i-1", Duration::from_secs(1800));
+        let r = ledger.report(Duration::from_secs(3600), &catalog, &market);
+        assert!((r.total_usd - 0.096 / 2.0).abs() < 1e-12, "{}", r.total_usd);
+        assert!((r.rate_usd_per_hour - 0.096).abs() < 1e-12);
     }
 }

@@ -24,6 +24,10 @@ use crate::tags::{Filter, Tags};
 
 /// How long before a capacity block's end EC2 begins terminating its instances.
 pub const CAPACITY_BLOCK_RECLAIM_LEAD: Duration = Duration::from_secs(30 * 60);
+/// How long before a capacity block's end EC2 warns that it is ending (the EventBridge
+/// "Capacity Block Reservation Expiration Warning", 40 minutes ahead; Karpenter's
+/// `expiring` state starts at the same time, aws `apis/v1/ec2nodeclass_status.go`).
+pub const CAPACITY_BLOCK_WARNING_LEAD: Duration = Duration::from_secs(40 * 60);
 
 /// `reservationType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

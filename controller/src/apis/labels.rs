@@ -195,6 +195,9 @@ pub const EC2_NODE_CLASS_HASH_VERSION_ANNOTATION: &str = "karpenter.k8s.aws/ec2n
 pub const EC2_NODE_CLASS_HASH_VERSION: &str = "v6";
 /// Set on a NodeClaim once its instance has been tagged with the NodeClaim and Node names.
 pub const INSTANCE_TAGGED_ANNOTATION: &str = "karpenter.k8s.aws/tagged";
+/// Set on a NodeClaim once its instance carries `eks:eks-cluster-name` (aws `apis/v1/labels.go`
+/// l. 177 `AnnotationClusterNameTaggedCompatability`, v1.14.1).
+pub const CLUSTER_NAME_TAGGED_ANNOTATION: &str = "compatibility.karpenter.k8s.aws/cluster-name-tagged";
 /// Name of the instance profile Karpenter created for an EC2NodeClass role.
 pub const INSTANCE_PROFILE_ANNOTATION: &str = "karpenter.k8s.aws/instance-profile-name";
 

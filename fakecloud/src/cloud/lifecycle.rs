@@ -43,7 +43,9 @@ impl FakeCloud {
                 self.begin_shutdown(&id, Some(("Server.SpotInstanceTermination", "Spot instance termination")));
             }
             CloudEvent::Storm(storm) => self.run_storm(&storm),
+            CloudEvent::BlockWarning(id) => self.warn_block(&id),
             CloudEvent::BlockReclaim(id) => self.reclaim_block(&id),
+            CloudEvent::ReservationEnd(id) => self.end_reservation(&id),
             CloudEvent::ZoneOutageStart(zone) => self.start_outage(&zone),
             CloudEvent::ZoneOutageEnd(zone) => {
                 self.zone_outages.remove(&zone);
@@ -154,6 +156,7 @@ impl FakeCloud {
             start: now,
             end: None,
             capacity_reservation_id: instance.capacity_reservation_id.clone(),
+            reservation_released: None,
         };
         self.ledger.open(record);
     }

@@ -8,7 +8,9 @@ use crate::error::{ApiError, ApiResult};
 use crate::events::CloudEvent;
 use crate::instance::InstanceState;
 use crate::ledger::ReservationBill;
-use crate::reservations::{CAPACITY_BLOCK_RECLAIM_LEAD, CapacityReservation, ReservationType, is_reservation_id};
+use crate::reservations::{
+    CAPACITY_BLOCK_RECLAIM_LEAD, CAPACITY_BLOCK_WARNING_LEAD, CapacityReservation, ReservationType, is_reservation_id,
+};
 use crate::tags::Filter;
 
 /// The launch template data keys Karpenter targets a reservation with (aws
@@ -48,11 +50,21 @@ impl FakeCloud {
                     end: spec.end,
                 },
             );
-            if spec.reservation_type == ReservationType::CapacityBlock
-                && let Some(end) = spec.end
-            {
-                self.events
-                    .schedule(end.saturating_sub(CAPACITY_BLOCK_RECLAIM_LEAD), CloudEvent::BlockReclaim(id.clone()));
+            match (spec.reservation_type, spec.end) {
+                (ReservationType::CapacityBlock, Some(end)) => {
+                    self.events.schedule(
+                        end.saturating_sub(CAPACITY_BLOCK_WARNING_LEAD),
+                        CloudEvent::BlockWarning(id.clone()),
+                    );
+                    self.events.schedule(
+                        end.saturating_sub(CAPACITY_BLOCK_RECLAIM_LEAD),
+                        CloudEvent::BlockReclaim(id.clone()),
+                    );
+                }
+                (ReservationType::Default, Some(end)) => {
+                    self.events.schedule(end, CloudEvent::ReservationEnd(id.clone()));
+                }
+                (_, None) => {}
             }
             self.reservations.insert(id, reservation);
         }
@@ -151,6 +163,31 @@ impl FakeCloud {
         }
     }
 
+    /// EC2 warns, 40 minutes before a capacity block's end, that it ends: from then on its
+    /// running instances are known to be taken away at the reclaim (their `reclaim_at`), as a
+    /// warned spot instance's is. The warning is an EventBridge event ("Capacity Block
+    /// Reservation Expiration Warning") that Karpenter's interruption queue does not subscribe
+    /// to (its rules: spot interruption, rebalance, scheduled change, state change, capacity
+    /// reservation interruption), so nothing is published to the queue; Karpenter acts on the
+    /// block's `expiring` state instead (aws `pkg/controllers/capacityreservation/expiration/
+    /// controller.go` l. 47-49, v1.14.1).
+    pub(super) fn warn_block(&mut self, id: &str) {
+        let Some(r) = self.reservations.get(id) else {
+            return;
+        };
+        let Some(reclaim) = r.end.map(|end| end.saturating_sub(CAPACITY_BLOCK_RECLAIM_LEAD)) else {
+            return;
+        };
+        for instance_id in r.instances.clone() {
+            if let Some(i) = self.instances.get_mut(&instance_id)
+                && i.state.is_live()
+                && i.reclaim_at.is_none()
+            {
+                i.reclaim_at = Some(reclaim);
+            }
+        }
+    }
+
     /// EC2 reclaims a capacity block's instances 30 minutes before its end.
     pub(super) fn reclaim_block(&mut self, id: &str) {
         let Some(r) = self.reservations.get(id) else {
@@ -173,6 +210,37 @@ impl FakeCloud {
             r.available = 0;
         }
     }
+
+    /// An on-demand capacity reservation reaches its end date. Its instances are not stopped:
+    /// "the instances continue to run normally outside of the Capacity Reservation at standard
+    /// On-Demand Instance rates" (EC2 user guide, *Cancel a Capacity Reservation*; an end date
+    /// behaves the same). They stop naming it in DescribeInstances (no `capacityReservationId`),
+    /// which is what Karpenter's `capacityreservation.capacitytype` controller reads to demote
+    /// their NodeClaims to on-demand (aws `pkg/controllers/capacityreservation/capacitytype/
+    /// suite_test.go` l. 134-136, v1.14.1, clears `CapacityReservationId` to model exactly this).
+    /// Each now holds an ordinary on-demand slot and bills on its own.
+    pub(super) fn end_reservation(&mut self, id: &str) {
+        let now = self.now;
+        let Some(r) = self.reservations.get_mut(id) else {
+            return;
+        };
+        r.available = 0;
+        let released = std::mem::take(&mut r.instances);
+        for instance_id in released {
+            let Some(instance) = self.instances.get_mut(&instance_id) else {
+                continue;
+            };
+            instance.capacity_reservation_id = None;
+            if !instance.state.is_live() {
+                continue;
+            }
+            let vcpu = self.catalog.get(&instance.instance_type).map_or(0, |t| t.vcpu);
+            let key = crate::capacity::PoolKey::new(&instance.instance_type, &instance.zone, instance.capacity_type);
+            // Best effort: the instance keeps running even if the open pool is full.
+            let _ = self.pools.take(&key, vcpu, now);
+            self.ledger.release_reservation(&instance_id, now);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -189,6 +257,33 @@ mod tests {
         let mut config = CloudConfig::new(7, std::time::UNIX_EPOCH + EPOCH_2026);
         config.capacity_reservations = specs;
         FakeCloud::new(config, small())
+    }
+
+    /// Runs one m5.large in us-west-2a through a template that targets reservation `id`.
+    fn launch_into(c: &mut FakeCloud, id: &str) -> String {
+        let ami = c
+            .images
+            .parameter("/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/x86_64/standard/recommended/image_id")
+            .expect("ami")
+            .to_string();
+        c.create_launch_template(crate::cloud::launch_template::LaunchTemplateSpec {
+            name: "reserved".into(),
+            image_id: Some(ami),
+            data: [(super::TARGET_KEY.to_string(), id.to_string())].into(),
+            ..Default::default()
+        })
+        .expect("template");
+        let out = c
+            .run_instances(&crate::cloud::launch::RunInstancesRequest {
+                instance_type: Some("m5.large".into()),
+                min_count: 1,
+                max_count: 1,
+                availability_zone: Some("us-west-2a".into()),
+                launch_template: Some(crate::cloud::launch_template::LaunchTemplateRef::Name("reserved".into())),
+                ..Default::default()
+            })
+            .expect("launch");
+        out.instance_ids[0].clone()
     }
 
     fn spec(count: u32, kind: ReservationType, end: Option<u64>) -> ReservationSpec {
@@ -238,9 +333,33 @@ mod tests {
     }
 
     #[test]
+    fn an_odcrs_end_leaves_its_instances_running_on_demand() {
+        let mut c = cloud(vec![spec(2, ReservationType::Default, Some(3600))]);
+        assert_eq!(c.pending_events(), 1, "the reservation's end is scheduled");
+        let id = "cr-0123456789abcdef0";
+        let launched = launch_into(&mut c, id);
+        c.advance_to(Duration::from_secs(600));
+        assert_eq!(c.instances[&launched].capacity_reservation_id.as_deref(), Some(id));
+        c.advance_to(Duration::from_secs(3600));
+        let instance = &c.instances[&launched];
+        assert!(instance.state.is_live(), "the instance keeps running");
+        assert_eq!(instance.capacity_reservation_id, None, "it no longer names the reservation");
+        assert!(c.capacity_reservations().next().unwrap().instances.is_empty());
+        let record = &c.ledger.records[&launched];
+        assert_eq!(record.reservation_released, Some(Duration::from_secs(3600)));
+    }
+
+    #[test]
     fn a_capacity_block_expires_and_is_billed_until_its_end() {
         let mut c = cloud(vec![spec(2, ReservationType::CapacityBlock, Some(7200))]);
-        assert_eq!(c.pending_events(), 1, "the block's reclaim is scheduled");
+        assert_eq!(c.pending_events(), 2, "the block's warning and reclaim are scheduled");
+        let launched = launch_into(&mut c, "cr-0123456789abcdef0");
+        c.advance_to(Duration::from_secs(4799));
+        assert_eq!(c.instances[&launched].reclaim_at, None);
+        c.advance_to(Duration::from_secs(4800));
+        assert_eq!(c.instances[&launched].reclaim_at, Some(Duration::from_secs(5400)), "warned 40 min ahead");
+        c.advance_to(Duration::from_secs(5400));
+        assert!(!c.instances[&launched].state.is_live(), "reclaimed 30 min ahead");
         c.advance_to(Duration::from_secs(7200));
         let r = c.capacity_reservations().next().unwrap();
         assert_eq!(r.state(c.now()), "expired");

@@ -376,6 +376,18 @@ pub async fn list(ec2: &aws_sdk_ec2::Client, cluster_name: &str) -> Result<Vec<I
     Ok(pages.iter().flat_map(|p| p.reservations().iter().flat_map(|r| r.instances().iter().cloned())).collect())
 }
 
+/// CreateTags on one instance (aws `instance/instance.go` l. 297-318 `CreateTags`).
+///
+/// # Errors
+/// The EC2 error; `NotFound` when the instance does not exist.
+pub async fn create_tags(
+    ec2: &aws_sdk_ec2::Client,
+    id: &str,
+    tags: &BTreeMap<String, String>,
+) -> Result<(), CloudError> {
+    ec2.create_tags().resources(id).set_tags(Some(tag_list(tags))).send().await.map(|_| ()).map_err(|e| classify(&e))
+}
+
 /// Terminates `id`; not-found reads as already gone.
 ///
 /// # Errors

@@ -20,7 +20,10 @@ pub mod launch_plan;
 pub mod launch_template;
 pub mod price_list;
 pub mod pricing;
+pub mod reservation_capacity_type;
+pub mod reservation_expiration;
 pub mod reserved_launch;
+pub mod tagging;
 pub mod user_data;
 
 #[cfg(test)]
