@@ -126,9 +126,11 @@ fn a_recreated_pod_waits_for_a_node_in_its_volume_zone() {
 }
 
 /// A pod whose claim is bound to a volume in us-east-1c gets a node launched in
-/// us-east-1c, though cheaper zones exist (core `volumetopology.go`).
+/// us-east-1c, though cheaper zones exist (core `volumetopology.go`). The volume names the
+/// EBS CSI driver's zone key, which the controller normalizes to the zone
+/// (karpenter-provider-aws `pkg/operator/operator.go` l. 82) and which the node carries
+/// once the driver registered on it (so the kube-scheduler's VolumeBinding binds the pod).
 #[test]
-#[ignore = "fails: db-0 is not bound within 300 s (session 18 ran out of time to find whether the fixture or the controller is at fault)"]
 fn the_controller_launches_in_the_volume_zone() {
     let (mut sim, _server, cloud) = karpenter_world(5);
     sim.client("test", async move {
