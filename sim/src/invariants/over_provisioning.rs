@@ -93,7 +93,7 @@ use crate::oracle::resources::{Resources, allowed_offerings, daemonset_overhead}
 use crate::oracle::view::{PodView, View};
 use dovetail_world::SimDuration;
 use preference::LeftBehind;
-use wave::{LaunchedAs, Wave, claim_node_names, misdirected, registered_allocatable, wave_bound};
+use wave::{BoundKey, LaunchedAs, Wave, claim_node_names, misdirected, registered_allocatable, wave_bound};
 
 #[path = "over_provisioning_preference.rs"]
 mod preference;
@@ -428,18 +428,14 @@ impl OverProvisioning {
                 .cloned()
                 .collect();
             let slack = ctx.config.over_provisioning.slack_per_pool as usize;
+            let registered = registered_allocatable(&self.claims, &ctx.view.nodes);
+            let launched: BTreeMap<String, LaunchedAs> =
+                self.claims.iter().filter_map(|(name, life)| Some((name.clone(), life.launched_as.clone()?))).collect();
+            let key = BoundKey::of(wave, at, &live, &launched, &registered);
             let released = wave.released_by(at).filter(|c| live.contains(*c)).count();
-            let foreign = wave.foreign_by(at).count();
-            let key = (wave.pods.len(), wave.placed_by(at).len(), foreign, released, wave.watch_delay);
-            let bound = match wave.bound_for {
-                Some((k, bound)) if k == key => bound,
+            let bound = match &wave.bound_for {
+                Some((k, bound)) if *k == key => *bound,
                 _ => {
-                    let registered = registered_allocatable(&self.claims, &ctx.view.nodes);
-                    let launched: BTreeMap<String, LaunchedAs> = self
-                        .claims
-                        .iter()
-                        .filter_map(|(name, life)| Some((name.clone(), life.launched_as.clone()?)))
-                        .collect();
                     let bound = wave_bound(wave, at, &live, &launched, &registered, slack);
                     wave.bound_for = Some((key, bound));
                     bound

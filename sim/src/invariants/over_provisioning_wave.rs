@@ -77,17 +77,64 @@ pub struct Wave {
     /// bound between two observations) kube-scheduler bound to one of the wave's claims
     /// ([`misdirected`]): the room it takes there is gone for the wave's pods.
     pub foreign: BTreeMap<String, ForeignPod>,
-    /// The packing's bound and what it was computed for: (pods, bindings placed, foreign
-    /// pods, released claims live, delay). The foreign pods are their own element: summed
-    /// with the placed bindings, one more of either and one fewer of the other would find
-    /// the bound of a different packing.
+    /// The packing's bound and the inputs it was computed from ([`BoundKey`]).
     pub bound_for: Option<(BoundKey, usize)>,
     pub reported: bool,
 }
 
-/// What [`Wave::bound_for`] was computed for: (pods, bindings placed by then, foreign pods
-/// seen by then, released claims live, watch delay).
-pub type BoundKey = (usize, usize, usize, usize, Duration);
+/// Everything [`wave_bound`] reads that can change while a wave lasts, so a cached bound is
+/// reused only for the very same packing. The wave's pods, their order and their pending
+/// times only grow (a pod is never removed from a wave), so their count stands for them;
+/// the supply, the pools' used capacity and the overhead are fixed when the wave starts.
+/// Everything else is kept whole: the provisioning passes up to the claim's creation
+/// (`cuts`), which pod sits on which claim (placed bindings and foreign pods, by identity,
+/// not by count: the same number of different pods is a different packing), the released
+/// claims still live, and what each of those claims was launched as and its Node reports.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BoundKey {
+    pods: usize,
+    cuts: Vec<Duration>,
+    placed: Vec<(String, String)>,
+    foreign: Vec<(String, String)>,
+    released: Vec<String>,
+    claims: Vec<(String, Option<LaunchedAs>, Option<Resources>)>,
+    watch_delay: Duration,
+}
+
+impl BoundKey {
+    /// The inputs [`wave_bound`] reads for a claim created at `at`, with `live` claims.
+    pub fn of(
+        wave: &Wave,
+        at: Duration,
+        live: &BTreeSet<String>,
+        launched: &BTreeMap<String, LaunchedAs>,
+        registered: &BTreeMap<String, Resources>,
+    ) -> Self {
+        let placed: Vec<(String, String)> =
+            wave.placed_by(at).into_iter().map(|(u, c)| (u.clone(), c.clone())).collect();
+        let foreign: Vec<(String, String)> = wave
+            .foreign
+            .iter()
+            .filter(|(_, f)| f.seen <= at && live.contains(&f.claim))
+            .map(|(uid, f)| (uid.clone(), f.claim.clone()))
+            .collect();
+        let released: Vec<String> = wave.released_by(at).filter(|c| live.contains(*c)).cloned().collect();
+        let mut involved: BTreeSet<&String> = placed.iter().map(|(_, c)| c).collect();
+        involved.extend(foreign.iter().map(|(_, c)| c));
+        involved.extend(released.iter());
+        let claims =
+            involved.into_iter().map(|c| (c.clone(), launched.get(c).cloned(), registered.get(c).copied())).collect();
+        BoundKey {
+            pods: wave.pods.len(),
+            cuts: wave.cuts.range(..=at).copied().collect(),
+            placed,
+            foreign,
+            released,
+            claims,
+            watch_delay: wave.watch_delay,
+        }
+    }
+}
 
 /// A pod outside a wave bound to one of its claims ([`Wave::foreign`]).
 #[derive(Clone, Debug)]

@@ -56,6 +56,21 @@ pub struct Ami {
     pub requirements: Vec<Requirement>,
 }
 
+impl Ami {
+    /// One entry of `status.amis`.
+    pub fn from_json(ami: &Value) -> Self {
+        Ami {
+            id: ami["id"].as_str().unwrap_or_default().to_string(),
+            requirements: ami["requirements"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Requirement::from_json)
+                .collect(),
+        }
+    }
+}
+
 /// A Node as the model needs it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeFacts {
@@ -80,20 +95,9 @@ impl Inputs {
         let mut inputs = Inputs::default();
         for class in store.iter(&key("karpenter.k8s.aws", "ec2nodeclasses"), None) {
             let name = class["metadata"]["name"].as_str().unwrap_or_default().to_string();
-            let raw: Vec<Value> = class.pointer("/status/amis").and_then(Value::as_array).cloned().unwrap_or_default();
-            let amis = raw
-                .iter()
-                .map(|a| Ami {
-                    id: a["id"].as_str().unwrap_or_default().to_string(),
-                    requirements: a["requirements"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(Requirement::from_json)
-                        .collect(),
-                })
-                .collect();
-            inputs.classes.insert(name, (amis, ami_set_key(&raw)));
+            let raw: &[Value] = class.pointer("/status/amis").and_then(Value::as_array).map_or(&[], Vec::as_slice);
+            let amis = raw.iter().map(Ami::from_json).collect();
+            inputs.classes.insert(name, (amis, ami_set_key(raw)));
         }
         let mut images: BTreeMap<String, String> = BTreeMap::new();
         for claim in store.iter(&key("karpenter.sh", "nodeclaims"), None) {

@@ -19,19 +19,7 @@ fn amis(standard_id: &str) -> Vec<Value> {
 }
 
 fn class(raw: &[Value]) -> (Vec<Ami>, String) {
-    let parsed = raw
-        .iter()
-        .map(|a| Ami {
-            id: a["id"].as_str().unwrap_or_default().to_string(),
-            requirements: a["requirements"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Requirement::from_json)
-                .collect(),
-        })
-        .collect();
-    (parsed, ami_set_key(raw))
+    (raw.iter().map(Ami::from_json).collect(), ami_set_key(raw))
 }
 
 fn node(instance_type: &str, registered: bool, image: &str) -> NodeFacts {
