@@ -27,12 +27,14 @@ use super::{Cluster, Kind};
 /// Names the volume kinds are marked synced under in [`Snapshot::synced`](super::Snapshot).
 pub const VOLUME_KINDS: [&str; 3] = ["PersistentVolumeClaim", "PersistentVolume", "StorageClass"];
 
-/// Whether the pod mounts a PersistentVolumeClaim.
+/// Whether the pod mounts a PersistentVolumeClaim: a `persistentVolumeClaim` volume, or a
+/// generic `ephemeral` volume (whose claim `<pod>-<volume>` the ephemeral volume controller
+/// makes; core `utils/volume/volume.go` `GetPersistentVolumeClaim` reads both).
 pub fn mounts_claim(pod: &Pod) -> bool {
     pod.spec
         .as_ref()
         .and_then(|s| s.volumes.as_ref())
-        .is_some_and(|v| v.iter().any(|v| v.persistent_volume_claim.is_some()))
+        .is_some_and(|v| v.iter().any(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some()))
 }
 
 /// Starts the three volume watchers the first time its [`hook`](Self::hook) sees a pod
@@ -102,6 +104,7 @@ mod tests {
             serde_json::from_value(serde_json::json!({"spec": {"containers": [], "volumes": volumes}})).unwrap()
         };
         assert!(mounts_claim(&pod(serde_json::json!([{"name": "d", "persistentVolumeClaim": {"claimName": "c"}}]))));
+        assert!(mounts_claim(&pod(serde_json::json!([{"name": "e", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]))));
         assert!(!mounts_claim(&pod(serde_json::json!([{"name": "t", "emptyDir": {}}]))));
         assert!(!mounts_claim(&pod(serde_json::json!([]))));
     }
