@@ -104,7 +104,9 @@ mod tests {
             serde_json::from_value(serde_json::json!({"spec": {"containers": [], "volumes": volumes}})).unwrap()
         };
         assert!(mounts_claim(&pod(serde_json::json!([{"name": "d", "persistentVolumeClaim": {"claimName": "c"}}]))));
-        assert!(mounts_claim(&pod(serde_json::json!([{"name": "e", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]))));
+        assert!(mounts_claim(&pod(
+            serde_json::json!([{"name": "e", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}])
+        )));
         assert!(!mounts_claim(&pod(serde_json::json!([{"name": "t", "emptyDir": {}}]))));
         assert!(!mounts_claim(&pod(serde_json::json!([]))));
     }
