@@ -44,7 +44,7 @@ impl Reconciler for VolumeProvisioner {
     }
 
     fn reconcile(&mut self, store: &mut Store, now: Duration) -> Option<Duration> {
-        let Some(pvcs) = store.registry().get("", "persistentvolumeclaims") else { return None };
+        let pvcs = store.registry().get("", "persistentvolumeclaims")?;
         let claims: Vec<Arc<Value>> = store.iter(&pvcs.key(), None).cloned().collect();
         let mut waiting = BTreeMap::new();
         let mut next: Option<Duration> = None;
