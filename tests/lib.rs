@@ -194,6 +194,7 @@ pub async fn install(client: &kube::Client, objects: &[serde_json::Value]) -> an
             "EC2NodeClass" => "ec2nodeclasses".to_string(),
             "NodePool" => "nodepools".to_string(),
             "PodDisruptionBudget" => "poddisruptionbudgets".to_string(),
+            "StorageClass" => "storageclasses".to_string(),
             other => format!("{}s", other.to_lowercase()),
         };
         let resource = ApiResource {
@@ -203,8 +204,17 @@ pub async fn install(client: &kube::Client, objects: &[serde_json::Value]) -> an
             kind: kind.into(),
             plural,
         };
-        let namespaced =
-            !matches!(kind, "CustomResourceDefinition" | "EC2NodeClass" | "NodePool" | "Node" | "Namespace");
+        let namespaced = !matches!(
+            kind,
+            "CustomResourceDefinition"
+                | "EC2NodeClass"
+                | "NodePool"
+                | "Node"
+                | "Namespace"
+                | "StorageClass"
+                | "PersistentVolume"
+                | "VolumeAttachment"
+        );
         let api: kube::Api<DynamicObject> = if namespaced {
             kube::Api::namespaced_with(
                 client.clone(),

@@ -130,7 +130,7 @@ fn validate_custom(rt: &ResourceType, obj: &mut Value, old: Option<&Value>, stri
 fn normalize_builtin(rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
     use k8s_openapi::api::{
         apps::v1 as apps, batch::v1 as batch, coordination::v1 as coord, core::v1 as core, policy::v1 as policy,
-        scheduling::v1 as sched,
+        scheduling::v1 as sched, storage::v1 as storage,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
     let r = match (rt.group.as_str(), rt.plural.as_str()) {
@@ -147,6 +147,10 @@ fn normalize_builtin(rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
         ("apps", "daemonsets") => roundtrip::<apps::DaemonSet>(obj),
         ("apps", "statefulsets") => roundtrip::<apps::StatefulSet>(obj),
         ("batch", "jobs") => roundtrip::<batch::Job>(obj),
+        ("", "persistentvolumeclaims") => roundtrip::<core::PersistentVolumeClaim>(obj),
+        ("", "persistentvolumes") => roundtrip::<core::PersistentVolume>(obj),
+        ("storage.k8s.io", "storageclasses") => roundtrip::<storage::StorageClass>(obj),
+        ("storage.k8s.io", "volumeattachments") => roundtrip::<storage::VolumeAttachment>(obj),
         ("policy", "poddisruptionbudgets") => roundtrip::<policy::PodDisruptionBudget>(obj),
         ("coordination.k8s.io", "leases") => roundtrip::<coord::Lease>(obj),
         ("scheduling.k8s.io", "priorityclasses") => roundtrip::<sched::PriorityClass>(obj),

@@ -164,6 +164,10 @@ impl Registry {
             b("apps", "v1", "daemonsets", "DaemonSet", true).short(&["ds"]).all(),
             b("apps", "v1", "statefulsets", "StatefulSet", true).short(&["sts"]).all(),
             b("batch", "v1", "jobs", "Job", true).all(),
+            b("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", true).short(&["pvc"]),
+            b("", "v1", "persistentvolumes", "PersistentVolume", false).short(&["pv"]),
+            b("storage.k8s.io", "v1", "storageclasses", "StorageClass", false).short(&["sc"]).no_status().no_spec(),
+            b("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", false),
             b("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true).short(&["pdb"]),
             b("coordination.k8s.io", "v1", "leases", "Lease", true).no_status(),
             b("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", false)

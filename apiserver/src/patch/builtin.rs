@@ -25,6 +25,10 @@ pub const KINDS: &[&str] = &[
     "Job",
     "PodDisruptionBudget",
     "Lease",
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+    "StorageClass",
+    "VolumeAttachment",
 ];
 
 /// The root schema of a built-in kind, or `None` if the server does not serve it.
@@ -60,9 +64,13 @@ pub fn root(kind: &str) -> Option<S> {
             ]));
         }
         "Lease" => (S::unknown(), S::unknown()),
+        // Their lists (accessModes, nodeSelectorTerms, topologies) are atomic in k8s.io/api:
+        // replaced, as the unlisted fields of a structure are.
+        "PersistentVolumeClaim" => (S::structure(vec![]), S::structure(vec![("conditions", conditions())])),
+        "PersistentVolume" | "VolumeAttachment" => (S::structure(vec![]), S::structure(vec![])),
         // No spec or status: data maps merge key by key; ServiceAccount.secrets merges by
         // name (`patchStrategy:"merge" patchMergeKey:"name"`).
-        "ConfigMap" | "Secret" | "ServiceAccount" | "PriorityClass" => {
+        "ConfigMap" | "Secret" | "ServiceAccount" | "PriorityClass" | "StorageClass" => {
             let mut fields = vec![("apiVersion", S::scalar()), ("kind", S::scalar()), ("metadata", object_meta())];
             if kind == "ServiceAccount" {
                 fields.push(("secrets", S::map_list(&["name"], S::unknown())));

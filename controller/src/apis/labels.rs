@@ -26,6 +26,8 @@ pub const NODE_REGISTERED_LABEL: &str = "karpenter.sh/registered";
 pub const NODE_INITIALIZED_LABEL: &str = "karpenter.sh/initialized";
 /// Zone of a node (stable key).
 pub const TOPOLOGY_ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+/// The zone key the EBS CSI driver writes in the node affinity of the volumes it creates.
+pub const EBS_CSI_ZONE_LABEL: &str = "topology.ebs.csi.aws.com/zone";
 /// Region of a node (stable key).
 pub const TOPOLOGY_REGION_LABEL: &str = "topology.kubernetes.io/region";
 /// Instance type of a node (stable key).
@@ -294,8 +296,12 @@ pub const LABEL_DOMAIN_EXCEPTIONS: [&str; 3] = ["kops.k8s.io", "node.kubernetes.
 pub const RESTRICTED_LABELS: [&str; 1] = [HOSTNAME_LABEL];
 
 /// Deprecated aliases and the well-known keys they mean. Pod requirements are translated.
-pub const NORMALIZED_LABELS: [(&str, &str); 5] = [
+pub const NORMALIZED_LABELS: [(&str, &str); 6] = [
     (FAILURE_DOMAIN_BETA_ZONE_LABEL, TOPOLOGY_ZONE_LABEL),
+    // The EBS CSI driver's zone key on the volumes it provisions: the AWS provider adds it
+    // (karpenter-provider-aws `pkg/operator/operator.go` l. 82), so a volume's zone affinity
+    // constrains the zone a claim launches in.
+    (EBS_CSI_ZONE_LABEL, TOPOLOGY_ZONE_LABEL),
     (BETA_ARCH_LABEL, ARCH_LABEL),
     (BETA_OS_LABEL, OS_LABEL),
     (BETA_INSTANCE_TYPE_LABEL, INSTANCE_TYPE_LABEL),

@@ -311,7 +311,7 @@ fn new_candidate(
     let schedulable = pods
         .iter()
         .filter(|p| input.eviction_limits.is_currently_reschedulable(p, input.now))
-        .filter_map(|p| SchedulablePod::from_pod(p).ok())
+        .filter_map(|p| crate::provisioning::volume_topology::schedulable_pod(&input.snapshot, p, false).ok())
         .collect();
     let disruption_cost = disruption_cost(&pods, claim, input.now);
     let reschedule_disruption_cost = reschedule_disruption_cost(&pods);

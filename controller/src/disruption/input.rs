@@ -95,7 +95,10 @@ impl DisruptionInput {
         let mut pending_keys = BTreeSet::new();
         let mut deleting_node_pod_keys = BTreeSet::new();
         for (key, pod, source) in pods_to_place(&snapshot, &existing, now) {
-            let Ok(p) = SchedulablePod::from_pod(pod) else { continue };
+            let pending = source == PodSource::Pending;
+            let Ok(p) = crate::provisioning::volume_topology::schedulable_pod(&snapshot, pod, pending) else {
+                continue;
+            };
             match source {
                 PodSource::Pending => pending_keys.insert(key.clone()),
                 PodSource::DeletingNode => deleting_node_pod_keys.insert(key.clone()),

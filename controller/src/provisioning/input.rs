@@ -254,9 +254,16 @@ pub fn scheduling_input(
     let existing = existing_nodes(snapshot, memory);
     let mut pods = Vec::new();
     let mut unparsed = Vec::new();
-    for (_, pod, _) in super::reschedulable::pods_to_place(snapshot, &existing, now) {
+    for (key, pod, source) in super::reschedulable::pods_to_place(snapshot, &existing, now) {
         match SchedulablePod::from_pod(pod) {
-            Ok(p) => pods.push(p),
+            Ok(mut p) => {
+                let pending = source == super::reschedulable::PodSource::Pending;
+                match super::volume_topology::add_volume_topology(snapshot, pod, &mut p, pending) {
+                    Ok(()) => pods.push(p),
+                    // Core `provisioner.go` l. 603-605: logged, the pod left out of the pass.
+                    Err(error) => tracing::debug!(pod = %key, %error, "ignoring pod, volume topology"),
+                }
+            }
             Err(error) => unparsed.push((Arc::clone(pod), error)),
         }
     }

@@ -10,6 +10,7 @@ pub mod node_claim_template;
 pub mod pending;
 pub mod provisioner;
 pub mod reschedulable;
+pub mod volume_topology;
 
 pub use controller::ProvisioningController;
 pub use provisioner::Provisioner;

@@ -81,6 +81,23 @@ impl ExistingNodeState {
         self.requirements
             .compatible_strict(pod_requirements)
             .map_err(|e| AddError::permanent(format!("incompatible requirements, {e}")))?;
+        // Core `existingnode.go` `CanAdd` l. 108-138: the node must meet one of the pod's
+        // volume topology alternatives (a zonal volume's zone); its labels are final.
+        if !shape.volume_requirements.is_empty() {
+            let mut last = None;
+            let fits =
+                shape.volume_requirements.iter().any(|volume| match self.requirements.compatible_strict(volume) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        last = Some(e);
+                        false
+                    }
+                });
+            if !fits {
+                let e = last.expect("at least one volume alternative was tried");
+                return Err(AddError::permanent(format!("incompatible volume requirements, {e}")));
+            }
+        }
         let topology_requirements = topology
             .add_requirements(shape_id, shape, pod_requirements, &self.requirements, None)
             .map_err(|e| AddError { message: e.message, permanent: e.permanent })?;

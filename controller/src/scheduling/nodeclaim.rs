@@ -137,10 +137,55 @@ impl PlannedClaim {
         self.requirements
             .compatible(pod_requirements)
             .map_err(|e| AddError::permanent(format!("incompatible requirements, {e}")))?;
-        let mut requirements = Cow::Borrowed(&self.requirements);
+        let mut base = Cow::Borrowed(&self.requirements);
         if self.requirements.is_narrowed_by(pod_requirements) {
-            requirements.to_mut().add_all(pod_requirements);
+            base.to_mut().add_all(pod_requirements);
         }
+        if shape.volume_requirements.is_empty() {
+            return self.try_volume_alternative(template, topology, shape_id, shape, pod_requirements, base, policy);
+        }
+        // Core `nodeclaim.go` `CanAdd` l. 138-157: each volume topology alternative in turn,
+        // added to the claim's requirements only (not the pod's, so spread counting is
+        // unchanged); the first that fits wins, else the last error.
+        let mut last = None;
+        for volume in &shape.volume_requirements {
+            let mut requirements = base.clone();
+            if let Err(e) = requirements.compatible(volume) {
+                last = Some(AddError::permanent(format!("incompatible volume requirements, {e}")));
+                continue;
+            }
+            if requirements.is_narrowed_by(volume) {
+                requirements.to_mut().add_all(volume);
+            }
+            match self.try_volume_alternative(
+                template,
+                topology,
+                shape_id,
+                shape,
+                pod_requirements,
+                requirements,
+                policy,
+            ) {
+                Ok(update) => return Ok(update),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.expect("at least one volume alternative was tried"))
+    }
+
+    /// The rest of [`Self::can_add`] for one set of claim requirements (core `nodeclaim.go`
+    /// `tryVolumeAlternative` l. 164): topology, then the instance types left.
+    #[allow(clippy::too_many_arguments)]
+    fn try_volume_alternative(
+        &self,
+        template: &NodeClaimTemplate,
+        topology: &mut Topology,
+        shape_id: usize,
+        shape: &PodShape,
+        pod_requirements: &Requirements,
+        mut requirements: Cow<'_, Requirements>,
+        policy: MinValuesPolicy,
+    ) -> Result<ClaimUpdate, AddError> {
         let total = self.requests.plus(&shape.requests);
         // Breaks a spread tie toward a domain this claim can launch in (see
         // `Topology::add_requirements`): the same test as the option filter below.

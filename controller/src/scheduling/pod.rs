@@ -158,6 +158,9 @@ pub struct PodShape {
     pub preferred_anti_affinity: Vec<(i32, AffinityTerm)>,
     /// Host ports bound.
     pub host_ports: Vec<HostPort>,
+    /// Volume topology alternatives from the pod's claims (core `PodData.VolumeRequirements`,
+    /// `provisioning/volume_topology.rs`): the node must meet one; empty when unconstrained.
+    pub volume_requirements: Vec<Requirements>,
 }
 
 impl PodShape {
@@ -327,7 +330,7 @@ impl SchedulablePod {
     }
 }
 
-fn node_selector_term<'a, I>(expressions: I) -> Result<Requirements, String>
+pub(crate) fn node_selector_term<'a, I>(expressions: I) -> Result<Requirements, String>
 where
     I: IntoIterator<Item = &'a k8s_openapi::api::core::v1::NodeSelectorRequirement>,
 {

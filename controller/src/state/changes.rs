@@ -27,11 +27,14 @@ pub enum Kind {
     /// The controller's own [`Memory`](super::Memory): nominations and claims marked for
     /// deletion.
     Memory,
+    /// PersistentVolumeClaims, PersistentVolumes and StorageClasses (watched only once a pod
+    /// mounts a claim, see [`volume_watch`](super::volume_watch)).
+    Volume,
 }
 
 impl Kind {
     /// Every kind, in declaration order (the index of a kind's generation counter).
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Pod,
         Kind::Node,
         Kind::NodeClaim,
@@ -40,6 +43,7 @@ impl Kind {
         Kind::PodDisruptionBudget,
         Kind::DaemonSet,
         Kind::Memory,
+        Kind::Volume,
     ];
 
     /// The Kubernetes kind name (`Memory` for the controller's own memory), as in
@@ -54,6 +58,7 @@ impl Kind {
             Kind::PodDisruptionBudget => "PodDisruptionBudget",
             Kind::DaemonSet => "DaemonSet",
             Kind::Memory => "Memory",
+            Kind::Volume => "Volume",
         }
     }
 

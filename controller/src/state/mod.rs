@@ -10,6 +10,7 @@
 //! ([`Cluster::changes`]), so a change wakes only the controllers it concerns.
 
 pub mod changes;
+pub mod volume_watch;
 pub mod watch;
 
 pub use changes::{Changes, Kind, Kinds, StateGone};
@@ -18,8 +19,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::StorageClass;
 use kube::ResourceExt;
 
 use crate::apis::{EC2NodeClass, NodeClaim, NodePool};
@@ -53,6 +55,12 @@ pub struct Snapshot {
     pub pdbs: BTreeMap<String, Arc<PodDisruptionBudget>>,
     /// DaemonSets, by `namespace/name`.
     pub daemon_sets: BTreeMap<String, Arc<DaemonSet>>,
+    /// PersistentVolumeClaims, by `namespace/name` (empty until a pod mounts a claim).
+    pub persistent_volume_claims: BTreeMap<String, Arc<PersistentVolumeClaim>>,
+    /// PersistentVolumes, by name (empty until a pod mounts a claim).
+    pub persistent_volumes: BTreeMap<String, Arc<PersistentVolume>>,
+    /// StorageClasses, by name (empty until a pod mounts a claim).
+    pub storage_classes: BTreeMap<String, Arc<StorageClass>>,
     /// Kinds that have completed their initial list.
     pub synced: BTreeSet<&'static str>,
     /// Bumped on every change.

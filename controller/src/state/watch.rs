@@ -24,19 +24,26 @@ use super::{Cluster, Kind, Snapshot, key_of};
 use crate::apis::{EC2NodeClass, NodeClaim, NodePool};
 use crate::runtime::SharedRng;
 
-type MapOf<K> = fn(&mut Snapshot) -> &mut BTreeMap<String, Arc<K>>;
+pub(super) type MapOf<K> = fn(&mut Snapshot) -> &mut BTreeMap<String, Arc<K>>;
 
 /// Starts one watcher task per kind on the current runtime; each draws its backoff's jitter
 /// seed from `rng`, in this fixed order.
 pub fn spawn_watchers(client: &Client, cluster: &Arc<Cluster>, rng: &SharedRng) {
     let seed = || rng.with(RngCore::next_u64);
-    spawn::<Pod>(client, cluster, Kind::Pod, |s| &mut s.pods, seed());
-    spawn::<Node>(client, cluster, Kind::Node, |s| &mut s.nodes, seed());
-    spawn::<NodeClaim>(client, cluster, Kind::NodeClaim, |s| &mut s.node_claims, seed());
-    spawn::<NodePool>(client, cluster, Kind::NodePool, |s| &mut s.node_pools, seed());
-    spawn::<EC2NodeClass>(client, cluster, Kind::NodeClass, |s| &mut s.node_classes, seed());
-    spawn::<PodDisruptionBudget>(client, cluster, Kind::PodDisruptionBudget, |s| &mut s.pdbs, seed());
-    spawn::<DaemonSet>(client, cluster, Kind::DaemonSet, |s| &mut s.daemon_sets, seed());
+    // Drawn in the order the watchers were always spawned in, then spawned in that order.
+    let seeds: [u64; 7] = std::array::from_fn(|_| seed());
+    // The Pod watcher starts the volume kinds' watchers at the first pod mounting a claim
+    // (no task of its own: a cluster without claims runs exactly what it ran before). Their
+    // jitter derives from the last seed rather than drawing again, for the same reason.
+    let volumes =
+        super::volume_watch::VolumeWatchStarter::new(client, cluster, seeds[6].rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15);
+    spawn_with::<Pod>(client, cluster, Kind::Pod, Kind::Pod.as_str(), |s| &mut s.pods, seeds[0], Some(volumes.hook()));
+    spawn::<Node>(client, cluster, Kind::Node, |s| &mut s.nodes, seeds[1]);
+    spawn::<NodeClaim>(client, cluster, Kind::NodeClaim, |s| &mut s.node_claims, seeds[2]);
+    spawn::<NodePool>(client, cluster, Kind::NodePool, |s| &mut s.node_pools, seeds[3]);
+    spawn::<EC2NodeClass>(client, cluster, Kind::NodeClass, |s| &mut s.node_classes, seeds[4]);
+    spawn::<PodDisruptionBudget>(client, cluster, Kind::PodDisruptionBudget, |s| &mut s.pdbs, seeds[5]);
+    spawn::<DaemonSet>(client, cluster, Kind::DaemonSet, |s| &mut s.daemon_sets, seeds[6]);
 }
 
 /// kube-runtime's `DefaultBackoff` schedule (`watcher.rs`: 800 ms doubling to 30 s, with
@@ -67,6 +74,39 @@ fn spawn<K>(client: &Client, cluster: &Arc<Cluster>, kind: Kind, map: MapOf<K>, 
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
 {
+    spawn_with(client, cluster, kind, kind.as_str(), map, jitter_seed, None);
+}
+
+/// Called with every object a watcher applies (listed or changed).
+pub(super) type Hook<K> = Arc<dyn Fn(&K) + Send + Sync>;
+
+/// [`spawn`], with the name the kind is marked synced under (several Kubernetes kinds may
+/// announce one [`Kind`]: claims, volumes and storage classes are all [`Kind::Volume`]).
+pub(super) fn spawn_named<K>(
+    client: &Client,
+    cluster: &Arc<Cluster>,
+    kind: Kind,
+    name: &'static str,
+    map: MapOf<K>,
+    jitter_seed: u64,
+) where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
+    spawn_with(client, cluster, kind, name, map, jitter_seed, None);
+}
+
+/// [`spawn_named`], calling `hook` with every object applied.
+fn spawn_with<K>(
+    client: &Client,
+    cluster: &Arc<Cluster>,
+    kind: Kind,
+    name: &'static str,
+    map: MapOf<K>,
+    jitter_seed: u64,
+    hook: Option<Hook<K>>,
+) where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
     let api: Api<K> = Api::all(client.clone());
     let cluster = cluster.clone();
     tokio::spawn(async move {
@@ -76,16 +116,22 @@ where
             match event {
                 Ok(Event::Init) => buffer.clear(),
                 Ok(Event::InitApply(object)) => {
+                    if let Some(hook) = &hook {
+                        hook(&object);
+                    }
                     buffer.insert(key_of(&object), Arc::new(object));
                 }
                 Ok(Event::InitDone) => {
                     let listed = std::mem::take(&mut buffer);
                     cluster.update(kind, |s| {
                         *map(s) = listed;
-                        s.synced.insert(kind.as_str());
+                        s.synced.insert(name);
                     });
                 }
                 Ok(Event::Apply(object)) => {
+                    if let Some(hook) = &hook {
+                        hook(&object);
+                    }
                     let key = key_of(&object);
                     cluster.update(kind, |s| {
                         map(s).insert(key, Arc::new(object));
@@ -97,7 +143,7 @@ where
                         map(s).remove(&key);
                     });
                 }
-                Err(error) => tracing::warn!(kind = kind.as_str(), %error, "watch failed, retrying"),
+                Err(error) => tracing::warn!(kind = name, %error, "watch failed, retrying"),
             }
         }
     });

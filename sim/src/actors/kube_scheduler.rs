@@ -179,9 +179,14 @@ impl Reconciler for KubeScheduler {
                 self.queue.delete(&key);
                 continue;
             };
-            let facts = parsed.facts.take().unwrap_or_else(|| PodFacts::new(&parsed.pod));
+            let mut facts = parsed.facts.take().unwrap_or_else(|| PodFacts::new(&parsed.pod));
+            // Claims change without the pod changing: resolved at every attempt.
+            facts.volumes = super::volume_claims::resolve(store, &parsed.pod);
             match self.scheduler.schedule_facts(&facts, &mut self.rng) {
                 Ok(result) => {
+                    if let Some(volumes) = &facts.volumes {
+                        super::volume_claims::select_node(store, volumes, &result.node);
+                    }
                     self.scheduler.assume_facts(facts, &result.node);
                     match bind(store, &key.namespace, &key.name, &result.node) {
                         Ok(()) => {

@@ -23,6 +23,8 @@ pub mod pod_gc;
 pub mod quantity;
 pub mod runtime;
 pub mod scheduler;
+pub mod volume_claims;
+pub mod volume_provisioner;
 pub mod workloads;
 
 use std::time::Duration;
@@ -50,6 +52,7 @@ pub fn cluster_actors(seed: u64, cloud: Option<SharedCloud>) -> Vec<Box<dyn runt
     }
     actors.push(Box::new(disruption_controller::DisruptionController::default()));
     actors.push(Box::new(pod_gc::PodGc::default()));
+    actors.push(Box::new(volume_provisioner::VolumeProvisioner::default()));
     actors.push(Box::new(kube_scheduler::KubeScheduler::new(
         scheduler::SchedulerConfig::default(),
         Stream::KubeScheduler.rng(seed),

@@ -291,6 +291,15 @@ pub fn well_known_labels(facts: &InstanceFacts, launch: &Launch) -> BTreeMap<Str
         ("topology.kubernetes.io/zone".into(), launch.zone.clone()),
         ("failure-domain.beta.kubernetes.io/zone".into(), launch.zone.clone()),
         ("topology.k8s.aws/zone-id".into(), launch.zone_id.clone()),
+        // The EBS CSI driver's topology key: its node plugin reports the zone in
+        // `NodeGetInfo`'s accessible topology and the kubelet writes each topology segment on
+        // the Node when the driver registers (kubelet `pkg/volume/csi/nodeinfomanager/
+        // nodeinfomanager.go` `updateTopologyLabels`). The volumes the driver provisions name
+        // this key in their node affinity, so the kube-scheduler's VolumeBinding needs it on
+        // the node. Every simulated node runs the driver (its startup taint is in
+        // `NodeTiming::agent_taints`); the label is written at registration, moments
+        // before the plugin would register.
+        ("topology.ebs.csi.aws.com/zone".into(), launch.zone.clone()),
         ("karpenter.sh/capacity-type".into(), launch.capacity_type.clone()),
     ])
 }

@@ -6,7 +6,9 @@
 //! to place until one can, re-checked every [`RECHECK`]). A pod with a
 //! `DoNotSchedule` zone spread is hostable only in a zone that keeps the skew as Karpenter
 //! counts it ([`crate::oracle::zone_spread`], with the upstream lines): Karpenter leaves a
-//! pod pending when only zones no pool of its can launch in would keep it. An offering
+//! pod pending when only zones no pool of its can launch in would keep it. A pod whose
+//! PersistentVolumeClaims allow only some zones (bound to a zonal volume, or a class's
+//! `allowedTopologies`) is hostable only there ([`crate::oracle::volume_zones`]). An offering
 //! whose capacity is more than what its NodePool's `spec.limits` leave is no host either:
 //! Karpenter drops every instance type whose capacity exceeds the pool's remaining
 //! resources (core `pkg/controllers/provisioning/scheduling/scheduler.go`
@@ -141,6 +143,9 @@ pub fn hosting_offering(pass: &HostingPass<'_>, per_pool: &PoolOfferings, pod: &
 fn scan_offerings(pass: &HostingPass<'_>, per_pool: &PoolOfferings, pod: &PodView) -> Option<String> {
     let ctx = pass.ctx;
     let zones = spread_zones(pass, pod);
+    // A pod whose claims are bound to zonal volumes runs only in their zones (kube-scheduler
+    // VolumeBinding; Karpenter adds the volume's zone to the claim it launches).
+    let volume_zones = crate::oracle::volume_zones::allowed_zones(&ctx.view.claim_zones, &pod.object);
     // The pod's constraints are parsed once, and each offering's labels are looked up
     // through the pool's labels (which take precedence, as a node's would) instead of
     // merging the two maps per offering: the same answer without a map clone per offering.
@@ -155,7 +160,9 @@ fn scan_offerings(pass: &HostingPass<'_>, per_pool: &PoolOfferings, pod: &PodVie
         let extra = pool_node_labels(pool);
         let remaining = pass.remaining.get(name.as_str()).copied().unwrap_or((None, None));
         for o in offerings {
-            if zones.as_ref().is_some_and(|zs| !zs.contains(&o.zone)) {
+            if zones.as_ref().is_some_and(|zs| !zs.contains(&o.zone))
+                || volume_zones.as_ref().is_some_and(|zs| !zs.contains(&o.zone))
+            {
                 continue;
             }
             if !need.fits_in(&o.allocatable) || !within(remaining, ctx, &o.instance_type) {

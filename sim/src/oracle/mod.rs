@@ -16,6 +16,7 @@
 //! | the pods Karpenter nominated to NodeClaims, from its Events | [`nomination`] |
 //! | the NodeClaims Karpenter launched as replacements or disrupted, from its Events | [`disruption_events`] |
 //! | the zones a `DoNotSchedule` zone spread leaves a pending pod | [`zone_spread`] |
+//! | the zones a pod's PersistentVolumeClaims allow | [`volume_zones`] |
 
 pub mod batches;
 pub mod budget;
@@ -36,4 +37,5 @@ pub mod template_drift;
 pub mod timestamp;
 pub mod view;
 pub mod view_readings;
+pub mod volume_zones;
 pub mod zone_spread;

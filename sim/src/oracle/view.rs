@@ -302,6 +302,8 @@ pub struct View {
     pub nominations: Vec<super::nomination::Nomination>,
     /// Every PodDisruptionBudget.
     pub pdbs: Vec<Arc<Value>>,
+    /// The zones each PersistentVolumeClaim allows (claims allowing any zone left out).
+    pub claim_zones: super::volume_zones::ClaimZones,
     /// Karpenter's disruption Events on NodeClaims (replacement launches, terminations),
     /// oldest first.
     pub disruption_events: Vec<super::disruption_events::DisruptionEvent>,
@@ -385,6 +387,7 @@ impl View {
         }
         drop(read_from);
         view.pdbs = store.iter(&key("policy", "poddisruptionbudgets"), None).cloned().collect();
+        view.claim_zones = super::volume_zones::read(store);
         view
     }
 

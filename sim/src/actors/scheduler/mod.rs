@@ -28,8 +28,9 @@
 //!
 //! # Caveats
 //! - Preemption is not performed (see [`queue`]); its message is still produced.
-//! - Volumes (VolumeBinding, VolumeZone, NodeVolumeLimits), DRA and ImageLocality are not
-//!   modelled; ImageLocality would score 0 everywhere without image data anyway.
+//! - Volumes: VolumeBinding (with VolumeZone's check) is modelled from the claims the actor
+//!   resolves ([`VolumeFacts`]); NodeVolumeLimits, DRA and ImageLocality are not (ImageLocality
+//!   would score 0 everywhere without image data anyway).
 //! - Default spreading uses only the owning controller's selector (recorded with
 //!   [`Cache::set_controller_selector`]), not Services selecting the pod.
 
@@ -56,6 +57,7 @@ pub use cache::{Cache, PodMatcher, TermRole, TopologyIndex};
 pub use fit_error::{FitError, FitMessageStyle, SchedulingFailure};
 pub use node_info::NodeInfo;
 pub use plugins::node_resources_fit::ScoringStrategy;
+pub use plugins::volume_binding::{REASON_UNBOUND_IMMEDIATE, VolumeFacts};
 pub use plugins::{Code, FILTER_ORDER, Plugin, Status};
 pub use pod_facts::{
     AffinityTerm, HostPort, NamespaceSet, PodFacts, PodKey, SpreadConstraint, WeightedTerm, WhenUnsatisfiable,
@@ -66,7 +68,7 @@ pub use selectors::{LabelRequirement, Labels, PodSelector};
 
 use plugins::{
     balanced_allocation, default_normalize, inter_pod_affinity, node_affinity, node_name, node_ports,
-    node_resources_fit, node_unschedulable, pod_topology_spread, taint_toleration,
+    node_resources_fit, node_unschedulable, pod_topology_spread, taint_toleration, volume_binding,
 };
 
 /// kube-scheduler `minFeasibleNodesToFind`: below this many nodes all are evaluated.
@@ -162,6 +164,7 @@ fn run_filters(
         .or_else(|| node_affinity::filter(pod, node))
         .or_else(|| node_ports::filter(pod, node))
         .or_else(|| node_resources_fit::filter(pod, node))
+        .or_else(|| volume_binding::filter(pod, node))
         .or_else(|| spread.and_then(|s| pod_topology_spread::filter(s, slot)))
         .or_else(|| affinity.and_then(|s| inter_pod_affinity::filter(s, node)))
 }
@@ -244,6 +247,9 @@ impl Scheduler {
                     "node(s) didn't satisfy plugin(s) [NodeAffinity]",
                 ));
             }
+        }
+        if let Some(status) = volume_binding::pre_filter(facts) {
+            return Err(self.unfit(facts, BTreeMap::new(), Some(status), true));
         }
         let spread = pod_topology_spread::pre_filter(&mut self.cache, facts);
         let affinity = inter_pod_affinity::pre_filter(&mut self.cache, facts);

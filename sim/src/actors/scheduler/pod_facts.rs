@@ -193,6 +193,9 @@ pub struct PodFacts {
     pub scheduling_gated: bool,
     /// UID of the controlling owner (`ownerReferences[controller=true]`), for default spreading.
     pub controller_uid: Option<String>,
+    /// What the pod's PersistentVolumeClaims say, resolved by the actor from the store at
+    /// each attempt (`None`: no claims, or not resolved).
+    pub volumes: Option<super::plugins::volume_binding::VolumeFacts>,
 }
 
 impl PodFacts {
@@ -301,6 +304,7 @@ impl PodFacts {
                 .map(|o| o.uid.clone()),
             key,
             labels,
+            volumes: None,
         }
     }
 

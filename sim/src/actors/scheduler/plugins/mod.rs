@@ -14,6 +14,7 @@ pub mod node_resources_fit;
 pub mod node_unschedulable;
 pub mod pod_topology_spread;
 pub mod taint_toleration;
+pub mod volume_binding;
 
 use std::fmt;
 
@@ -32,6 +33,8 @@ pub enum Plugin {
     NodePorts,
     /// `NodeResourcesFit`: requests against allocatable.
     NodeResourcesFit,
+    /// `VolumeBinding` (and `VolumeZone`): bound volumes' node affinity, provisionable claims.
+    VolumeBinding,
     /// `PodTopologySpread`: hard spread constraints.
     PodTopologySpread,
     /// `InterPodAffinity`: required pod affinity and anti-affinity.
@@ -39,13 +42,14 @@ pub enum Plugin {
 }
 
 /// Filter plugins in the order of kube-scheduler's default profile (`getDefaultPlugins`).
-pub const FILTER_ORDER: [Plugin; 8] = [
+pub const FILTER_ORDER: [Plugin; 9] = [
     Plugin::NodeUnschedulable,
     Plugin::NodeName,
     Plugin::TaintToleration,
     Plugin::NodeAffinity,
     Plugin::NodePorts,
     Plugin::NodeResourcesFit,
+    Plugin::VolumeBinding,
     Plugin::PodTopologySpread,
     Plugin::InterPodAffinity,
 ];
