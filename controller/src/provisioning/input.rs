@@ -318,7 +318,13 @@ fn held_pods(snapshot: &Snapshot, memory: &Memory, existing: &[ExistingNode]) ->
 
 /// Whether a pod belongs to no DaemonSet and is active: the pods a deleting node must shed.
 pub fn pods_to_reschedule<'a>(snapshot: &'a Snapshot, node_name: &'a str) -> impl Iterator<Item = &'a Arc<Pod>> + 'a {
-    snapshot.pods_on_node(node_name).filter(|pod| super::pending::is_reschedulable(pod) && !is_daemon_set_pod(pod))
+    snapshot.pods_on_node(node_name).filter(|pod| must_move(pod))
+}
+
+/// Whether a pod bound to a node would have to move if the node went: the filter of
+/// [`pods_to_reschedule`], for callers that found the node's pods another way (an index).
+pub fn must_move(pod: &Pod) -> bool {
+    super::pending::is_reschedulable(pod) && !is_daemon_set_pod(pod)
 }
 
 #[cfg(test)]

@@ -10,9 +10,11 @@
 //! ([`Cluster::changes`]), so a change wakes only the controllers it concerns.
 
 pub mod changes;
+pub mod index;
 pub mod watch;
 
 pub use changes::{Changes, Kind, Kinds, StateGone};
+pub use index::SnapshotIndex;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
