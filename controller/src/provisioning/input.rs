@@ -12,7 +12,7 @@ use super::pending::{is_daemon_set_pod, is_terminal};
 use crate::apis::condition::StatusConditions;
 use crate::apis::{NodeClaim, labels};
 use crate::scheduling::pod::pod_requests;
-use crate::scheduling::{BoundPod, ExistingNode, HostPort, Resources, SchedulablePod, Taint};
+use crate::scheduling::{BoundPod, ExistingNode, HostPort, RequirementsCache, Resources, SchedulablePod, Taint};
 use crate::state::{Memory, Snapshot};
 
 /// Whether a Node reports `Ready=True`.
@@ -160,6 +160,7 @@ pub fn existing_nodes(snapshot: &Snapshot, memory: &Memory) -> Vec<ExistingNode>
                     daemon_requests: used.daemon_requests,
                     initialized,
                     marked_for_deletion: deleting || node.metadata.deletion_timestamp.is_some(),
+                    requirements_cache: RequirementsCache::default(),
                     name,
                 }
             }
@@ -174,6 +175,7 @@ pub fn existing_nodes(snapshot: &Snapshot, memory: &Memory) -> Vec<ExistingNode>
                 daemon_requests: Resources::default(),
                 initialized: false,
                 marked_for_deletion: deleting,
+                requirements_cache: RequirementsCache::default(),
                 name: claim_name,
             },
         };
@@ -196,6 +198,7 @@ pub fn existing_nodes(snapshot: &Snapshot, memory: &Memory) -> Vec<ExistingNode>
             daemon_requests: used.daemon_requests,
             initialized: node_is_ready(node),
             marked_for_deletion: node.metadata.deletion_timestamp.is_some(),
+            requirements_cache: RequirementsCache::default(),
             name,
         });
     }
