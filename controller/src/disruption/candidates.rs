@@ -310,13 +310,14 @@ fn new_candidate(
             .map(|o| o.price)
             .min_by(f64::total_cmp)
     });
-    let pods: Vec<Arc<Pod>> = index.pods_on_node(&node_name).filter(|p| must_move(p)).cloned().collect();
+    let keyed: Vec<(&str, &Arc<Pod>)> = index.keyed_pods_on_node(&node_name).filter(|(_, p)| must_move(p)).collect();
+    let pods: Vec<Arc<Pod>> = keyed.iter().map(|(_, p)| Arc::clone(p)).collect();
     // Core helpers.go l. 88-92: only the candidate's currently reschedulable pods are
     // simulated (no do-not-disrupt pods, no pods fully blocked by PDBs).
-    let schedulable = pods
+    let schedulable = keyed
         .iter()
-        .filter(|p| input.eviction_limits.is_currently_reschedulable(p, input.now))
-        .filter_map(|p| SchedulablePod::from_pod(p).ok())
+        .filter(|(_, p)| input.eviction_limits.is_currently_reschedulable(p, input.now))
+        .filter_map(|(key, p)| input.schedulable_pod(key, p))
         .collect();
     let disruption_cost = disruption_cost(&pods, claim, input.now);
     let reschedule_disruption_cost = reschedule_disruption_cost(&pods);

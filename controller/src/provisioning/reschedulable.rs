@@ -15,9 +15,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::pending::{is_provisionable, is_reschedulable, is_static_pod, is_terminal, is_terminating};
-use crate::scheduling::{ExistingNode, LabelSelector};
 #[cfg(test)]
 use crate::scheduling::RequirementsCache;
+use crate::scheduling::{ExistingNode, LabelSelector};
 use crate::state::Snapshot;
 use crate::termination::drain::{has_active_do_not_disrupt, tolerates_disrupted_taint};
 

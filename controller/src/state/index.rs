@@ -17,7 +17,9 @@ use crate::apis::NodeClaim;
 #[derive(Debug, Default)]
 pub struct SnapshotIndex<'a> {
     nodes_by_provider_id: BTreeMap<&'a str, Vec<&'a Arc<Node>>>,
-    pods_by_node: BTreeMap<&'a str, Vec<&'a Arc<Pod>>>,
+    pods_by_node: BTreeMap<&'a str, Vec<(&'a str, &'a Arc<Pod>)>>,
+    /// The first NodeClaim (in name order) with each providerID.
+    claims_by_provider_id: BTreeMap<&'a str, &'a Arc<NodeClaim>>,
 }
 
 impl<'a> SnapshotIndex<'a> {
@@ -29,9 +31,14 @@ impl<'a> SnapshotIndex<'a> {
                 index.nodes_by_provider_id.entry(provider_id).or_default().push(node);
             }
         }
-        for pod in snapshot.pods.values() {
+        for claim in snapshot.node_claims.values() {
+            if let Some(provider_id) = claim.provider_id() {
+                index.claims_by_provider_id.entry(provider_id).or_insert(claim);
+            }
+        }
+        for (key, pod) in &snapshot.pods {
             if let Some(node_name) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
-                index.pods_by_node.entry(node_name).or_default().push(pod);
+                index.pods_by_node.entry(node_name).or_default().push((key.as_str(), pod));
             }
         }
         index
@@ -46,8 +53,19 @@ impl<'a> SnapshotIndex<'a> {
             .map_or(&[], Vec::as_slice)
     }
 
+    /// [`Snapshot::node_claim_for_node`]: the NodeClaim whose providerID matches the node's.
+    pub fn node_claim_for_node(&self, node: &Node) -> Option<&'a Arc<NodeClaim>> {
+        let provider_id = node.spec.as_ref()?.provider_id.as_deref()?;
+        self.claims_by_provider_id.get(provider_id).copied()
+    }
+
     /// [`Snapshot::pods_on_node`]: pods bound to `node_name`, in key order.
     pub fn pods_on_node(&self, node_name: &str) -> impl Iterator<Item = &'a Arc<Pod>> + '_ {
+        self.keyed_pods_on_node(node_name).map(|(_, pod)| pod)
+    }
+
+    /// [`Self::pods_on_node`] with each pod's key in the snapshot.
+    pub fn keyed_pods_on_node(&self, node_name: &str) -> impl Iterator<Item = (&'a str, &'a Arc<Pod>)> + '_ {
         self.pods_by_node.get(node_name).into_iter().flatten().copied()
     }
 }
@@ -101,6 +119,15 @@ mod tests {
         for id in [Some("aws:///1"), Some(""), Some("aws:///2"), None] {
             let claim = claim(id);
             assert_eq!(index.nodes_for_node_claim(&claim), snapshot.nodes_for_node_claim(&claim).as_slice());
+        }
+        for (name, id) in [("c2", Some("aws:///1")), ("c1", Some("aws:///1")), ("c3", None)] {
+            let mut claim = claim(id);
+            claim.metadata.name = Some(name.to_owned());
+            snapshot.node_claims.insert(name.to_owned(), Arc::new(claim));
+        }
+        let index = SnapshotIndex::new(&snapshot);
+        for node in snapshot.nodes.values() {
+            assert_eq!(index.node_claim_for_node(node), snapshot.node_claim_for_node(node));
         }
         for name in ["a", "b", "c", "zz"] {
             let indexed: Vec<_> = index.pods_on_node(name).collect();
