@@ -18,7 +18,8 @@ use super::command::Command;
 use super::input::DisruptionInput;
 use crate::apis::labels;
 use crate::apis::nodepool::ConsolidationPolicy;
-use crate::provisioning::input::pods_to_reschedule;
+use crate::provisioning::input::must_move;
+use crate::state::SnapshotIndex;
 
 /// The Balanced scoring parameter: a move passes when its score is at least `1/k` (core
 /// `apis/v1/nodepool.go` `BalancedK`, l. 168-172).
@@ -188,6 +189,8 @@ pub fn approve(command: &Command, totals: &BTreeMap<String, PoolTotals>) -> bool
 /// other node of the cluster (core `GetCandidatesWithTotals`, helpers.go l. 190-214).
 pub fn totals_for(input: &DisruptionInput, candidates: &[Candidate]) -> BTreeMap<String, PoolTotals> {
     let snapshot = &input.snapshot;
+    let index = SnapshotIndex::new(snapshot);
+    let candidate_names: std::collections::BTreeSet<&str> = candidates.iter().map(|c| c.name.as_str()).collect();
     let scored: Vec<Scored> = candidates.iter().map(Scored::of).collect();
     let mut others = Vec::new();
     let mut pool_cost: BTreeMap<String, f64> = BTreeMap::new();
@@ -204,12 +207,12 @@ pub fn totals_for(input: &DisruptionInput, candidates: &[Candidate]) -> BTreeMap
                 .min_by(f64::total_cmp)
         });
         *pool_cost.entry(pool.to_owned()).or_default() += price.unwrap_or(0.0);
-        if candidates.iter().any(|c| &c.name == name) {
+        if candidate_names.contains(name.as_str()) {
             continue;
         }
-        let Some(node) = snapshot.nodes_for_node_claim(claim).into_iter().next() else { continue };
+        let Some(node) = index.nodes_for_node_claim(claim).first() else { continue };
         let pods: Vec<Arc<k8s_openapi::api::core::v1::Pod>> =
-            pods_to_reschedule(snapshot, &node.name_any()).cloned().collect();
+            index.pods_on_node(&node.name_any()).filter(|p| must_move(p)).cloned().collect();
         others.push((pool.to_owned(), reschedule_disruption_cost(&pods)));
     }
     pool_totals(&scored, &others, &pool_cost)

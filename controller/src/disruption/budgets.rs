@@ -12,7 +12,7 @@ use crate::apis::condition::StatusConditions;
 use crate::apis::nodeclaim::{CONDITION_INITIALIZED, CONDITION_INSTANCE_TERMINATING};
 use crate::apis::nodepool::{DisruptionReason, NodePool};
 use crate::provisioning::input::node_is_ready;
-use crate::state::Snapshot;
+use crate::state::{Snapshot, SnapshotIndex};
 
 /// The smallest budget for `reason` that is active at `now`, given `nodes` nodes: a percentage
 /// rounds up, an inactive budget allows any number. `u64::MAX` when no budget applies. Any
@@ -38,7 +38,14 @@ pub fn pool_budget(pool: &NodePool, reason: DisruptionReason, nodes: u64, now: j
 
 /// A pool's managed, initialized nodes (whose instance is not already terminating) and how
 /// many of them are disrupting (NotReady, or their claim or Node marked for deletion).
-pub fn pool_node_counts(snapshot: &Snapshot, marked: &std::collections::BTreeSet<String>, pool: &str) -> (u64, u64) {
+///
+/// `index` is [`SnapshotIndex::new`]`(snapshot)`, built once for all pools.
+pub fn pool_node_counts(
+    snapshot: &Snapshot,
+    index: &SnapshotIndex<'_>,
+    marked: &std::collections::BTreeSet<String>,
+    pool: &str,
+) -> (u64, u64) {
     let mut nodes = 0;
     let mut disrupting = 0;
     for (name, claim) in &snapshot.node_claims {
@@ -49,7 +56,7 @@ pub fn pool_node_counts(snapshot: &Snapshot, marked: &std::collections::BTreeSet
             continue;
         }
         nodes += 1;
-        let node = snapshot.nodes_for_node_claim(claim).into_iter().next();
+        let node = index.nodes_for_node_claim(claim).first();
         let deleting = claim.metadata.deletion_timestamp.is_some()
             || marked.contains(name)
             || node.is_none_or(|n| n.metadata.deletion_timestamp.is_some() || !node_is_ready(n));
@@ -76,8 +83,9 @@ struct PoolBudget<'a> {
 fn pool_budgets(input: &DisruptionInput, reason: DisruptionReason) -> impl Iterator<Item = PoolBudget<'_>> {
     let mut marked = input.memory.marked_for_deletion.clone();
     marked.extend(input.queued.iter().cloned());
+    let index = SnapshotIndex::new(&input.snapshot);
     input.snapshot.node_pools.iter().map(move |(name, pool)| {
-        let (nodes, disrupting) = pool_node_counts(&input.snapshot, &marked, name);
+        let (nodes, disrupting) = pool_node_counts(&input.snapshot, &index, &marked, name);
         PoolBudget { name, pool, nodes, disrupting, budget: pool_budget(pool, reason, nodes, input.now) }
     })
 }

@@ -20,10 +20,11 @@ use crate::apis::nodeclaim::{CONDITION_CONSOLIDATABLE, CONDITION_DRIFTED, CONDIT
 use crate::apis::nodepool::ConsolidationPolicy;
 use crate::apis::{NodeClaim, NodePool};
 use crate::cloudprovider::InstanceType;
-use crate::provisioning::input::pods_to_reschedule;
+use crate::provisioning::input::must_move;
 use crate::provisioning::pending::{is_static_pod, is_terminal, is_terminating};
 use crate::runtime::clock::elapsed;
 use crate::scheduling::{LabelSelector, SchedulablePod};
+use crate::state::SnapshotIndex;
 use crate::termination::drain::{has_active_do_not_disrupt, tolerates_disrupted_taint};
 
 /// The pod annotation the ReplicaSet controller reads to pick which pods to delete first.
@@ -237,10 +238,13 @@ fn key_of(pod: &Pod) -> String {
 pub fn get_candidates(input: &DisruptionInput, class: DisruptionClass) -> (Vec<Candidate>, Vec<Blocked>) {
     let snapshot = &input.snapshot;
     let pdbs = pdb_limits(input);
+    // One index per call: a lookup per claim by scanning every node and pod made this
+    // quadratic in the cluster size.
+    let index = SnapshotIndex::new(snapshot);
     let mut candidates = Vec::new();
     let mut blocked = Vec::new();
     for (name, claim) in &snapshot.node_claims {
-        let Some(node) = snapshot.nodes_for_node_claim(claim).into_iter().next().cloned() else { continue };
+        let Some(node) = index.nodes_for_node_claim(claim).first().copied().cloned() else { continue };
         if !claim.is_condition_true(CONDITION_INITIALIZED)
             || claim.metadata.deletion_timestamp.is_some()
             || node.metadata.deletion_timestamp.is_some()
@@ -268,19 +272,20 @@ pub fn get_candidates(input: &DisruptionInput, class: DisruptionClass) -> (Vec<C
             continue;
         }
         let active: Vec<&Arc<Pod>> =
-            snapshot.pods_on_node(&node_name).filter(|p| !is_terminal(p) && !is_terminating(p)).collect();
+            index.pods_on_node(&node_name).filter(|p| !is_terminal(p) && !is_terminating(p)).collect();
         let forced_by_tgp = class == DisruptionClass::Eventual && claim.spec.termination_grace_period.is_some();
         if !forced_by_tgp && let Some(reason) = pod_blocker(&active, &pdbs, input.now) {
             blocked.push(block(reason));
             continue;
         }
-        candidates.push(new_candidate(input, claim, &node, pool, pool_name));
+        candidates.push(new_candidate(input, &index, claim, &node, pool, pool_name));
     }
     (candidates, blocked)
 }
 
 fn new_candidate(
     input: &DisruptionInput,
+    index: &SnapshotIndex<'_>,
     claim: &Arc<NodeClaim>,
     node: &Arc<Node>,
     pool: &NodePool,
@@ -305,13 +310,14 @@ fn new_candidate(
             .map(|o| o.price)
             .min_by(f64::total_cmp)
     });
-    let pods: Vec<Arc<Pod>> = pods_to_reschedule(&input.snapshot, &node_name).cloned().collect();
+    let keyed: Vec<(&str, &Arc<Pod>)> = index.keyed_pods_on_node(&node_name).filter(|(_, p)| must_move(p)).collect();
+    let pods: Vec<Arc<Pod>> = keyed.iter().map(|(_, p)| Arc::clone(p)).collect();
     // Core helpers.go l. 88-92: only the candidate's currently reschedulable pods are
     // simulated (no do-not-disrupt pods, no pods fully blocked by PDBs).
-    let schedulable = pods
+    let schedulable = keyed
         .iter()
-        .filter(|p| input.eviction_limits.is_currently_reschedulable(p, input.now))
-        .filter_map(|p| crate::provisioning::volume_topology::schedulable_pod(&input.snapshot, p, false).ok())
+        .filter(|(_, p)| input.eviction_limits.is_currently_reschedulable(p, input.now))
+        .filter_map(|(key, p)| input.schedulable_pod(key, p))
         .collect();
     let disruption_cost = disruption_cost(&pods, claim, input.now);
     let reschedule_disruption_cost = reschedule_disruption_cost(&pods);
@@ -347,5 +353,15 @@ pub fn reschedule_disruption_cost(pods: &[Arc<Pod>]) -> f64 {
 /// in no particular order, the name makes ours deterministic). Until upstream's Balanced
 /// policy change (kubernetes-sigs/karpenter#2962) the order was disruption cost ascending.
 pub fn sort_by_savings_ratio(candidates: &mut [Candidate]) {
-    candidates.sort_by(|a, b| b.savings_ratio().total_cmp(&a.savings_ratio()).then_with(|| a.name.cmp(&b.name)));
+    candidates.sort_by(savings_order);
+}
+
+/// [`sort_by_savings_ratio`] over references (same comparator, same stable sort, so the same
+/// order), for callers that clone only the candidates they keep.
+pub fn sort_refs_by_savings_ratio(candidates: &mut [&Candidate]) {
+    candidates.sort_by(|a, b| savings_order(a, b));
+}
+
+fn savings_order(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
+    b.savings_ratio().total_cmp(&a.savings_ratio()).then_with(|| a.name.cmp(&b.name))
 }

@@ -4,9 +4,11 @@
 //! the cluster (existing nodes, bound pods, DaemonSet overhead, pods that must land somewhere
 //! anyway) is derived once here, so each simulation only removes its candidates.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
 
 use crate::cloudprovider::InstanceType;
 use crate::provisioning::input as scheduling_input;
@@ -65,6 +67,14 @@ pub struct DisruptionInput {
     pub options: DisruptionOptions,
     pub(crate) existing: Vec<ExistingNode>,
     pub(crate) bound: Vec<BoundPod>,
+    /// Snapshot key of each pod in [`Self::bound`] → its index there: a candidate's pods are
+    /// parsed once per input, not once per candidate listing.
+    pub(crate) bound_by_key: BTreeMap<String, usize>,
+    /// Indexes into [`Self::existing`] by node name, and for each pod of [`Self::bound`] the
+    /// index of a node named like its node (`None`: no such node): a probe drops its
+    /// candidates' nodes and pods by index instead of one name lookup per node and pod.
+    pub(crate) existing_by_name: BTreeMap<String, Vec<usize>>,
+    pub(crate) bound_node: Vec<Option<usize>>,
     pub(crate) daemon_set_pods: Vec<SchedulablePod>,
     /// Pods that need a place whatever happens: pending provisionable pods, and the pods of
     /// nodes already being deleted.
@@ -106,7 +116,15 @@ impl DisruptionInput {
             must_place.push(p);
         }
         let eviction_limits = EvictionLimits::new(&snapshot);
-        let bound = scheduling_input::bound_pods(&snapshot);
+        let keyed = scheduling_input::bound_pods_keyed(&snapshot);
+        let bound_by_key = keyed.iter().enumerate().map(|(i, (key, _))| ((*key).clone(), i)).collect();
+        let bound: Vec<BoundPod> = keyed.into_iter().map(|(_, bound)| bound).collect();
+        let mut existing_by_name: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (index, node) in existing.iter().enumerate() {
+            existing_by_name.entry(node.name.clone()).or_default().push(index);
+        }
+        let bound_node =
+            bound.iter().map(|b| existing_by_name.get(&b.node_name).and_then(|nodes| nodes.first().copied())).collect();
         let daemon_set_pods = scheduling_input::daemon_set_pods(&snapshot);
         Self {
             snapshot,
@@ -117,6 +135,9 @@ impl DisruptionInput {
             options,
             existing,
             bound,
+            bound_by_key,
+            existing_by_name,
+            bound_node,
             daemon_set_pods,
             must_place,
             pending_keys,
@@ -133,6 +154,20 @@ impl DisruptionInput {
     /// The usable pool input named `pool`.
     pub fn pool(&self, pool: &str) -> Option<&NodePoolInput> {
         self.pools.iter().find(|p| p.node_pool.metadata.name.as_deref() == Some(pool))
+    }
+
+    /// The scheduler's parse of the pod stored under `key` in [`Self::snapshot`]: the one made
+    /// for [`Self::bound`] when the pod is there (the same object, so the same parse), else
+    /// parsed now (`SchedulablePod::from_pod`); with its volumes' zone requirements
+    /// ([`crate::provisioning::volume_topology::add_volume_topology`], a no-op for a pod
+    /// without volumes), as the disruption simulation needs them. `None` when either fails.
+    pub fn schedulable_pod(&self, key: &str, pod: &Pod) -> Option<SchedulablePod> {
+        let mut parsed = match self.bound_by_key.get(key) {
+            Some(&index) => self.bound[index].pod.clone(),
+            None => SchedulablePod::from_pod(pod).ok()?,
+        };
+        crate::provisioning::volume_topology::add_volume_topology(&self.snapshot, pod, &mut parsed, false).ok()?;
+        Some(parsed)
     }
 
     /// The existing (and in-flight) nodes as the scheduler sees them.

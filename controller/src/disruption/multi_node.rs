@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use super::balanced::{PoolTotals, approve};
 use super::budgets::take;
-use super::candidates::{Candidate, sort_by_savings_ratio};
+use super::candidates::{Candidate, sort_refs_by_savings_ratio};
 use super::command::{Command, Decision, Method};
 use super::consolidation::{compute_with, consolidation_blocker, filter_out_same_instance_type};
 use super::input::DisruptionInput;
@@ -24,13 +24,14 @@ pub fn multi_node_candidates(
     budgets: &mut BTreeMap<String, u64>,
     report: &mut Report,
 ) -> Vec<Candidate> {
-    let mut eligible: Vec<Candidate> =
-        candidates.iter().filter(|c| consolidation_blocker(c).is_none()).cloned().collect();
+    // By reference: only the (at most 100) kept candidates are cloned, not every node's pods.
+    let mut eligible: Vec<&Candidate> = candidates.iter().filter(|c| consolidation_blocker(c).is_none()).collect();
     report.eligible.insert("underutilized", eligible.len());
-    sort_by_savings_ratio(&mut eligible);
-    let mut kept: Vec<Candidate> = eligible.into_iter().filter(|c| take(budgets, &c.pool)).collect();
+    sort_refs_by_savings_ratio(&mut eligible);
+    // Every eligible candidate takes from its pool's budget, kept or not.
+    let mut kept: Vec<&Candidate> = eligible.into_iter().filter(|c| take(budgets, &c.pool)).collect();
     kept.truncate(MULTI_NODE_MAX_CANDIDATES);
-    kept
+    kept.into_iter().cloned().collect()
 }
 
 /// The multi-node command, if at least two nodes can be consolidated together.

@@ -64,14 +64,32 @@ pub fn simulate_with(
     candidates: &[&Candidate],
 ) -> Result<Results, SimulationError> {
     let removed: BTreeSet<&str> = candidates.iter().flat_map(|c| [c.name.as_str(), c.node_name.as_str()]).collect();
-    let existing: Vec<_> = input.existing.iter().filter(|n| !removed.contains(n.name.as_str())).collect();
+    // A node (and the pods bound to it) is left out when its name is in `removed`: marked by
+    // index from the input's name index, so the probe makes one lookup per removed name
+    // rather than one per node and per bound pod.
+    let mut gone = vec![false; input.existing.len()];
+    for name in &removed {
+        for &index in input.existing_by_name.get(*name).into_iter().flatten() {
+            gone[index] = true;
+        }
+    }
+    let existing: Vec<_> = input.existing.iter().zip(&gone).filter(|(_, gone)| !**gone).map(|(n, _)| n).collect();
     let uninitialized: BTreeSet<&str> = existing
         .iter()
         .copied()
         .filter(|n| !n.initialized && !n.marked_for_deletion)
         .map(|n| n.name.as_str())
         .collect();
-    let bound = input.bound.iter().filter(|b| !removed.contains(b.node_name.as_str())).collect();
+    let bound = input
+        .bound
+        .iter()
+        .zip(&input.bound_node)
+        .filter(|(b, node)| match node {
+            Some(index) => !gone[*index],
+            None => !removed.contains(b.node_name.as_str()),
+        })
+        .map(|(b, _)| b)
+        .collect();
     let pods = input.must_place.iter().chain(candidates.iter().flat_map(|c| c.schedulable.iter())).collect();
     // By reference: nothing of the pass's snapshot is copied per probe.
     let scheduling = SchedulingView {

@@ -12,8 +12,8 @@ use super::pending::{is_daemon_set_pod, is_terminal};
 use crate::apis::condition::StatusConditions;
 use crate::apis::{NodeClaim, labels};
 use crate::scheduling::pod::pod_requests;
-use crate::scheduling::{BoundPod, ExistingNode, HostPort, Resources, SchedulablePod, Taint};
-use crate::state::{Memory, Snapshot};
+use crate::scheduling::{BoundPod, ExistingNode, HostPort, RequirementsCache, Resources, SchedulablePod, Taint};
+use crate::state::{Memory, Snapshot, SnapshotIndex};
 
 /// Whether a Node reports `Ready=True`.
 pub fn node_is_ready(node: &Node) -> bool {
@@ -117,10 +117,12 @@ fn claim_labels(claim: &NodeClaim) -> BTreeMap<String, String> {
 /// held there first ([`held_pods`], karpenter#3121).
 pub fn existing_nodes(snapshot: &Snapshot, memory: &Memory) -> Vec<ExistingNode> {
     let usage = usage_by_node(snapshot);
+    // Indexed once: a lookup per claim and per node by scanning was quadratic.
+    let index = SnapshotIndex::new(snapshot);
     let mut nodes = Vec::new();
     let mut claimed: BTreeSet<&str> = BTreeSet::new();
     for claim in snapshot.node_claims.values() {
-        let node = snapshot.nodes_for_node_claim(claim).into_iter().next();
+        let node = index.nodes_for_node_claim(claim).first().copied();
         if let Some(node) = node {
             claimed.insert(node.metadata.name.as_deref().unwrap_or_default());
         }
@@ -160,6 +162,7 @@ pub fn existing_nodes(snapshot: &Snapshot, memory: &Memory) -> Vec<ExistingNode>
                     daemon_requests: used.daemon_requests,
                     initialized,
                     marked_for_deletion: deleting || node.metadata.deletion_timestamp.is_some(),
+                    requirements_cache: RequirementsCache::default(),
                     name,
                 }
             }
@@ -174,6 +177,7 @@ pub fn existing_nodes(snapshot: &Snapshot, memory: &Memory) -> Vec<ExistingNode>
                 daemon_requests: Resources::default(),
                 initialized: false,
                 marked_for_deletion: deleting,
+                requirements_cache: RequirementsCache::default(),
                 name: claim_name,
             },
         };
@@ -181,7 +185,7 @@ pub fn existing_nodes(snapshot: &Snapshot, memory: &Memory) -> Vec<ExistingNode>
     }
     for node in snapshot.nodes.values() {
         let name = node.metadata.name.clone().unwrap_or_default();
-        if claimed.contains(name.as_str()) || snapshot.node_claim_for_node(node).is_some() {
+        if claimed.contains(name.as_str()) || index.node_claim_for_node(node).is_some() {
             continue;
         }
         let used = usage.get(&name).cloned().unwrap_or_default();
@@ -196,6 +200,7 @@ pub fn existing_nodes(snapshot: &Snapshot, memory: &Memory) -> Vec<ExistingNode>
             daemon_requests: used.daemon_requests,
             initialized: node_is_ready(node),
             marked_for_deletion: node.metadata.deletion_timestamp.is_some(),
+            requirements_cache: RequirementsCache::default(),
             name,
         });
     }
@@ -206,13 +211,18 @@ pub fn existing_nodes(snapshot: &Snapshot, memory: &Memory) -> Vec<ExistingNode>
 /// terminating, as core leaves such pods out of its counts (`provisioning/scheduling/
 /// topology.go` `IgnoredForTopology`, l. 614–616, skipped in `countDomains`, l. 405).
 pub fn bound_pods(snapshot: &Snapshot) -> Vec<BoundPod> {
+    bound_pods_keyed(snapshot).into_iter().map(|(_, bound)| bound).collect()
+}
+
+/// [`bound_pods`], each with its pod's key in the snapshot.
+pub fn bound_pods_keyed(snapshot: &Snapshot) -> Vec<(&String, BoundPod)> {
     snapshot
         .pods
-        .values()
-        .filter(|pod| !is_terminal(pod) && !super::pending::is_terminating(pod))
-        .filter_map(|pod| {
+        .iter()
+        .filter(|(_, pod)| !is_terminal(pod) && !super::pending::is_terminating(pod))
+        .filter_map(|(key, pod)| {
             let node_name = pod.spec.as_ref()?.node_name.clone()?;
-            Some(BoundPod { node_name, pod: SchedulablePod::from_pod(pod).ok()? })
+            Some((key, BoundPod { node_name, pod: SchedulablePod::from_pod(pod).ok()? }))
         })
         .collect()
 }
@@ -325,7 +335,13 @@ fn held_pods(snapshot: &Snapshot, memory: &Memory, existing: &[ExistingNode]) ->
 
 /// Whether a pod belongs to no DaemonSet and is active: the pods a deleting node must shed.
 pub fn pods_to_reschedule<'a>(snapshot: &'a Snapshot, node_name: &'a str) -> impl Iterator<Item = &'a Arc<Pod>> + 'a {
-    snapshot.pods_on_node(node_name).filter(|pod| super::pending::is_reschedulable(pod) && !is_daemon_set_pod(pod))
+    snapshot.pods_on_node(node_name).filter(|pod| must_move(pod))
+}
+
+/// Whether a pod bound to a node would have to move if the node went: the filter of
+/// [`pods_to_reschedule`], for callers that found the node's pods another way (an index).
+pub fn must_move(pod: &Pod) -> bool {
+    super::pending::is_reschedulable(pod) && !is_daemon_set_pod(pod)
 }
 
 #[cfg(test)]

@@ -15,6 +15,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::pending::{is_provisionable, is_reschedulable, is_static_pod, is_terminal, is_terminating};
+#[cfg(test)]
+use crate::scheduling::RequirementsCache;
 use crate::scheduling::{ExistingNode, LabelSelector};
 use crate::state::Snapshot;
 use crate::termination::drain::{has_active_do_not_disrupt, tolerates_disrupted_taint};
@@ -240,6 +242,7 @@ mod tests {
             daemon_requests: Default::default(),
             initialized: true,
             marked_for_deletion: deleting,
+            requirements_cache: RequirementsCache::default(),
         }
     }
 

@@ -1,6 +1,8 @@
 //! An existing or in-flight node as a placement target (core `existingnode.go`): fixed
 //! allocatable and labels, so only what is left over matters.
 
+use std::sync::Arc;
+
 use super::daemon_overhead::due_on_node;
 use super::nodeclaim::{AddError, describe};
 use super::pod::{HostPort, PodShape, SchedulablePod};
@@ -16,8 +18,8 @@ use crate::apis::labels::is_known_ephemeral_taint;
 pub struct ExistingNodeState {
     /// Node name.
     pub name: String,
-    /// Labels as requirements (with hostname).
-    pub requirements: Requirements,
+    /// Labels as requirements (with hostname), shared with the node's cache.
+    pub requirements: Arc<Requirements>,
     /// Taints pods must tolerate now (ephemeral and startup taints dropped while uninitialized).
     pub taints: Vec<Taint>,
     /// Allocatable minus everything already requested.
@@ -42,7 +44,7 @@ impl ExistingNodeState {
             })
             .cloned()
             .collect();
-        let requirements = node.requirements();
+        let requirements = node.shared_requirements();
         let mut remaining = node.allocatable.clone();
         remaining.sub(&node.requested);
         remaining.sub(&due_on_node(&requirements, &taints, &node.daemon_requests, daemons));

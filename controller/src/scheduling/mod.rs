@@ -41,7 +41,8 @@ pub use resources::Resources;
 pub use results::{PlannedNodeClaim, Results};
 pub use scheduler::{schedule, schedule_with};
 pub use snapshot::{
-    BoundPod, ExistingNode, NodePoolInput, PreferencePolicy, SchedulerOptions, SchedulingInput, SchedulingView,
+    BoundPod, ExistingNode, NodePoolInput, PreferencePolicy, RequirementsCache, SchedulerOptions, SchedulingInput,
+    SchedulingView,
 };
 pub use taints::{Taint, TaintEffect, Toleration};
 pub use template::PoolTemplates;

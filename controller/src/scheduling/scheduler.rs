@@ -285,9 +285,8 @@ impl<'a> Pass<'a> {
         // The pods this pass places (a deleting node's pods among them) are not counted where
         // they run now (core `scheduling/topology.go` `NewTopology` excludes them, l. 89–93,
         // and `countDomains` skips them, l. 409).
-        // Each node's label requirements are built once, not once per pod bound to it.
+        // Each node's label requirements are built once per node (`ExistingNode::shared_requirements`).
         let placing: BTreeSet<&str> = self.input.pods.iter().map(|p| p.uid.as_str()).collect();
-        let mut node_requirements: Vec<Option<Requirements>> = vec![None; self.input.existing_nodes.len()];
         for (bound, shape_id) in self.input.bound_pods.iter().zip(bound_ids) {
             if placing.contains(bound.pod.uid.as_str()) {
                 continue;
@@ -296,8 +295,8 @@ impl<'a> Pass<'a> {
                 continue;
             };
             let node = &self.input.existing_nodes[index];
-            let requirements = node_requirements[index].get_or_insert_with(|| node.requirements());
-            self.topology.record(shape_id, &self.shapes.shapes[shape_id], requirements, &node.taints);
+            let requirements = node.shared_requirements();
+            self.topology.record(shape_id, &self.shapes.shapes[shape_id], &requirements, &node.taints);
         }
     }
 

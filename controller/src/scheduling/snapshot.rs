@@ -3,7 +3,7 @@
 //! build without an API server.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::instance_selection::{MAX_INSTANCE_TYPES_ON_CLAIM, MinValuesPolicy};
 use super::pod::{HostPort, SchedulablePod};
@@ -71,19 +71,42 @@ pub struct ExistingNode {
     pub initialized: bool,
     /// Nodes being deleted take no pods (their pods are in `pods` to reschedule).
     pub marked_for_deletion: bool,
+    /// [`Self::shared_requirements`], built on first use (construct with
+    /// `RequirementsCache::default()`; do not change `name` or `labels` after a pass read it).
+    pub requirements_cache: RequirementsCache,
+}
+
+/// A node's label requirements, built once: every scheduling pass (each consolidation probe
+/// is one) reads every node's, and building them from the labels was most of a probe's time
+/// at 2,000 nodes (docs/benchmarks-measured.md "Session 19"). Not part of the node's identity:
+/// any two caches compare equal.
+#[derive(Clone, Debug, Default)]
+pub struct RequirementsCache(OnceLock<Arc<Requirements>>);
+
+impl PartialEq for RequirementsCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl ExistingNode {
     /// The node's labels as requirements, with its hostname.
     pub fn requirements(&self) -> Requirements {
-        let mut requirements = Requirements::from_labels(&self.labels);
-        if !requirements.has(crate::apis::labels::HOSTNAME_LABEL) {
-            requirements.add(
-                crate::apis::labels::HOSTNAME_LABEL,
-                super::requirements::Requirement::in_values([self.name.clone()]),
-            );
-        }
-        requirements
+        Requirements::clone(&self.shared_requirements())
+    }
+
+    /// [`Self::requirements`], built once per node and shared.
+    pub fn shared_requirements(&self) -> Arc<Requirements> {
+        Arc::clone(self.requirements_cache.0.get_or_init(|| {
+            let mut requirements = Requirements::from_labels(&self.labels);
+            if !requirements.has(crate::apis::labels::HOSTNAME_LABEL) {
+                requirements.add(
+                    crate::apis::labels::HOSTNAME_LABEL,
+                    super::requirements::Requirement::in_values([self.name.clone()]),
+                );
+            }
+            Arc::new(requirements)
+        }))
     }
 
     /// The NodePool that owns it, from the `karpenter.sh/nodepool` label.

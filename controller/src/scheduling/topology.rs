@@ -126,7 +126,17 @@ impl Topology {
 
     /// Declares a domain that exists or can be created (a zone a NodePool can launch in).
     pub fn register_domain(&mut self, key: &str, domain: &str) {
-        self.universe.entry(key.to_owned()).or_default().insert(domain.to_owned());
+        // Allocates only for a key or domain not seen yet: every pass registers every node's.
+        match self.universe.get_mut(key) {
+            Some(domains) => {
+                if !domains.contains(domain) {
+                    domains.insert(domain.to_owned());
+                }
+            }
+            None => {
+                self.universe.insert(key.to_owned(), BTreeSet::from([domain.to_owned()]));
+            }
+        }
     }
 
     /// Creates the groups for every constraint of `shape` (preferences included: they are

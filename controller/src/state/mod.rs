@@ -10,10 +10,12 @@
 //! ([`Cluster::changes`]), so a change wakes only the controllers it concerns.
 
 pub mod changes;
+pub mod index;
 pub mod volume_watch;
 pub mod watch;
 
 pub use changes::{Changes, Kind, Kinds, StateGone};
+pub use index::SnapshotIndex;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};

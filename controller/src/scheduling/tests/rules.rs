@@ -6,7 +6,7 @@ use super::*;
 use crate::apis::labels;
 use crate::scheduling::instance_selection::{MinValuesPolicy, truncate_instance_types};
 use crate::scheduling::resources::GIB;
-use crate::scheduling::snapshot::{ExistingNode, PreferencePolicy};
+use crate::scheduling::snapshot::{ExistingNode, PreferencePolicy, RequirementsCache};
 use crate::scheduling::taints::{Taint, TaintEffect, Toleration};
 use crate::scheduling::{Requirement, schedule};
 
@@ -65,6 +65,7 @@ fn existing_node(name: &str, cpu_milli: i64, memory: i64) -> ExistingNode {
         daemon_requests: Default::default(),
         initialized: true,
         marked_for_deletion: false,
+        requirements_cache: RequirementsCache::default(),
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::apis::labels;
 use crate::scheduling::schedule;
-use crate::scheduling::snapshot::{BoundPod, ExistingNode};
+use crate::scheduling::snapshot::{BoundPod, ExistingNode, RequirementsCache};
 
 fn zones_of(results: &crate::scheduling::Results) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();
@@ -57,6 +57,7 @@ fn zone_spread_counts_existing_pods() {
         daemon_requests: Default::default(),
         initialized: true,
         marked_for_deletion: false,
+        requirements_cache: RequirementsCache::default(),
     });
     snapshot
         .bound_pods
@@ -92,6 +93,7 @@ fn zone_spread_does_not_count_the_pods_it_is_placing() {
         daemon_requests: Default::default(),
         initialized: true,
         marked_for_deletion: true,
+        requirements_cache: RequirementsCache::default(),
     });
     snapshot.bound_pods.extend(leaving.into_iter().map(|pod| BoundPod { node_name: "n1".to_owned(), pod }));
     let counts = zones_of(&schedule(&snapshot));
@@ -127,6 +129,7 @@ fn inverse_anti_affinity_keeps_selected_pods_away_from_running_owners() {
         daemon_requests: Default::default(),
         initialized: true,
         marked_for_deletion: false,
+        requirements_cache: RequirementsCache::default(),
     };
     node.labels.insert(labels::TOPOLOGY_ZONE_LABEL.to_owned(), "test-zone-1".to_owned());
     snapshot.existing_nodes.push(node);
@@ -262,6 +265,7 @@ fn spread_ignores_nodes_outside_the_pods_node_affinity_when_honored() {
         daemon_requests: Default::default(),
         initialized: true,
         marked_for_deletion: false,
+        requirements_cache: RequirementsCache::default(),
     });
     snapshot
         .bound_pods
