@@ -12,7 +12,7 @@ use dovetail_controller::apis::NodeClaim;
 use dovetail_controller::cloudprovider::CloudProvider;
 use dovetail_controller::interruption::{Interruption, InterruptionStats, Kind};
 use dovetail_controller::runtime::EventRecorder;
-use dovetail_controller::state::{Cluster, watch};
+use dovetail_controller::state::{Cluster, watchers};
 use dovetail_fakecloud::RunInstancesRequest;
 use dovetail_fakecloud::cloud::lock;
 use dovetail_fakecloud::sdk::{SdkOptions, sqs_client};
@@ -73,7 +73,7 @@ fn a_spot_interruption_warning_deletes_the_node_claim_and_ice_caches_the_offerin
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 let client = client();
                 let cluster = Arc::new(Cluster::new());
-                watch::spawn_watchers(&client, &cluster, &dovetail_controller::runtime::SharedRng::from_seed(1));
+                watchers::spawn_watchers(&client, &cluster, &dovetail_controller::runtime::SharedRng::from_seed(1));
                 let sqs = sqs_client(&SdkOptions::sqs(AWS_ENDPOINT, "us-east-1"));
                 let controller =
                     Interruption::new(client, cluster, provider, sqs, INTERRUPTION_QUEUE, Arc::new(SimClock), events);
@@ -175,7 +175,7 @@ fn the_messages_of_one_receive_are_handled_in_parallel() {
             tokio::time::sleep(Duration::from_millis(100)).await;
             let client = client();
             let cluster = Arc::new(Cluster::new());
-            watch::spawn_watchers(&client, &cluster, &dovetail_controller::runtime::SharedRng::from_seed(1));
+            watchers::spawn_watchers(&client, &cluster, &dovetail_controller::runtime::SharedRng::from_seed(1));
             let sqs = sqs_client(&SdkOptions::sqs(AWS_ENDPOINT, "us-east-1"));
             let events = EventRecorder::new();
             Interruption::new(client, cluster, provider, sqs, INTERRUPTION_QUEUE, Arc::new(SimClock), events)

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use dovetail_controller::apis::NodeClaim;
 use dovetail_controller::runtime::{Clock, EventRecorder};
-use dovetail_controller::state::{Cluster, watch};
+use dovetail_controller::state::{Cluster, watchers};
 use dovetail_controller::termination::Termination;
 use dovetail_sim::controller_host::SimClock;
 use dovetail_tests::{client, cluster_world, install, karpenter_crds, ready_node};
@@ -35,7 +35,7 @@ fn add_termination_host(sim: &mut turmoil::Sim<'_>, cloud: Arc<MemoryCloud>, eve
             tokio::time::sleep(Duration::from_millis(100)).await;
             let client = client();
             let cluster = Arc::new(Cluster::new());
-            watch::spawn_watchers(&client, &cluster, &dovetail_controller::runtime::SharedRng::from_seed(1));
+            watchers::spawn_watchers(&client, &cluster, &dovetail_controller::runtime::SharedRng::from_seed(1));
             Termination::new(client, cluster, cloud, Arc::new(SimClock), events).run().await;
             Ok(())
         }

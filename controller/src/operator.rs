@@ -31,7 +31,7 @@ use crate::nodepool::registration_health::RegistrationHealth;
 use crate::provisioning::{Provisioner, ProvisioningController};
 use crate::runtime::reconcile::{self, Env, Reconciler};
 use crate::runtime::{EventRecorder, EventWriter, Metrics, Settings, SharedClock, SharedRng};
-use crate::state::{Cluster, watch};
+use crate::state::{Cluster, watchers};
 use crate::termination::Termination;
 
 /// Karpenter refreshes instance types, offerings and spot prices every 12 hours.
@@ -234,7 +234,7 @@ impl Task {
 /// When a controller loop fails unrecoverably.
 pub async fn run(clients: Clients, settings: Settings, env: Environment) -> anyhow::Result<()> {
     let cluster = Arc::new(Cluster::new());
-    watch::spawn_watchers(&clients.kube, &cluster, &env.rng);
+    watchers::spawn_watchers(&clients.kube, &cluster, &env.rng);
     let settings = Arc::new(settings);
     let aws = Arc::new(AwsCloudProvider::new(
         clients.ec2.clone(),

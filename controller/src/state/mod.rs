@@ -13,6 +13,7 @@ pub mod changes;
 pub mod index;
 pub mod volume_watch;
 pub mod watch;
+pub mod watchers;
 
 pub use changes::{Changes, Kind, Kinds, StateGone};
 pub use index::SnapshotIndex;

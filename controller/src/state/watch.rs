@@ -10,41 +10,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::utils::ResetTimerBackoff;
 use kube::runtime::watcher::{self, Event, ExponentialBackoff};
 use kube::{Api, Client, Resource};
-use rand::RngCore;
 use serde::de::DeserializeOwned;
 
 use super::{Cluster, Kind, Snapshot, key_of};
-use crate::apis::{EC2NodeClass, NodeClaim, NodePool};
-use crate::runtime::SharedRng;
 
 pub(super) type MapOf<K> = fn(&mut Snapshot) -> &mut BTreeMap<String, Arc<K>>;
-
-/// Starts one watcher task per kind on the current runtime; each draws its backoff's jitter
-/// seed from `rng`, in this fixed order.
-pub fn spawn_watchers(client: &Client, cluster: &Arc<Cluster>, rng: &SharedRng) {
-    let seed = || rng.with(RngCore::next_u64);
-    // Drawn in the order the watchers were always spawned in, then spawned in that order.
-    let seeds: [u64; 7] = std::array::from_fn(|_| seed());
-    // The Pod watcher starts the volume kinds' watchers at the first pod mounting a claim
-    // (no task of its own: a cluster without claims runs exactly what it ran before). Their
-    // jitter derives from the last seed rather than drawing again, for the same reason.
-    let volumes =
-        super::volume_watch::VolumeWatchStarter::new(client, cluster, seeds[6].rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15);
-    spawn_with::<Pod>(client, cluster, Kind::Pod, Kind::Pod.as_str(), |s| &mut s.pods, seeds[0], Some(volumes.hook()));
-    spawn::<Node>(client, cluster, Kind::Node, |s| &mut s.nodes, seeds[1]);
-    spawn::<NodeClaim>(client, cluster, Kind::NodeClaim, |s| &mut s.node_claims, seeds[2]);
-    spawn::<NodePool>(client, cluster, Kind::NodePool, |s| &mut s.node_pools, seeds[3]);
-    spawn::<EC2NodeClass>(client, cluster, Kind::NodeClass, |s| &mut s.node_classes, seeds[4]);
-    spawn::<PodDisruptionBudget>(client, cluster, Kind::PodDisruptionBudget, |s| &mut s.pdbs, seeds[5]);
-    spawn::<DaemonSet>(client, cluster, Kind::DaemonSet, |s| &mut s.daemon_sets, seeds[6]);
-}
 
 /// kube-runtime's `DefaultBackoff` schedule (`watcher.rs`: 800 ms doubling to 30 s, with
 /// jitter, reset after 120 s without an error), but with the jitter drawn from `seed`.
@@ -70,7 +44,7 @@ fn watch_backoff(seed: u64) -> ResetTimerBackoff<ExponentialBackoff> {
     ResetTimerBackoff::new(ExponentialBackoff::from(schedule), Duration::from_secs(120))
 }
 
-fn spawn<K>(client: &Client, cluster: &Arc<Cluster>, kind: Kind, map: MapOf<K>, jitter_seed: u64)
+pub(super) fn spawn<K>(client: &Client, cluster: &Arc<Cluster>, kind: Kind, map: MapOf<K>, jitter_seed: u64)
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
 {
@@ -96,7 +70,7 @@ pub(super) fn spawn_named<K>(
 }
 
 /// [`spawn_named`], calling `hook` with every object applied.
-fn spawn_with<K>(
+pub(super) fn spawn_with<K>(
     client: &Client,
     cluster: &Arc<Cluster>,
     kind: Kind,

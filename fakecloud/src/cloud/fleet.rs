@@ -328,7 +328,7 @@ impl FakeCloud {
                     max_price: o.max_price,
                     security_group_ids: template.security_group_ids.clone(),
                     instance_tags: template.instance_tags.clone(),
-                    capacity_reservation_id: template.data.get(super::reservations::TARGET_KEY).cloned(),
+                    capacity_reservation_id: template.data.get(super::launch::TARGET_KEY).cloned(),
                 });
             }
         }

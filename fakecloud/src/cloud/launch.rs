@@ -15,6 +15,10 @@ use crate::instance::{Instance, InstanceState};
 use crate::spot::SpotMarket;
 use crate::tags::Tags;
 
+/// The launch template data keys Karpenter targets a reservation with (aws
+/// `launchtemplate/types.go` l. 153-165, v1.14.1), as the query protocol flattens them.
+pub(crate) const TARGET_KEY: &str = "CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId";
+
 /// Where and what to launch, fully resolved.
 #[derive(Debug, Clone)]
 pub(crate) struct Placement {
@@ -298,9 +302,7 @@ impl FakeCloud {
             launch_template_id: template.as_ref().map(|t| t.id.clone()),
             fleet_id: None,
             reservation_id: self.ids.long("r"),
-            capacity_reservation_id: template
-                .as_ref()
-                .and_then(|t| t.data.get(super::reservations::TARGET_KEY).cloned()),
+            capacity_reservation_id: template.as_ref().and_then(|t| t.data.get(TARGET_KEY).cloned()),
         };
         let mut launched = Vec::new();
         for _ in 0..req.max_count {

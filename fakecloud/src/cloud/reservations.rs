@@ -13,10 +13,6 @@ use crate::reservations::{
 };
 use crate::tags::Filter;
 
-/// The launch template data keys Karpenter targets a reservation with (aws
-/// `launchtemplate/types.go` l. 153-165, v1.14.1), as the query protocol flattens them.
-pub(crate) const TARGET_KEY: &str = "CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId";
-
 impl FakeCloud {
     /// Adds the configured reservations, bills them from instant zero and schedules each
     /// capacity block's reclaim. Called once, from [`FakeCloud::new`]; draws ids only when
@@ -269,7 +265,7 @@ mod tests {
         c.create_launch_template(crate::cloud::launch_template::LaunchTemplateSpec {
             name: "reserved".into(),
             image_id: Some(ami),
-            data: [(super::TARGET_KEY.to_string(), id.to_string())].into(),
+            data: [(crate::cloud::launch::TARGET_KEY.to_string(), id.to_string())].into(),
             ..Default::default()
         })
         .expect("template");

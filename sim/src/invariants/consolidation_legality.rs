@@ -64,7 +64,7 @@ use std::time::Duration;
 use dovetail_fakecloud::{CapacityType, FakeCloud};
 
 use super::{Ctx, Invariant, Phase, Violation};
-use crate::oracle::instance_price::instance_price;
+use crate::oracle::instance_price::{instance_price, per_hour};
 use crate::oracle::offering_labels::shared_labels;
 use crate::oracle::resources::{Resources, pool_requirements};
 use crate::oracle::view::{PodView, View};
@@ -569,10 +569,7 @@ fn judge_replacement(
         return;
     }
     let (Some(candidates), CapacityType::OnDemand) = (cmd.on_demand_price, instance.capacity_type) else { return };
-    let Some(price) = instance_price(cloud, instance) else { return };
-    if price < candidates {
-        return;
-    }
+    let Some(price) = instance_price(cloud, instance).filter(|p| *p >= candidates) else { return };
     out.push(violation(
         view,
         objs,
@@ -586,11 +583,6 @@ fn judge_replacement(
             per_hour(price),
         ),
     ));
-}
-
-/// A price per hour, with the digits a reserved price (on-demand / 10^7) needs.
-fn per_hour(price: f64) -> String {
-    if price > 0.0 && price < 0.0001 { format!("${price:.3e}/h") } else { format!("${price:.4}/h") }
 }
 
 fn objects(cmd: &Command) -> Vec<String> {

@@ -19,6 +19,11 @@ pub fn instance_price(cloud: &FakeCloud, instance: &InstanceView) -> Option<f64>
     }
 }
 
+/// A price per hour, with the digits a reserved price (on-demand / 10^7) needs.
+pub fn per_hour(price: f64) -> String {
+    if price > 0.0 && price < 0.0001 { format!("${price:.3e}/h") } else { format!("${price:.4}/h") }
+}
+
 /// Karpenter's reserved offering price is on-demand divided by this ([`instance_price`]).
 pub const RESERVED_PRICE_DIVISOR: f64 = 10_000_000.0;
 

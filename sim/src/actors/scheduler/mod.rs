@@ -42,6 +42,7 @@ mod pod_facts;
 pub mod queue;
 mod resources;
 pub(crate) mod selectors;
+mod volume_facts;
 
 #[cfg(test)]
 mod tests;
@@ -57,7 +58,7 @@ pub use cache::{Cache, PodMatcher, TermRole, TopologyIndex};
 pub use fit_error::{FitError, FitMessageStyle, SchedulingFailure};
 pub use node_info::NodeInfo;
 pub use plugins::node_resources_fit::ScoringStrategy;
-pub use plugins::volume_binding::{REASON_UNBOUND_IMMEDIATE, VolumeFacts};
+pub use plugins::volume_binding::REASON_UNBOUND_IMMEDIATE;
 pub use plugins::{Code, FILTER_ORDER, Plugin, Status};
 pub use pod_facts::{
     AffinityTerm, HostPort, NamespaceSet, PodFacts, PodKey, SpreadConstraint, WeightedTerm, WhenUnsatisfiable,
@@ -65,6 +66,7 @@ pub use pod_facts::{
 pub use queue::{Admission, ClusterEvent, Outcome, SchedulingQueue};
 pub use resources::{Resources, pod_requests, pod_requests_non_zero};
 pub use selectors::{LabelRequirement, Labels, PodSelector};
+pub use volume_facts::VolumeFacts;
 
 use plugins::{
     balanced_allocation, default_normalize, inter_pod_affinity, node_affinity, node_name, node_ports,

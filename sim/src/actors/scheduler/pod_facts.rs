@@ -195,7 +195,7 @@ pub struct PodFacts {
     pub controller_uid: Option<String>,
     /// What the pod's PersistentVolumeClaims say, resolved by the actor from the store at
     /// each attempt (`None`: no claims, or not resolved).
-    pub volumes: Option<super::plugins::volume_binding::VolumeFacts>,
+    pub volumes: Option<super::volume_facts::VolumeFacts>,
 }
 
 impl PodFacts {

@@ -8,7 +8,7 @@
 //! kube-scheduler `pkg/scheduler/framework/plugins/volumebinding/volume_binding.go`
 //! (`PreFilter`, `Filter`) and `binder.go` (`FindPodVolumes`: `checkBoundClaims`,
 //! `checkVolumeProvisions`). The claims are resolved by the actor from the store at each
-//! attempt ([`VolumeFacts`]), since they change without the pod changing.
+//! attempt (`VolumeFacts`, `scheduler/volume_facts.rs`), since they change without the pod changing.
 
 use k8s_openapi::api::core::v1::NodeSelectorTerm;
 
@@ -16,6 +16,8 @@ use super::{Code, Plugin, Status};
 use crate::actors::scheduler::node_info::NodeInfo;
 use crate::actors::scheduler::pod_facts::PodFacts;
 use crate::actors::scheduler::selectors::node_selector_terms_match;
+#[cfg(test)]
+use crate::actors::scheduler::volume_facts::VolumeFacts;
 
 /// kube-scheduler `ErrReasonNodeConflict`: a bound volume's node affinity excludes the node.
 pub const REASON_NODE_CONFLICT: &str = "node(s) had volume node affinity conflict";
@@ -23,29 +25,6 @@ pub const REASON_NODE_CONFLICT: &str = "node(s) had volume node affinity conflic
 pub const REASON_BIND_CONFLICT: &str = "node(s) didn't find available persistent volumes to bind";
 /// kube-scheduler's PreFilter message for an unbound claim of an `Immediate` class.
 pub const REASON_UNBOUND_IMMEDIATE: &str = "pod has unbound immediate PersistentVolumeClaims";
-
-/// What the pod's claims say, read from the store for one attempt.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct VolumeFacts {
-    /// PreFilter's rejection, if any (`persistentvolumeclaim "x" not found`, unbound
-    /// immediate claims): the pod fits no node.
-    pub unresolvable: Option<String>,
-    /// Each bound volume's required node-affinity terms (ORed within a volume).
-    pub bound: Vec<Vec<NodeSelectorTerm>>,
-    /// Each unbound `WaitForFirstConsumer` claim's class `allowedTopologies`, as node
-    /// selector terms (ORed); empty for a class without them.
-    pub provisioned: Vec<Vec<NodeSelectorTerm>>,
-    /// The unbound `WaitForFirstConsumer` claims (`namespace`, `name`): the actor marks them
-    /// with the chosen node (`volume.kubernetes.io/selected-node`).
-    pub to_provision: Vec<(String, String)>,
-}
-
-impl VolumeFacts {
-    /// Whether the pod's claims constrain nothing.
-    pub fn is_empty(&self) -> bool {
-        *self == VolumeFacts::default()
-    }
-}
 
 /// PreFilter: a missing claim or an unbound immediate claim rejects every node.
 pub fn pre_filter(pod: &PodFacts) -> Option<Status> {
