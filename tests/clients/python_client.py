@@ -150,9 +150,20 @@ def main(url):
         ),
     )
     apps.create_namespaced_stateful_set(NS, sts)
-    before = apps.read_namespaced_stateful_set_scale("db", NS)
-    before.spec.replicas = 2
-    scale = apps.replace_namespaced_stateful_set_scale("db", NS, before)
+    # The simulated StatefulSet controller writes the new object's status, so a read may be
+    # stale by the time of the replace: read and replace again on 409, as client-go's
+    # RetryOnConflict does.
+    for _ in range(50):
+        before = apps.read_namespaced_stateful_set_scale("db", NS)
+        before.spec.replicas = 2
+        try:
+            scale = apps.replace_namespaced_stateful_set_scale("db", NS, before)
+            break
+        except client.exceptions.ApiException as e:
+            if e.status != 409:
+                raise
+    else:
+        raise AssertionError("the scale replace met a conflict 50 times")
     assert scale.spec.replicas == 2 and apps.read_namespaced_stateful_set("db", NS).spec.replicas == 2
     # `before` still carries the old resourceVersion: a precondition that no longer holds.
     stale = expect_status(409, apps.replace_namespaced_stateful_set_scale, "db", NS, before)
