@@ -40,6 +40,7 @@ const FEWER_SEEDS: &[(&str, u64)] = &[
     ("burst-watch-lag", 3),
     ("crash-mid-drain", 3),
     ("drift-rollout", 3),
+    ("nodes-never-join-network", 3),
     ("web-diurnal", 3),
     // 5-10 CPU s a seed.
     ("apiserver-brownout", 5),

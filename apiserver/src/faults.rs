@@ -31,6 +31,11 @@ pub struct ApiFaults {
     /// P(a continue token is refused with 410 Gone "too old") per continued list: etcd
     /// compacted between two pages, and the client must start the list again.
     pub continue_expiry_rate: f64,
+    /// How late every list is answered (an API server whose etcd is loaded, or a list
+    /// too big for the watch cache): the items are read when the request arrives and the
+    /// answer leaves this much later, so the client acts on a list already stale by the
+    /// time it has it. Watches and gets are not slowed.
+    pub list_delay: std::time::Duration,
     rng: SimRng,
     /// How many faults were injected, by kind.
     pub injected: FaultCounts,
@@ -49,6 +54,8 @@ pub struct FaultCounts {
     pub short_pages: u64,
     /// Continue tokens refused with 410.
     pub expired_continues: u64,
+    /// Lists answered late by [`ApiFaults::list_delay`].
+    pub slow_lists: u64,
 }
 
 impl ApiFaults {
@@ -61,6 +68,7 @@ impl ApiFaults {
             watch_delay: std::time::Duration::ZERO,
             list_page_size: None,
             continue_expiry_rate: 0.0,
+            list_delay: std::time::Duration::ZERO,
             rng,
             injected: FaultCounts::default(),
         }
@@ -85,6 +93,15 @@ impl ApiFaults {
             }
             (l, _) => Ok(l),
         }
+    }
+
+    /// How late to answer a list now (`None`: on time), counting it as injected.
+    pub fn slow_list(&mut self) -> Option<std::time::Duration> {
+        if self.list_delay.is_zero() {
+            return None;
+        }
+        self.injected.slow_lists += 1;
+        Some(self.list_delay)
     }
 
     /// Decides whether this request fails.

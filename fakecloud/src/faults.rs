@@ -61,6 +61,15 @@ pub struct Faults {
     /// profile carries such a role fails to authenticate and never registers its Node; it
     /// keeps retrying, so it joins once the entry exists. See [`crate::NodeAuth`].
     pub missing_access_entries: BTreeSet<String>,
+    /// Subnets with no route to the cluster endpoint (a private subnet without a NAT
+    /// gateway or VPC endpoint): a kubelet of an instance launched into one cannot reach
+    /// the API server and never registers; it keeps retrying, so it joins once the route
+    /// is back.
+    pub unreachable_subnets: BTreeSet<String>,
+    /// Security groups without the rules the cluster endpoint needs (the cluster security
+    /// group's ingress from nodes): a kubelet of an instance carrying one cannot reach the
+    /// API server, as with [`Self::unreachable_subnets`].
+    pub unreachable_security_groups: BTreeSet<String>,
     /// Every instance CreateFleet launches is launched twice: the second, identical
     /// (same tags) instance is not in the response. A broken cloud for invariant
     /// self-tests: one request, two running instances for one NodeClaim.

@@ -1,5 +1,9 @@
 //! EKS node authentication: whether a kubelet may register its Node.
 //!
+//! Two things keep a kubelet out: its network cannot reach the cluster endpoint (a subnet
+//! without a route to it, a security group without the cluster's rules), or the endpoint
+//! refuses its credentials, as described next. Either way the kubelet keeps retrying.
+//!
 //! A node's kubelet authenticates to the EKS API server with the IAM role of its
 //! instance profile; EKS admits it only if the cluster has an access entry (or an
 //! `aws-auth` mapping) for that role. When the entry is missing — deleted, `aws-auth`
@@ -17,8 +21,9 @@ use std::time::Duration;
 /// One instance whose kubelet was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
-    /// The role its instance profile carries.
-    pub role: String,
+    /// Why it was refused, first: its role had no access entry, or its subnet or
+    /// security group could not reach the endpoint.
+    pub cause: String,
     /// When it was first refused.
     pub first_at: Duration,
     /// When it finally registered (after the access entry came back), if it did.
@@ -33,10 +38,10 @@ pub struct NodeAuth {
 
 impl NodeAuth {
     /// Records a refused attempt (the first one per instance counts).
-    pub fn refuse(&mut self, instance_id: &str, role: &str, now: Duration) -> bool {
+    pub fn refuse(&mut self, instance_id: &str, cause: &str, now: Duration) -> bool {
         let first = !self.refused.contains_key(instance_id);
         self.refused.entry(instance_id.to_string()).or_insert_with(|| Refusal {
-            role: role.to_string(),
+            cause: cause.to_string(),
             first_at: now,
             joined_at: None,
         });

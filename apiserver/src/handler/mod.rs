@@ -85,7 +85,12 @@ impl ApiServer {
             .unwrap_or("application/json")
             .to_string();
         match self.route(&parts.method, &parts.uri, &accept, &content_type, &bytes) {
-            Ok(resp) => resp,
+            Ok(resp) => {
+                if let Some(read::AnswerLate(delay)) = resp.extensions().get::<read::AnswerLate>().copied() {
+                    tokio::time::sleep(delay).await;
+                }
+                resp
+            }
             Err(e) => error_response(&e),
         }
     }

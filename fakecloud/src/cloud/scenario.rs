@@ -32,25 +32,39 @@ impl FakeCloud {
         self.faults = faults;
     }
 
-    /// Whether `instance_id`'s kubelet may register its Node now: the IAM role of its
-    /// launch template's instance profile has an access entry in the cluster (the fake
-    /// cloud has no IAM; a profile carries the role it is named after, as the controller
-    /// creates them). A refusal, and a later join of a refused instance, are recorded in
-    /// [`Self::node_auth`].
+    /// Whether `instance_id`'s kubelet may register its Node now: its network reaches the
+    /// cluster endpoint (its subnet has a route, its security groups the cluster's rules)
+    /// and the IAM role of its launch template's instance profile has an access entry in
+    /// the cluster (the fake cloud has no IAM; a profile carries the role it is named
+    /// after, as the controller creates them). A refusal, with its cause, and a later join
+    /// of a refused instance, are recorded in [`Self::node_auth`].
     pub fn authenticate_node(&mut self, instance_id: &str) -> bool {
-        let role = self
-            .instances
-            .get(instance_id)
-            .and_then(|i| i.launch_template_id.as_ref())
-            .and_then(|lt| self.launch_templates.values().find(|t| &t.id == lt))
-            .and_then(|t| t.data.get("IamInstanceProfile.Name").or_else(|| t.data.get("IamInstanceProfile.Arn")))
-            .map(|p| p.rsplit('/').next().unwrap_or(p).to_string());
-        match role {
-            Some(role) if self.faults.missing_access_entries.contains(&role) => {
-                self.node_auth.refuse(instance_id, &role, self.now);
+        let Some(instance) = self.instances.get(instance_id) else {
+            self.node_auth.joined(instance_id, self.now);
+            return true;
+        };
+        let cause = if self.faults.unreachable_subnets.contains(&instance.subnet_id) {
+            Some(format!("subnet {} ({}) has no route to the cluster endpoint", instance.subnet_id, instance.zone))
+        } else if let Some(sg) =
+            instance.security_group_ids.iter().find(|sg| self.faults.unreachable_security_groups.contains(*sg))
+        {
+            Some(format!("security group {sg} does not allow the cluster endpoint"))
+        } else {
+            instance
+                .launch_template_id
+                .as_ref()
+                .and_then(|lt| self.launch_templates.values().find(|t| &t.id == lt))
+                .and_then(|t| t.data.get("IamInstanceProfile.Name").or_else(|| t.data.get("IamInstanceProfile.Arn")))
+                .map(|p| p.rsplit('/').next().unwrap_or(p).to_string())
+                .filter(|role| self.faults.missing_access_entries.contains(role))
+                .map(|role| format!("role {role} has no access entry in the cluster"))
+        };
+        match cause {
+            Some(cause) => {
+                self.node_auth.refuse(instance_id, &cause, self.now);
                 false
             }
-            _ => {
+            None => {
                 self.node_auth.joined(instance_id, self.now);
                 true
             }

@@ -233,3 +233,36 @@ fn ami_release_repoints_the_recommended_parameter() {
     assert_eq!(c.images().images[&after].version, "v20260201");
     assert!(c.get_parameter("/nope").is_err());
 }
+
+#[test]
+fn kubelets_cut_off_by_subnet_or_security_group_are_refused_until_the_network_heals() {
+    let mut c = cloud(8);
+    let ids = run(&mut c, "m5.large", 2, false).expect("launched");
+    let subnet = c.instance(&ids[0]).expect("instance").subnet_id.clone();
+    let sg = c.security_groups().next().expect("node security group").id.clone();
+    c.instances.get_mut(&ids[1]).expect("instance").security_group_ids = vec![sg.clone()];
+    let mut f = c.faults().clone();
+    f.unreachable_subnets.insert(subnet.clone());
+    c.set_faults(f);
+    assert!(!c.authenticate_node(&ids[0]));
+    assert!(!c.authenticate_node(&ids[1]), "same subnet");
+    let cause = &c.node_auth().refusals()[&ids[0]].cause;
+    assert_eq!(cause, &format!("subnet {subnet} (us-west-2a) has no route to the cluster endpoint"));
+
+    let mut f = c.faults().clone();
+    f.unreachable_subnets.clear();
+    f.unreachable_security_groups.insert(sg.clone());
+    c.set_faults(f);
+    c.advance_to(secs(30));
+    assert!(c.authenticate_node(&ids[0]), "no security group of its own is cut off");
+    assert!(!c.authenticate_node(&ids[1]));
+    assert_eq!(c.node_auth().refusals()[&ids[0]].joined_at, Some(secs(30)));
+
+    let mut f = c.faults().clone();
+    f.unreachable_security_groups.clear();
+    c.set_faults(f);
+    c.advance_to(secs(60));
+    assert!(c.authenticate_node(&ids[1]));
+    let refusal = &c.node_auth().refusals()[&ids[1]];
+    assert_eq!((refusal.first_at, refusal.joined_at), (secs(0), Some(secs(60))), "first cause kept: {}", refusal.cause);
+}

@@ -114,20 +114,20 @@ impl NodeAgents {
         Self { cloud, timing, rng, ccm_rng, tracked: BTreeMap::new(), kubelet_version: "v1.34.1-eks-dovetail".into() }
     }
 
-    /// Whether EKS lets the instance's kubelet register now (its role has an access entry;
-    /// see `dovetail_fakecloud::NodeAuth`). The first refusal of each instance is traced.
+    /// Whether the instance's kubelet can register now (its network reaches the endpoint
+    /// and its role has an access entry; see `dovetail_fakecloud::NodeAuth`). The first refusal of each instance is traced.
     fn authenticated(&self, cloud: &mut FakeCloud, store: &Store, instance_id: &str, now: Duration) -> bool {
         let refused_before = cloud.node_auth().refusals().contains_key(instance_id);
         if cloud.authenticate_node(instance_id) {
             return true;
         }
         if !refused_before {
-            let role = cloud.node_auth().refusals().get(instance_id).map(|r| r.role.clone()).unwrap_or_default();
+            let cause = cloud.node_auth().refusals().get(instance_id).map(|r| r.cause.clone()).unwrap_or_default();
             store.trace().record(dovetail_world::TraceEntry {
                 at: now,
                 source: "kubelet",
                 verb: "register-refused".into(),
-                subject: format!("{instance_id}: role {role} has no access entry in the cluster"),
+                subject: format!("{instance_id}: {cause}"),
             });
         }
         false

@@ -1,5 +1,5 @@
-//! API server faults: 429/5xx/409 rates, slow watches, short list pages with expiring
-//! continue tokens, and forced 410 relists.
+//! API server faults: 429/5xx/409 rates, slow watches, slow lists, short list pages with
+//! expiring continue tokens, and forced 410 relists.
 
 use std::time::Duration;
 
@@ -11,6 +11,7 @@ use crate::scenario::drawn_fault::DrawnFault;
 pub fn apply(server: &ApiServer, active: &[&DrawnFault]) {
     let (mut throttle, mut error, mut conflict, mut delay) = (0.0f64, 0.0f64, 0.0f64, Duration::ZERO);
     let (mut page_size, mut expiry): (Option<usize>, f64) = (None, 0.0);
+    let mut list_delay = Duration::ZERO;
     for f in active {
         match f {
             DrawnFault::ApiServerErrors { throttle_rate, error_rate, conflict_rate } => {
@@ -19,6 +20,7 @@ pub fn apply(server: &ApiServer, active: &[&DrawnFault]) {
                 conflict = conflict.max(*conflict_rate);
             }
             DrawnFault::WatchDelay { delay: d } => delay = delay.max(d.0),
+            DrawnFault::SlowLists { delay: d } => list_delay = list_delay.max(d.0),
             DrawnFault::ListPaging { page_size: p, expiry_rate } => {
                 let p = *p as usize;
                 page_size = Some(page_size.map_or(p, |q| q.min(p)));
@@ -34,6 +36,7 @@ pub fn apply(server: &ApiServer, active: &[&DrawnFault]) {
     faults.watch_delay = delay;
     faults.list_page_size = page_size;
     faults.continue_expiry_rate = expiry;
+    faults.list_delay = list_delay;
 }
 
 /// Compacts history and ends every watch with 410 Gone: every client relists.

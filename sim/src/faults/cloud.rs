@@ -127,6 +127,8 @@ pub fn apply_knobs(cloud: &SharedCloud, active: &[&DrawnFault]) {
     f.sqs_reorder = false;
     f.sqs_loss_rate = 0.0;
     f.missing_access_entries.clear();
+    f.unreachable_subnets.clear();
+    f.unreachable_security_groups.clear();
     for fault in active {
         match fault {
             DrawnFault::Ec2Throttling { burst, refill_per_second } => {
@@ -145,6 +147,14 @@ pub fn apply_knobs(cloud: &SharedCloud, active: &[&DrawnFault]) {
             }
             DrawnFault::AccessEntryMissing { role } => {
                 f.missing_access_entries.insert(role.clone());
+            }
+            DrawnFault::NodeNetworkBlocked { cause, zones } if cause == "subnet" => {
+                let cut = c.subnets().filter(|s| zones.contains(&s.zone)).map(|s| s.id.clone());
+                f.unreachable_subnets.extend(cut.collect::<Vec<_>>());
+            }
+            DrawnFault::NodeNetworkBlocked { .. } => {
+                let groups = c.security_groups().map(|g| g.id.clone());
+                f.unreachable_security_groups.extend(groups.collect::<Vec<_>>());
             }
             _ => {}
         }

@@ -8,6 +8,7 @@ use crate::scenario::faults::{
     AccessEntrySpec, AmiReleaseSpec, ApiErrorsSpec, CrashSpec, Empty, FaultSpec, IceSpec, KINDS, LagSpec, LatencySpec,
     LinkSpec, ListPagingSpec, RateSpec, SpotStormSpec, SqsSpec, ThrottleSpec, ZoneSpec,
 };
+use crate::scenario::node_network::NodeNetworkSpec;
 use dovetail_world::SimDuration;
 
 /// The drawn faults, all ending by `faults_until`.
@@ -19,8 +20,9 @@ pub struct Mix {
     /// Whether a zone goes dark (instances launched there may never join before
     /// Karpenter's registration timeout deletes them).
     pub has_zone_outage: bool,
-    /// Whether the node role's access entry goes missing: an instance launched then never
-    /// registers, and Karpenter keeps counting on its claim until the registration TTL.
+    /// Whether the node role's access entry goes missing or the nodes' network is cut off
+    /// from the endpoint: an instance launched then never registers, and Karpenter keeps
+    /// counting on its claim until the registration TTL.
     pub has_missing_access_entry: bool,
 }
 
@@ -54,7 +56,7 @@ pub fn draw(dice: &mut Dice, faults_until: SimDuration) -> Mix {
         faults,
         needs_two_replicas: kinds.contains(&"leaderFailover"),
         has_zone_outage: kinds.contains(&"zoneOutage"),
-        has_missing_access_entry: kinds.contains(&"accessEntryMissing"),
+        has_missing_access_entry: kinds.contains(&"accessEntryMissing") || kinds.contains(&"nodeNetworkBlocked"),
     }
 }
 
@@ -126,6 +128,14 @@ pub fn with_kind(dice: &mut Dice, kind: &str) -> Option<FaultSpec> {
             })
         }
         "accessEntryMissing" => f.access_entry_missing = Some(AccessEntrySpec { role: NODE_ROLE.into() }),
+        "slowLists" => f.slow_lists = Some(LagSpec { delay: Dist::Fixed(dice.seconds(1, 10)) }),
+        "nodeNetworkBlocked" => {
+            f.node_network_blocked = Some(if dice.chance(0.5) {
+                NodeNetworkSpec { cause: "subnet".into(), zones: vec!["random".into()] }
+            } else {
+                NodeNetworkSpec { cause: "securityGroup".into(), zones: Vec::new() }
+            })
+        }
         _ => return None,
     }
     Some(f)

@@ -129,6 +129,21 @@ pub enum DrawnFault {
         /// The role.
         role: String,
     },
+    /// Every list answered `delay` late (`crate::faults::apiserver`).
+    SlowLists {
+        /// How late.
+        delay: SimDuration,
+    },
+    /// The nodes' network cannot reach the cluster endpoint: kubelets of instances in the
+    /// cut-off subnets (`cause: subnet`, by zone) or with the node security group (`cause:
+    /// securityGroup`) cannot register.
+    NodeNetworkBlocked {
+        /// `subnet` or `securityGroup`.
+        cause: String,
+        /// The zones whose subnets are cut off (empty for `securityGroup`).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        zones: Vec<String>,
+    },
     /// Kubelets report a Node condition unhealthy (`crate::faults::node_conditions`).
     #[serde(rename_all = "camelCase")]
     NodeConditions {
@@ -250,6 +265,15 @@ impl DrawnFault {
         }
         if let Some(s) = &spec.access_entry_missing {
             return DrawnFault::AccessEntryMissing { role: s.role.clone() };
+        }
+        if let Some(s) = &spec.slow_lists {
+            return DrawnFault::SlowLists { delay: s.delay.draw(rng) };
+        }
+        if let Some(s) = &spec.node_network_blocked {
+            return DrawnFault::NodeNetworkBlocked {
+                cause: s.cause.clone(),
+                zones: s.zones.iter().map(|z| zone(z, rng)).collect(),
+            };
         }
         if let Some(s) = &spec.node_conditions {
             return DrawnFault::NodeConditions {

@@ -11,6 +11,7 @@ use super::dist::Dist;
 use super::error::FieldError;
 use super::instance_status::InstanceStatusSpec;
 use super::node_conditions::NodeConditionsSpec;
+use super::node_network::NodeNetworkSpec;
 use dovetail_world::SimDuration;
 
 /// One fault entry.
@@ -65,6 +66,10 @@ pub struct FaultSpec {
     /// Paged lists come back in short pages, and continue tokens expire (410) at a rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub list_paging: Option<ListPagingSpec>,
+    /// Every list is answered `delay` late, with the items as they were when it arrived (a
+    /// loaded etcd): the client acts on a list already stale when it gets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_lists: Option<LagSpec>,
     /// Every watch ends with 410 Gone and clients relist.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watch_expiry: Option<Empty>,
@@ -89,6 +94,11 @@ pub struct FaultSpec {
     /// their kubelets never register, until it heals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access_entry_missing: Option<AccessEntrySpec>,
+    /// The nodes' network cannot reach the cluster endpoint (a subnet with no route to it,
+    /// or a security group without the cluster's rules): instances launched there run and
+    /// bill, but their kubelets never register, until it heals (`NodeNetworkSpec`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_network_blocked: Option<NodeNetworkSpec>,
     /// Kubelets report a Node condition unhealthy (`Ready` False by default) on some nodes,
     /// until it heals: what Karpenter's NodeRepair replaces (`super::node_conditions`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -119,6 +129,8 @@ pub const KINDS: &[&str] = &[
     "leaderFailover",
     "amiRelease",
     "accessEntryMissing",
+    "slowLists",
+    "nodeNetworkBlocked",
 ];
 
 /// Fault kinds the story generator (`crate::generate`) does not draw yet (the simulated
@@ -310,6 +322,8 @@ impl FaultSpec {
             self.leader_failover.is_some(),
             self.ami_release.is_some(),
             self.access_entry_missing.is_some(),
+            self.slow_lists.is_some(),
+            self.node_network_blocked.is_some(),
             self.node_conditions.is_some(),
             self.instance_status.is_some(),
         ]
@@ -453,6 +467,9 @@ impl FaultSpec {
             && s.role.trim().is_empty()
         {
             return Err(FieldError::new(format!("{kind}.role"), "name the IAM role (an EC2NodeClass's `role`)"));
+        }
+        if let Some(s) = &self.node_network_blocked {
+            s.validate(kind, zones)?;
         }
         if let Some(s) = &self.node_conditions {
             s.validate(kind)?;

@@ -127,6 +127,7 @@ pub mod instance_status;
 pub mod invariants;
 pub mod liveness_window;
 pub mod node_conditions;
+pub mod node_network;
 pub mod plan;
 pub mod render;
 pub mod reservations;

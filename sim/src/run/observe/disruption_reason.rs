@@ -8,7 +8,10 @@ use crate::apiserver::store::Store;
 
 /// Why a NodeClaim is being deleted: its `DisruptionReason` condition (Underutilized,
 /// Empty, Drifted), a disruption, interruption or instance-status Event about it or its node
-/// (`Unhealthy`), expiry, or
+/// (`Unhealthy`), the controller's liveness deletion (`registration_timeout`,
+/// `launch_timeout`, as upstream's `karpenter_nodeclaims_disrupted_total` labels it:
+/// kubernetes-sigs/karpenter `pkg/controllers/nodeclaim/lifecycle/liveness.go` l. 54-55,
+/// 154), expiry, or
 /// `Other` (garbage collection, launch failure, a deleted NodePool, a user).
 pub fn disruption_reason(store: &Store, claim: &Value, now: Duration) -> String {
     let conditions = claim.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
@@ -20,11 +23,17 @@ pub fn disruption_reason(store: &Store, claim: &Value, now: Duration) -> String 
     let name = claim["metadata"]["name"].as_str().unwrap_or_default();
     let node = claim.pointer("/status/nodeName").and_then(Value::as_str).unwrap_or_default();
     if let Some(rt) = store.registry().get("", "events") {
-        for e in store.iter(&rt.key(), None) {
+        let about_claim = |e: &&std::sync::Arc<Value>| {
             let about = e.pointer("/involvedObject/name").and_then(Value::as_str).unwrap_or_default();
-            if about != name && (node.is_empty() || about != node) {
-                continue;
-            }
+            about == name || (!node.is_empty() && about == node)
+        };
+        // The claim's own liveness deletion (launch or registration timeout) comes first: the
+        // instance it terminates then reports a state change, which is not an interruption.
+        if let Some(e) = store.iter(&rt.key(), None).filter(about_claim).find(|e| e["reason"] == "Liveness") {
+            let message = e["message"].as_str().unwrap_or_default();
+            return message.rsplit_once(": ").map_or("Liveness", |(_, r)| r).to_string();
+        }
+        for e in store.iter(&rt.key(), None).filter(about_claim) {
             let reason = e["reason"].as_str().unwrap_or_default();
             if reason == "DisruptionTerminating" || reason == "Disrupting" {
                 // Karpenter: "Disrupting NodeClaim: Underutilized/Delete".
