@@ -90,7 +90,7 @@ pub fn lower_bound_now(view: &View, pods: &[PodView], cloud: &FakeCloud, overhea
     let offerings: BTreeMap<String, Vec<Offering>> = view
         .pools
         .iter()
-        .map(|(name, pool)| (name.clone(), allowed_offerings(cloud, &pool.object, view.now)))
+        .map(|(name, pool)| (name.clone(), allowed_offerings(cloud, &view.overlays, &pool.object, view.now)))
         .collect();
     lower_bound_over(&offerings, pods, overhead)
 }
