@@ -56,3 +56,29 @@ fn an_overlay_makes_a_dearer_type_the_cheapest_and_a_same_weight_overlay_conflic
     assert_eq!(report["launches"].as_u64(), Some(1), "launched by the overlay's priority, never replaced");
     assert_eq!(report["invariants"]["violations"].as_array().map(Vec::len), Some(0), "{:#}", report["invariants"]);
 }
+
+/// The library story `scenarios/node-overlay.yaml` (seeds 1..3): a 30% overlay discount on m5
+/// (weight 10) beats a 50% surcharge (weight 1), so every node Karpenter runs is an m5 though
+/// each c5 is cheaper at EC2's prices, and the oracles, pricing through the same overlays,
+/// find nothing to flag.
+#[test]
+fn the_library_story_runs_on_the_overlay_cheapest_family_with_no_violation() {
+    let path = Path::new("../scenarios/node-overlay.yaml");
+    let loaded = Loaded::from_file(path).expect("loads");
+    for seed in 1..=3 {
+        let outcome = dovetail_sim::run::run(&loaded, seed).expect("runs");
+        let report = serde_json::to_value(&outcome.report).expect("a report serialises");
+        if let Ok(dir) = std::env::var("DOVETAIL_OVERLAY_REPORT_DIR") {
+            let text = serde_json::to_string_pretty(&report).expect("json");
+            std::fs::write(Path::new(&dir).join(format!("node-overlay-seed-{seed}.json")), text).expect("write");
+        }
+        let violations = report["invariants"]["violations"].as_array().map(Vec::len);
+        assert_eq!(violations, Some(0), "seed {seed}: {:#}", report["invariants"]);
+        let nodes = report["explanation"]["nodes"].as_array().expect("nodes");
+        assert!(!nodes.is_empty(), "seed {seed}: nodes run at the end");
+        for node in nodes {
+            let offering = node["offering"].as_str().unwrap_or_default();
+            assert!(offering.starts_with("m5."), "seed {seed}: {offering} is not the overlay-cheapest family");
+        }
+    }
+}

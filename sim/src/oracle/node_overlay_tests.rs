@@ -158,10 +158,12 @@ fn capacity_overlays_merge_heavier_first_and_conflict_on_a_shared_resource() {
         ],
         &[pool("p")],
     );
+    // Equal weights go later name first: `same-a` is merged before `light`, which shares
+    // example.com/nic with it at the same weight and so conflicts (and adds nothing).
     let added = o.capacity("p", "m5.large").expect("capacity");
-    assert_eq!(added.get("example.com/gpu").map(String::as_str), Some("2"));
-    assert_eq!(added.get("example.com/nic").map(String::as_str), Some("1"));
-    assert!(o.conflicts("same-a"), "same weight as `light`, which also added example.com/nic");
+    assert_eq!(added.get("example.com/gpu").map(String::as_str), Some("2"), "the heavier overlay's");
+    assert_eq!(added.get("example.com/nic").map(String::as_str), Some("3"));
+    assert!(o.conflicts("light") && !o.conflicts("same-a") && !o.conflicts("heavy"));
     assert_eq!(o.capacity("p", "c5.large"), None);
 }
 
