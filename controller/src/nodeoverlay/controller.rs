@@ -4,7 +4,7 @@
 //! `ValidationSucceeded` (False with reason `RuntimeValidation` or `Conflict`) when it changed,
 //! swaps the new evaluation into the [`InstanceTypeStore`] and looks again in 6 h.
 //!
-//! It runs on NodePool and EC2NodeClass changes (controller.go l. 139-152) and, through
+//! It runs on NodePool and EC2NodeClass changes (controller.go l. 143-161) and, through
 //! [`watch_overlays`], on NodeOverlay generation changes (`GenerationChangedPredicate`).
 
 use std::collections::BTreeMap;
@@ -27,9 +27,9 @@ use crate::state::Snapshot;
 use super::evaluate::{Evaluation, PoolTypes, evaluate};
 use super::store::InstanceTypeStore;
 
-/// controller.go l. 132: the periodic re-evaluation.
+/// controller.go l. 140: the periodic re-evaluation.
 pub const REEVALUATE: Duration = Duration::from_secs(6 * 3600);
-/// How soon to look again after a status write lost a race (controller.go l. 118-120).
+/// How soon to look again after a status write lost a race (controller.go l. 121-123).
 const RETRY: Duration = Duration::from_secs(1);
 /// The condition the reconciler owns.
 pub const CONDITION_VALIDATION_SUCCEEDED: &str = "ValidationSucceeded";
@@ -81,7 +81,7 @@ impl NodeOverlayController {
     }
 }
 
-/// The overlay with `ValidationSucceeded` as the evaluation says (controller.go l. 281-287).
+/// The overlay with `ValidationSucceeded` as the evaluation says (controller.go l. 274-280).
 pub fn with_validation_status(
     overlay: &NodeOverlay,
     evaluation: &Evaluation,
@@ -141,7 +141,7 @@ impl Reconciler for NodeOverlayController {
                 continue;
             }
             let name = overlay.metadata.name.as_deref().unwrap_or_default();
-            // Optimistic lock: a conflict or a vanished overlay re-evaluates (l. 296-305).
+            // Optimistic lock: a conflict or a vanished overlay re-evaluates (l. 286-293).
             let patch =
                 json!({"metadata": {"resourceVersion": overlay.metadata.resource_version}, "status": updated.status});
             match api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await {

@@ -1,5 +1,5 @@
 //! One evaluation of every NodeOverlay against every NodePool's instance types (core
-//! `pkg/controllers/nodeoverlay/controller.go` l. 75-126 and 158-275): overlays heaviest first,
+//! `pkg/controllers/nodeoverlay/controller.go` l. 73-141 and 163-269): overlays heaviest first,
 //! each runtime-validated, checked for conflicts against every pool before any of its updates
 //! is stored (so an overlay applies everywhere or nowhere), then stored.
 
@@ -53,7 +53,7 @@ pub fn evaluate(overlays: &mut [NodeOverlay], pools: &[PoolTypes]) -> Evaluation
     evaluation
 }
 
-/// controller.go l. 158-178: conflicts against every pool first, then the updates.
+/// controller.go l. 163-181: conflicts against every pool first, then the updates.
 fn validate_and_store(store: &mut EvaluatedOverlays, pools: &[PoolTypes], overlay: &NodeOverlay) -> bool {
     let requirements = overlay_requirements(&overlay.spec.requirements);
     for (pool, types) in pools {
@@ -100,7 +100,7 @@ pub fn overlay_requirements(requirements: &[NodeSelectorRequirement]) -> Require
     Requirements::from_node_selector(&converted)
 }
 
-/// The offerings of `it` an overlay selects (controller.go l. 219-233 `getOverlaidOfferings`):
+/// The offerings of `it` an overlay selects (controller.go l. 231-245 `getOverlaidOfferings`):
 /// none unless the type's labels, the pool's name and template labels are strictly compatible
 /// with the overlay's requirements (no undefined well-known labels allowed); then every
 /// offering (available or not) whose zone, capacity type and reservation the overlay allows.

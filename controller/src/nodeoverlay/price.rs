@@ -1,5 +1,5 @@
 //! Price and ordering rules of NodeOverlays: core `cloudprovider/types.go` `AdjustedPrice`
-//! (l. 493-525), v1alpha1 `nodeoverlay.go` `OrderByWeight` (l. 115-127) and
+//! (l. 493-525), v1alpha1 `nodeoverlay.go` `OrderByWeight` (l. 123-137) and
 //! `nodeoverlay_validation.go` `RuntimeValidate` (l. 28-57).
 
 use crate::apis::NodeOverlay;
@@ -24,7 +24,7 @@ pub fn adjusted_price(price: f64, change: &str) -> f64 {
 }
 
 /// Orders overlays heaviest first; equal weights by name, later in the alphabet first
-/// (nodeoverlay.go l. 115-127). An unset weight counts as 0.
+/// (nodeoverlay.go l. 123-137). An unset weight counts as 0.
 pub fn order_by_weight(overlays: &mut [NodeOverlay]) {
     overlays.sort_by(|a, b| {
         b.spec.weight.unwrap_or(0).cmp(&a.spec.weight.unwrap_or(0)).then_with(|| b.metadata.name.cmp(&a.metadata.name))

@@ -2,7 +2,7 @@
 //! instance type), the price update of each offering and the extended-resource capacity the
 //! NodeOverlays add, plus the set of NodePools the last evaluation covered.
 //!
-//! The reconciler builds a fresh [`EvaluatedOverlays`] and swaps it in whole (store.go l. 53-55,
+//! The reconciler builds a fresh [`EvaluatedOverlays`] and swaps it in whole (store.go l. 57-59,
 //! `atomic.Pointer.Swap`), so a reader never sees half an evaluation.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -14,7 +14,7 @@ use crate::scheduling::resources::Resources;
 
 use super::price::adjusted_price;
 
-/// Offerings are keyed by their requirements (store.go l. 172 `of.Requirements.String()`):
+/// Offerings are keyed by their requirements (store.go l. 256 and 276 `of.Requirements.String()`):
 /// capacity type, zone and, for reserved offerings, the reservation.
 pub type OfferingKey = (String, String, Option<String>);
 
@@ -28,16 +28,16 @@ pub fn offering_key(offering: &Offering) -> OfferingKey {
 struct PriceUpdate {
     /// `price` or `priceAdjustment` of the heaviest overlay (applied by [`adjusted_price`]).
     change: String,
-    /// The weight of the lightest overlay seen so far (store.go l. 267 updates it on a skip).
+    /// The weight of the lightest overlay seen so far (store.go l. 257 updates it on a skip).
     lowest_weight: i32,
 }
 
 /// The capacity an instance type gains.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct CapacityUpdate {
-    /// Resource → quantity; the heaviest overlay naming a resource wins (store.go l. 208-213).
+    /// Resource → quantity; the heaviest overlay naming a resource wins (store.go l. 199-205).
     overlay: BTreeMap<String, i64>,
-    /// The resources of the last overlay merged (store.go l. 215), checked for conflicts.
+    /// The resources of the last overlay merged (store.go l. 207), checked for conflicts.
     lowest_weight_resources: BTreeSet<String>,
     lowest_weight: i32,
 }
@@ -83,7 +83,7 @@ impl EvaluatedOverlays {
         self.evaluated_pools.insert(pool.to_owned());
     }
 
-    /// Whether a price overlay would conflict on one of `offerings` (store.go l. 278-298):
+    /// Whether a price overlay would conflict on one of `offerings` (store.go l. 267-286):
     /// an update for the offering already exists whose lowest weight equals the overlay's.
     pub fn is_offering_update_conflicting(
         &self,
@@ -102,7 +102,7 @@ impl EvaluatedOverlays {
             .any(|existing| existing.lowest_weight == weight(overlay))
     }
 
-    /// Whether a capacity overlay conflicts (store.go l. 224-248): same weight as the last
+    /// Whether a capacity overlay conflicts (store.go l. 212-236): same weight as the last
     /// merged capacity overlay and a resource in common with it.
     pub fn is_capacity_update_conflicting(&self, pool: &str, instance_type: &str, overlay: &NodeOverlay) -> bool {
         let Some(capacity) = &overlay.spec.capacity else { return false };
@@ -116,7 +116,7 @@ impl EvaluatedOverlays {
     }
 
     /// Adds the overlay's price to each offering not yet priced by a heavier overlay
-    /// (store.go l. 252-275); an already-priced offering only records the lower weight.
+    /// (store.go l. 240-265); an already-priced offering only records the lower weight.
     pub fn update_offerings(
         &mut self,
         pool: &str,
@@ -136,7 +136,7 @@ impl EvaluatedOverlays {
     }
 
     /// Merges the overlay's capacity, keeping resources a heavier overlay already set
-    /// (store.go l. 186-220).
+    /// (store.go l. 178-210).
     pub fn update_capacity(&mut self, pool: &str, instance_type: &str, overlay: &NodeOverlay) {
         if overlay.spec.capacity.is_none() {
             return;
@@ -156,7 +156,7 @@ impl EvaluatedOverlays {
         self.updates.entry(pool.to_owned()).or_default().entry(instance_type.to_owned()).or_default()
     }
 
-    /// `it` with this evaluation's updates (store.go l. 114-148): capacity overlays merged into
+    /// `it` with this evaluation's updates (store.go l. 117-149): capacity overlays merged into
     /// capacity (and so allocatable), price overlays applied per offering. Types without
     /// updates are returned as they are.
     pub fn apply(&self, pool: &str, it: &Arc<InstanceType>) -> Arc<InstanceType> {
@@ -197,12 +197,12 @@ impl InstanceTypeStore {
         Self::default()
     }
 
-    /// Swaps in a new evaluation (store.go l. 53-55).
+    /// Swaps in a new evaluation (store.go l. 57-59).
     pub fn update(&self, evaluated: EvaluatedOverlays) {
         *self.current.write().expect("overlay store") = Arc::new(evaluated);
     }
 
-    /// The pool's instance types with overlays applied (store.go `ApplyAll`, l. 57-78).
+    /// The pool's instance types with overlays applied (store.go `ApplyAll`, l. 61-79).
     ///
     /// # Errors
     /// [`CloudError::UnevaluatedNodePool`] when the last evaluation did not cover the pool.
