@@ -38,8 +38,7 @@ use dovetail_fakecloud::{CapacityType, FakeCloud};
 use serde_json::Value;
 
 use super::offering_labels::{Labels, shared_labels};
-use super::resources::{Offering, Requirement};
-use super::view::{PoolView, key};
+use crate::apiserver::resources::ResourceKey;
 use crate::apiserver::store::Store;
 
 /// Resources a NodeOverlay may not name (core `v1.WellKnownResources` as the CRD and
@@ -48,6 +47,44 @@ const RESTRICTED: [&str; 4] = ["cpu", "memory", "ephemeral-storage", "pods"];
 
 /// The operators of the CRD's enum (nodeoverlay.go l. 38).
 const OPERATORS: [&str; 8] = ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"];
+
+/// One requirement of a NodeOverlay (`{key, operator, values}`).
+#[derive(Clone, Debug, PartialEq)]
+struct Requirement {
+    key: String,
+    operator: String,
+    values: Vec<String>,
+}
+
+impl Requirement {
+    fn from_json(v: &Value) -> Option<Self> {
+        let values = v["values"].as_array().into_iter().flatten().filter_map(|x| x.as_str().map(String::from));
+        Some(Self {
+            key: v["key"].as_str()?.to_owned(),
+            operator: v["operator"].as_str()?.to_owned(),
+            values: values.collect(),
+        })
+    }
+
+    /// Whether a label `key` with `value` (`None`: the key is undefined) satisfies it; an
+    /// undefined key satisfies only `NotIn` and `DoesNotExist`.
+    fn matches(&self, value: Option<&str>) -> bool {
+        let number = |s: &str| s.parse::<i64>().ok();
+        let bound = self.values.first().and_then(|b| number(b));
+        let compare = |holds: fn(i64, i64) -> bool| value.and_then(number).zip(bound).is_some_and(|(v, b)| holds(v, b));
+        match self.operator.as_str() {
+            "In" => value.is_some_and(|v| self.values.iter().any(|x| x == v)),
+            "NotIn" => value.is_none_or(|v| !self.values.iter().any(|x| x == v)),
+            "Exists" => value.is_some(),
+            "DoesNotExist" => value.is_none(),
+            "Gt" => compare(|v, b| v > b),
+            "Lt" => compare(|v, b| v < b),
+            "Gte" => compare(|v, b| v >= b),
+            "Lte" => compare(|v, b| v <= b),
+            _ => false,
+        }
+    }
+}
 
 /// One NodeOverlay as the oracle reads it.
 #[derive(Clone, Debug, PartialEq)]
@@ -89,21 +126,9 @@ impl Overlay {
 
     /// Whether it selects an offering with `labels` of the pool with `pool_labels`.
     fn selects(&self, pool_labels: &BTreeMap<String, String>, labels: &BTreeMap<String, String>) -> bool {
-        self.requirements.iter().all(|r| {
-            let value = pool_labels.get(&r.key).or_else(|| labels.get(&r.key)).map(String::as_str);
-            match r.operator.as_str() {
-                // `Requirement` knows Gt and Lt; the inclusive forms are theirs plus equality.
-                "Gte" | "Lte" => {
-                    let number = |s: &str| s.parse::<i64>().ok();
-                    let (Some(v), Some(bound)) = (value.and_then(number), r.values.first().and_then(|b| number(b)))
-                    else {
-                        return false;
-                    };
-                    if r.operator == "Gte" { v >= bound } else { v <= bound }
-                }
-                _ => r.matches_value(value),
-            }
-        })
+        self.requirements
+            .iter()
+            .all(|r| r.matches(pool_labels.get(&r.key).or_else(|| labels.get(&r.key)).map(String::as_str)))
     }
 }
 
@@ -194,16 +219,12 @@ impl NodeOverlays {
 
     /// `self` brought up to the store's NodeOverlays and `pools`: evaluated again only when
     /// an overlay or a pool changed. Unchanged when the gate is off.
-    pub fn refreshed(
-        self: Arc<Self>,
-        store: &Store,
-        cloud: &FakeCloud,
-        pools: &BTreeMap<String, PoolView>,
-    ) -> Arc<Self> {
+    pub fn refreshed(self: Arc<Self>, store: &Store, cloud: &FakeCloud, pools: &[&Value]) -> Arc<Self> {
         if !self.enabled {
             return self;
         }
-        let overlays: Vec<Arc<Value>> = store.iter(&key("karpenter.sh", "nodeoverlays"), None).cloned().collect();
+        let key = ResourceKey { group: "karpenter.sh".into(), plural: "nodeoverlays".into() };
+        let overlays: Vec<Arc<Value>> = store.iter(&key, None).cloned().collect();
         let version = |o: &Value| {
             let m = &o["metadata"];
             (
@@ -212,13 +233,12 @@ impl NodeOverlays {
             )
         };
         let read_from: Vec<(String, String)> =
-            overlays.iter().map(|o| version(o)).chain(pools.values().map(|p| version(&p.object))).collect();
+            overlays.iter().map(|o| version(o)).chain(pools.iter().map(|p| version(p))).collect();
         if read_from == self.read_from {
             return self;
         }
-        let pools: Vec<&Value> = pools.values().map(|p| p.object.as_ref()).collect();
         let values: Vec<&Value> = overlays.iter().map(AsRef::as_ref).collect();
-        let mut evaluated = Self::evaluate(&values, &pools, &universe(cloud));
+        let mut evaluated = Self::evaluate(&values, pools, &universe(cloud));
         evaluated.read_from = read_from;
         Arc::new(evaluated)
     }
@@ -298,16 +318,20 @@ impl NodeOverlays {
         self.prices.get(&k).map_or(base, |p| adjusted_price(base, &p.change))
     }
 
-    /// `offerings` of `pool` (a NodePool object) at their overlaid prices.
-    pub fn apply(&self, pool: &Value, mut offerings: Vec<(Offering, bool)>) -> Vec<(Offering, bool)> {
+    /// Sets each of `offerings` of `pool` (a NodePool object), given as (instance type, zone,
+    /// capacity type, price), to its overlaid price.
+    pub fn reprice<'a>(
+        &self,
+        pool: &Value,
+        offerings: impl Iterator<Item = (&'a str, &'a str, CapacityType, &'a mut f64)>,
+    ) {
         if self.prices.is_empty() {
-            return offerings;
+            return;
         }
         let name = pool["metadata"]["name"].as_str();
-        for (o, _) in &mut offerings {
-            o.price = self.price(name, &o.instance_type, &o.zone, o.capacity_type, o.price);
+        for (instance_type, zone, ct, price) in offerings {
+            *price = self.price(name, instance_type, zone, ct, *price);
         }
-        offerings
     }
 
     /// The extended resources the overlays add to `instance_type` in `pool`.

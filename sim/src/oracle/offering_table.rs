@@ -43,6 +43,11 @@ impl OfferingTable {
             self.listed.borrow_mut().push((requirements, listed.clone()));
             listed
         });
-        overlays.apply(pool, price_listed(cloud, &listed, now))
+        let mut priced = price_listed(cloud, &listed, now);
+        overlays.reprice(
+            pool,
+            priced.iter_mut().map(|(o, _)| (&*o.instance_type, &*o.zone, o.capacity_type, &mut o.price)),
+        );
+        priced
     }
 }

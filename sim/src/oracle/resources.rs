@@ -305,15 +305,12 @@ pub fn allowed_offerings(cloud: &FakeCloud, overlays: &NodeOverlays, pool: &Valu
 /// Every offering `pool`'s requirements allow that the cloud prices now, each with whether
 /// it could launch now (zone up, capacity pool not empty). The moves oracle needs the
 /// unavailable ones too: Karpenter's own availability view (its ICE cache) can lag the
-/// cloud's, so a launch price it may still count must not be left out. Prices are
-/// Karpenter's: through the NodeOverlays when their gate is on ([`NodeOverlays::apply`]).
-pub fn priced_offerings(
-    cloud: &FakeCloud,
-    overlays: &NodeOverlays,
-    pool: &Value,
-    now: Duration,
-) -> Vec<(Offering, bool)> {
-    overlays.apply(pool, price_listed(cloud, &listed_offerings(cloud, &pool_requirements(pool)), now))
+/// cloud's, so a launch price it may still count must not be left out; priced through the
+/// NodeOverlays when their gate is on ([`NodeOverlays::reprice`]).
+pub fn priced_offerings(cloud: &FakeCloud, ov: &NodeOverlays, pool: &Value, now: Duration) -> Vec<(Offering, bool)> {
+    let mut priced = price_listed(cloud, &listed_offerings(cloud, &pool_requirements(pool)), now);
+    ov.reprice(pool, priced.iter_mut().map(|(o, _)| (&*o.instance_type, &*o.zone, o.capacity_type, &mut o.price)));
+    priced
 }
 
 /// An offering a pool's requirements allow, as the catalog lists it: what does not change

@@ -340,7 +340,8 @@ impl View {
             let mut old = std::mem::take(self);
             let overlays = std::mem::take(&mut old.overlays);
             *self = Self::read_store(store, readings, old);
-            self.overlays = overlays.refreshed(store, cloud, &self.pools);
+            let pools: Vec<&Value> = self.pools.values().map(|p| p.object.as_ref()).collect();
+            self.overlays = overlays.refreshed(store, cloud, &pools);
         }
         self.now = now;
         self.trace_position = store.trace().len();
