@@ -14,6 +14,7 @@ pub mod interruption;
 pub mod lifecycle;
 pub mod node_health;
 pub mod nodeclass;
+pub mod nodeoverlay;
 pub mod nodepool;
 pub mod operator;
 pub mod provisioning;

@@ -16,6 +16,7 @@ use crate::cloudprovider::aws::reservation_capacity_type::CapacityTypeController
 use crate::cloudprovider::aws::reservation_expiration::ReservationExpirationController;
 use crate::cloudprovider::aws::tagging::TaggingController;
 use crate::cloudprovider::aws::{AwsCloudProvider, price_list};
+use crate::cloudprovider::overlay::OverlayCloudProvider;
 use crate::disruption::Disruption;
 use crate::disruption::consolidatable::ConsolidatableController;
 use crate::disruption::drift::DriftController;
@@ -26,10 +27,11 @@ use crate::interruption::{Interruption, InterruptionStats};
 use crate::lifecycle::Lifecycle;
 use crate::node_health::NodeHealth;
 use crate::nodeclass::NodeClassController;
+use crate::nodeoverlay::{InstanceTypeStore, NodeOverlayController, watch_overlays};
 use crate::nodepool::NodePoolStatusController;
 use crate::nodepool::registration_health::RegistrationHealth;
 use crate::provisioning::{Provisioner, ProvisioningController};
-use crate::runtime::reconcile::{self, Env, Reconciler};
+use crate::runtime::reconcile::{self, Env, Reconciler, Trigger};
 use crate::runtime::{EventRecorder, EventWriter, Metrics, Settings, SharedClock, SharedRng};
 use crate::state::{Cluster, watchers};
 use crate::termination::Termination;
@@ -243,7 +245,17 @@ pub async fn run(clients: Clients, settings: Settings, env: Environment) -> anyh
         settings.clone(),
         env.clock.clone(),
     ));
-    let cloud: Arc<dyn CloudProvider> = aws.clone();
+    // core `pkg/operator/operator.go` and the provider's `overlay.Decorate`: everything lists
+    // instance types through the overlay decorator except the NodeOverlay controller itself
+    // (core `controllers.go` l. 188). The launch too: aws `cloudprovider.go` `Create` applies
+    // the store to the types it resolves (l. 135-145).
+    let undecorated: Arc<dyn CloudProvider> = aws.clone();
+    let overlay_store = Arc::new(InstanceTypeStore::new());
+    let cloud: Arc<dyn CloudProvider> = Arc::new(OverlayCloudProvider::new(
+        undecorated.clone(),
+        overlay_store.clone(),
+        settings.feature_gates.node_overlay,
+    ));
     let renv = Env {
         cluster: cluster.clone(),
         kube: clients.kube.clone(),
@@ -318,6 +330,13 @@ pub async fn run(clients: Clients, settings: Settings, env: Environment) -> anyh
     let repair_policies = cloud.repair_policies();
     if settings.feature_gates.node_repair && !repair_policies.is_empty() {
         tasks.push(Task::controller(NodeHealth::new(repair_policies), &renv));
+    }
+    // core `pkg/controllers/controllers.go` l. 187-189: only behind its gate.
+    if settings.feature_gates.node_overlay {
+        let trigger = Trigger::new();
+        let seed = env.rng.with(rand::RngCore::next_u64);
+        tasks.push(Task::new("nodeoverlay.watch", watch_overlays(clients.kube.clone(), trigger.clone(), seed)));
+        tasks.push(Task::controller(NodeOverlayController::new(undecorated.clone(), overlay_store, trigger), &renv));
     }
     if interruption.is_enabled() {
         tasks.push(Task::controller(interruption, &renv));

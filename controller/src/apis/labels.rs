@@ -81,6 +81,12 @@ pub const NODE_POOL_HASH_VERSION: &str = "v3";
 pub const NODE_CLAIM_TERMINATION_TIMESTAMP_ANNOTATION: &str = "karpenter.sh/nodeclaim-termination-timestamp";
 /// Set to `"true"` when minValues was relaxed under the BestEffort policy.
 pub const NODE_CLAIM_MIN_VALUES_RELAXED_ANNOTATION: &str = "karpenter.sh/nodeclaim-min-values-relaxed";
+/// Set on a NodeClaim whose instance types a NodeOverlay priced (core `v1alpha1/labels.go`
+/// l. 22, `nodeclaimtemplate.go` l. 129-133): the launch then follows the overlay prices.
+pub const PRICE_OVERLAY_APPLIED_ANNOTATION: &str = "karpenter.sh/price-overlay-applied";
+/// Set on a NodeClaim whose instance types a NodeOverlay added capacity to
+/// (`nodeclaimtemplate.go` l. 134-138).
+pub const CAPACITY_OVERLAY_APPLIED_ANNOTATION: &str = "karpenter.sh/capacity-overlay-applied";
 /// Records which cloud provider created an object (`compatibility.karpenter.sh/provider`).
 pub const PROVIDER_COMPATIBILITY_ANNOTATION: &str = "compatibility.karpenter.sh/provider";
 

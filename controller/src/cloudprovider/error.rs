@@ -13,6 +13,10 @@ pub enum CloudError {
     /// The EC2NodeClass is missing or not Ready: the NodeClaim is deleted.
     #[error("node class not ready: {0}")]
     NodeClassNotReady(String),
+    /// The NodeOverlay store has not evaluated this NodePool yet (core
+    /// `cloudprovider.UnevaluatedNodePoolError`, types.go l. 711-733): callers skip the pool.
+    #[error("nodepool {0:?} not ready for evaluation (awaiting nodeoverlay evaluation)")]
+    UnevaluatedNodePool(String),
     /// Anything else (throttling after retries, 5xx, network, validation): retried with backoff
     /// until the launch timeout. `reason` is CamelCase for the Launched condition.
     #[error("{reason}: {message}")]

@@ -7,6 +7,7 @@ pub mod aws;
 pub mod drift;
 pub mod error;
 pub mod fake;
+pub mod overlay;
 pub mod repair;
 pub mod types;
 pub mod unavailable;

@@ -87,6 +87,10 @@ pub struct InstanceType {
     /// Launch options with prices.
     pub offerings: Vec<Offering>,
     allocatable: Resources,
+    /// A NodeOverlay priced one of its offerings (core `IsPricingOverlayApplied`).
+    price_overlaid: bool,
+    /// A NodeOverlay added capacity (core `IsCapacityOverlayApplied`).
+    capacity_overlaid: bool,
 }
 
 impl InstanceType {
@@ -110,7 +114,16 @@ impl InstanceType {
         if !reservations.is_empty() {
             requirements.add(labels::CAPACITY_RESERVATION_ID_LABEL, Requirement::in_values(reservations));
         }
-        Self { name, requirements, capacity, overhead, offerings, allocatable }
+        Self {
+            name,
+            requirements,
+            capacity,
+            overhead,
+            offerings,
+            allocatable,
+            price_overlaid: false,
+            capacity_overlaid: false,
+        }
     }
 
     /// Builds a type from EC2 facts and the EC2NodeClass kubelet settings, exactly as §2.4.
@@ -134,6 +147,36 @@ impl InstanceType {
         self.capacity.memory_bytes = memory_bytes;
         self.allocatable = allocatable_of(&self.capacity, &self.overhead);
         self
+    }
+
+    /// The type with `extended` resources set in its capacity (and so allocatable), as core
+    /// `InstanceType.ApplyCapacityOverlay` (`cloudprovider/types.go` l. 313-316, `lo.Assign`:
+    /// the overlay's quantity replaces an existing one).
+    #[must_use]
+    pub fn with_extended_capacity(mut self, extended: &BTreeMap<String, i64>) -> Self {
+        for (name, quantity) in extended {
+            self.capacity.set(name, *quantity);
+        }
+        self.allocatable = allocatable_of(&self.capacity, &self.overhead);
+        self.capacity_overlaid = true;
+        self
+    }
+
+    /// Records that a NodeOverlay priced some offering (core `Offering.ApplyPriceOverlay`,
+    /// `cloudprovider/types.go` l. 488-491, read back by `IsPricingOverlayApplied`, l. 307-311).
+    pub fn mark_price_overlaid(&mut self) {
+        self.price_overlaid = true;
+    }
+
+    /// Whether a NodeOverlay priced one of its offerings: a NodeClaim that may use it is
+    /// annotated `karpenter.sh/price-overlay-applied` and launched by priority.
+    pub fn is_price_overlaid(&self) -> bool {
+        self.price_overlaid
+    }
+
+    /// Whether a NodeOverlay added capacity (`karpenter.sh/capacity-overlay-applied`).
+    pub fn is_capacity_overlaid(&self) -> bool {
+        self.capacity_overlaid
     }
 
     /// What pods may use: capacity − kube-reserved − system-reserved − eviction threshold.

@@ -176,6 +176,10 @@ impl Disruption {
             let Ok(class) = usable_pool(snapshot, &pool) else { continue };
             match self.cloud.instance_types(&pool, class).await {
                 Ok(types) => pools.push(NodePoolInput { node_pool: (*pool).clone(), instance_types: types }),
+                // core disruption/helpers.go l. 236-240: skipped, its nodes left alone.
+                Err(error @ crate::cloudprovider::CloudError::UnevaluatedNodePool(_)) => {
+                    tracing::debug!(nodepool = %pool.name_any(), %error, "skipping, node overlays are not applied");
+                }
                 Err(error) => tracing::warn!(nodepool = %pool.name_any(), %error, "listing instance types"),
             }
         }

@@ -26,6 +26,13 @@ pub fn to_node_claim(node_pool: &NodePool, planned: &PlannedNodeClaim) -> NodeCl
     if planned.min_values_relaxed {
         annotations.insert(labels::NODE_CLAIM_MIN_VALUES_RELAXED_ANNOTATION.into(), "true".into());
     }
+    // core nodeclaimtemplate.go l. 129-138: any instance type the claim may use overlaid.
+    if planned.instance_type_options.iter().any(|it| it.is_price_overlaid()) {
+        annotations.insert(labels::PRICE_OVERLAY_APPLIED_ANNOTATION.into(), "true".into());
+    }
+    if planned.instance_type_options.iter().any(|it| it.is_capacity_overlaid()) {
+        annotations.insert(labels::CAPACITY_OVERLAY_APPLIED_ANNOTATION.into(), "true".into());
+    }
     let mut spec = node_pool.node_claim_spec();
     spec.requirements = planned.node_claim_requirements().to_node_selector();
     spec.resources = Some(ResourceRequirements { requests: Some(planned.requests.to_resource_list()) });

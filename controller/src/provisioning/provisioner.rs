@@ -171,6 +171,11 @@ impl Provisioner {
             };
             match self.cloud.instance_types(&pool, class).await {
                 Ok(types) => node_pools.push(NodePoolInput { node_pool: (*pool).clone(), instance_types: types }),
+                // core provisioner.go l. 297-301: a pool NodeOverlays have not been evaluated
+                // for yet is skipped quietly until they have.
+                Err(crate::cloudprovider::CloudError::UnevaluatedNodePool(_)) => {
+                    tracing::debug!(nodepool = %name, "skipping, awaiting nodeoverlay evaluation");
+                }
                 Err(error) => tracing::warn!(nodepool = %name, %error, "listing instance types"),
             }
             pools.insert(name, pool);

@@ -14,11 +14,13 @@ pub struct FeatureGates {
     pub node_repair: bool,
     /// `ReservedCapacity` (default on since v1.6).
     pub reserved_capacity: bool,
+    /// `NodeOverlay` (default off).
+    pub node_overlay: bool,
 }
 
 impl Default for FeatureGates {
     fn default() -> Self {
-        Self { spot_to_spot_consolidation: false, node_repair: false, reserved_capacity: true }
+        Self { spot_to_spot_consolidation: false, node_repair: false, reserved_capacity: true, node_overlay: false }
     }
 }
 

@@ -33,7 +33,7 @@ pub(super) type MapOf<K> = fn(&mut Snapshot) -> &mut BTreeMap<String, Arc<K>>;
 /// from the injected RNG, the schedule depends on nothing else (on EKS the RNG is seeded
 /// from the OS, so replicas and watchers still spread out). A reset restarts the seeded
 /// sequence, which is still jittered across watchers and replicas.
-fn watch_backoff(seed: u64) -> ResetTimerBackoff<ExponentialBackoff> {
+pub(crate) fn watch_backoff(seed: u64) -> ResetTimerBackoff<ExponentialBackoff> {
     let schedule = backon::ExponentialBuilder::default()
         .with_min_delay(Duration::from_millis(800))
         .with_max_delay(Duration::from_secs(30))

@@ -302,7 +302,7 @@ impl ConsolidationLegality {
             match claim.and_then(|c| view.instance_of(c)) {
                 Some(i) if i.capacity_type == CapacityType::OnDemand => {
                     all_spot = false;
-                    let p = instance_price(cloud, i);
+                    let p = instance_price(cloud, &view.overlays, i);
                     price = price.zip(p).map(|(a, b)| a + b);
                 }
                 Some(_) => price = None,
@@ -569,7 +569,7 @@ fn judge_replacement(
         return;
     }
     let (Some(candidates), CapacityType::OnDemand) = (cmd.on_demand_price, instance.capacity_type) else { return };
-    let Some(price) = instance_price(cloud, instance).filter(|p| *p >= candidates) else { return };
+    let Some(price) = instance_price(cloud, &view.overlays, instance).filter(|p| *p >= candidates) else { return };
     out.push(violation(
         view,
         objs,

@@ -90,7 +90,9 @@ pub fn lower_bound_now(view: &View, pods: &[PodView], cloud: &FakeCloud, overhea
     let offerings: BTreeMap<String, Vec<Offering>> = view
         .pools
         .iter()
-        .map(|(name, pool)| (name.clone(), allowed_offerings(cloud, &pool.object, view.now)))
+        // At the cloud's prices, not through the NodeOverlays: the rate it is compared with
+        // is the cloud's bill.
+        .map(|(name, pool)| (name.clone(), allowed_offerings(cloud, &Default::default(), &pool.object, view.now)))
         .collect();
     lower_bound_over(&offerings, pods, overhead)
 }

@@ -358,7 +358,11 @@ impl OverProvisioning {
                 .pools
                 .iter()
                 .map(|(name, p)| {
-                    (name.clone(), p.object.clone(), allowed_offerings(ctx.cloud, &p.object, ctx.view.now))
+                    (
+                        name.clone(),
+                        p.object.clone(),
+                        allowed_offerings(ctx.cloud, &ctx.view.overlays, &p.object, ctx.view.now),
+                    )
                 })
                 .collect();
             let catalog = ctx.cloud.catalog();

@@ -61,7 +61,11 @@ const RECHECK: Duration = Duration::from_secs(10);
 /// The offerings each NodePool allows now.
 pub fn pool_offerings(ctx: &Ctx<'_>) -> PoolOfferings {
     let now = ctx.view.now;
-    ctx.view.pools.iter().map(|(name, p)| (name.clone(), allowed_offerings(ctx.cloud, &p.object, now))).collect()
+    ctx.view
+        .pools
+        .iter()
+        .map(|(name, p)| (name.clone(), allowed_offerings(ctx.cloud, &ctx.view.overlays, &p.object, now)))
+        .collect()
 }
 
 /// What every pod's hostability check in one pass (one tick, or the end of the run) shares:
@@ -416,7 +420,7 @@ mod tests {
         ];
         for pool in &pools {
             let listed: BTreeSet<String> =
-                priced_offerings(&cloud, pool, now).into_iter().map(|(o, _)| o.zone).collect();
+                priced_offerings(&cloud, &Default::default(), pool, now).into_iter().map(|(o, _)| o.zone).collect();
             let requirements = pool_requirements(pool);
             let asked: BTreeSet<String> = cloud
                 .catalog()

@@ -10,6 +10,7 @@
 //! | the LP lower bound on the cost of hosting the pods | [`cost_bound`] |
 //! | the consolidation moves Karpenter's rules allow, and what keeps every other node | [`moves`] |
 //! | PodDisruptionBudget and do-not-disrupt protection of a pod | [`protection`] |
+//! | offering prices through the NodeOverlays (gate `NodeOverlay`) | [`node_overlay`] |
 //! | first-fit-decreasing packing of pending pods onto new nodes | [`first_fit`] |
 //! | the host ports a pod binds, and which collide on one node | [`host_ports`] |
 //! | which pending pods one provisioning pass can have seen under watch lag | [`batches`] |
@@ -27,6 +28,7 @@ pub mod first_fit;
 pub mod host_ports;
 pub mod instance_price;
 pub mod moves;
+pub mod node_overlay;
 pub mod node_preference;
 pub mod nomination;
 pub mod offering_labels;

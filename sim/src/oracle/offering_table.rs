@@ -15,6 +15,7 @@ use std::time::Duration;
 use dovetail_fakecloud::FakeCloud;
 use serde_json::Value;
 
+use super::node_overlay::NodeOverlays;
 use super::resources::{Listed, Offering, Requirement, listed_offerings, pool_requirements, price_listed};
 
 /// One pool requirements' listed offerings.
@@ -28,7 +29,13 @@ pub struct OfferingTable {
 
 impl OfferingTable {
     /// [`super::resources::priced_offerings`] of `pool` at `now`, from the table.
-    pub fn priced(&self, cloud: &FakeCloud, pool: &Value, now: Duration) -> Vec<(Offering, bool)> {
+    pub fn priced(
+        &self,
+        cloud: &FakeCloud,
+        overlays: &NodeOverlays,
+        pool: &Value,
+        now: Duration,
+    ) -> Vec<(Offering, bool)> {
         let requirements = pool_requirements(pool);
         let found = self.listed.borrow().iter().find(|(r, _)| *r == requirements).map(|(_, l)| l.clone());
         let listed = found.unwrap_or_else(|| {
@@ -36,6 +43,11 @@ impl OfferingTable {
             self.listed.borrow_mut().push((requirements, listed.clone()));
             listed
         });
-        price_listed(cloud, &listed, now)
+        let mut priced = price_listed(cloud, &listed, now);
+        overlays.reprice(
+            pool,
+            priced.iter_mut().map(|(o, _)| (&*o.instance_type, &*o.zone, o.capacity_type, &mut o.price)),
+        );
+        priced
     }
 }

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::node_overlay::NodeOverlays;
 use dovetail_fakecloud::{CapacityType, FakeCloud, InstanceTypeInfo, PoolKey};
 use serde_json::Value;
 
@@ -293,16 +294,23 @@ pub fn pool_requirements(pool: &Value) -> Vec<Requirement> {
 /// Every offering the cloud could launch now for `pool`: its requirements on well-known
 /// labels hold (requirements on other keys only label nodes), the type is offered in the
 /// zone with a price, the zone is not in an outage and the capacity pool is not empty.
-pub fn allowed_offerings(cloud: &FakeCloud, pool: &Value, now: Duration) -> Vec<Offering> {
-    priced_offerings(cloud, pool, now).into_iter().filter(|(_, available)| *available).map(|(o, _)| o).collect()
+pub fn allowed_offerings(cloud: &FakeCloud, overlays: &NodeOverlays, pool: &Value, now: Duration) -> Vec<Offering> {
+    priced_offerings(cloud, overlays, pool, now)
+        .into_iter()
+        .filter(|(_, available)| *available)
+        .map(|(o, _)| o)
+        .collect()
 }
 
 /// Every offering `pool`'s requirements allow that the cloud prices now, each with whether
 /// it could launch now (zone up, capacity pool not empty). The moves oracle needs the
 /// unavailable ones too: Karpenter's own availability view (its ICE cache) can lag the
-/// cloud's, so a launch price it may still count must not be left out.
-pub fn priced_offerings(cloud: &FakeCloud, pool: &Value, now: Duration) -> Vec<(Offering, bool)> {
-    price_listed(cloud, &listed_offerings(cloud, &pool_requirements(pool)), now)
+/// cloud's, so a launch price it may still count must not be left out; priced through the
+/// NodeOverlays when their gate is on ([`NodeOverlays::reprice`]).
+pub fn priced_offerings(cloud: &FakeCloud, ov: &NodeOverlays, pool: &Value, now: Duration) -> Vec<(Offering, bool)> {
+    let mut priced = price_listed(cloud, &listed_offerings(cloud, &pool_requirements(pool)), now);
+    ov.reprice(pool, priced.iter_mut().map(|(o, _)| (&*o.instance_type, &*o.zone, o.capacity_type, &mut o.price)));
+    priced
 }
 
 /// An offering a pool's requirements allow, as the catalog lists it: what does not change

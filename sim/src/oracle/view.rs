@@ -310,6 +310,9 @@ pub struct View {
     /// Each NodeClaim's `spec.expireAfter` (`None` for `Never`; the CRD default 720h when
     /// absent), by name.
     pub expire_after: BTreeMap<String, Option<Duration>>,
+    /// The NodeOverlays' prices, evaluated when the `NodeOverlay` gate is on (empty, so
+    /// catalog prices, otherwise; [`View::refresh`] keeps them current).
+    pub overlays: Arc<super::node_overlay::NodeOverlays>,
 }
 
 impl View {
@@ -334,8 +337,11 @@ impl View {
     /// must be the one this view was last read with.
     pub fn refresh(&mut self, store: &Store, cloud: &FakeCloud, now: Duration, readings: &mut StoreReadings) {
         if store.resource_version() != self.resource_version {
-            let old = std::mem::take(self);
+            let mut old = std::mem::take(self);
+            let overlays = std::mem::take(&mut old.overlays);
             *self = Self::read_store(store, readings, old);
+            let pools: Vec<&Value> = self.pools.values().map(|p| p.object.as_ref()).collect();
+            self.overlays = overlays.refreshed(store, cloud, &pools);
         }
         self.now = now;
         self.trace_position = store.trace().len();

@@ -125,6 +125,11 @@ pub fn run_world(built: ScenarioWorld<'_>, options: &mut RunOptions) -> anyhow::
         checker.set_reserved_capacity_always(reserved && !reserved_off);
         let scraped = r.clone();
         checker.set_metrics_source(Box::new(move || scraped.scrape()));
+        // The oracles price through the NodeOverlays when the controller starts with the
+        // gate on (an upgrade turning it on or off later is not followed).
+        if r.settings.lock().unwrap_or_else(|e| e.into_inner()).feature_gates.node_overlay {
+            observer.price_through_node_overlays();
+        }
     }
     if let Some(checker) = checker.as_mut() {
         let count = replicas.as_ref().map_or(0, |r| r.hosts.len());

@@ -63,6 +63,9 @@ pub struct FeatureGatesSpec {
     /// `ReservedCapacity` (on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reserved_capacity: Option<bool>,
+    /// `NodeOverlay` (off): NodeOverlays adjust instance type prices and capacity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_overlay: Option<bool>,
 }
 
 /// A rolling upgrade: new settings from `at` on.
@@ -128,6 +131,9 @@ fn apply(
             }
             if let Some(v) = g.reserved_capacity {
                 gates.reserved_capacity = v;
+            }
+            if let Some(v) = g.node_overlay {
+                gates.node_overlay = v;
             }
         }
     }

@@ -25,7 +25,7 @@
 //!   batchIdleDuration: 1s
 //!   batchMaxDuration: 10s
 //!   isolatedVpc: false            # true: no Price List API calls (on-demand prices stay the built-in table)
-//!   featureGates: {spotToSpotConsolidation: true, nodeRepair: false, reservedCapacity: true}
+//!   featureGates: {spotToSpotConsolidation: true, nodeRepair: false, reservedCapacity: true, nodeOverlay: false}
 //!   upgrades:                     # rolling upgrade: new settings, each replica restarted 30 s apart
 //!     - {at: 10m, featureGates: {spotToSpotConsolidation: false}}
 //!
@@ -331,6 +331,21 @@ pub struct Loaded {
 pub const KARPENTER_CRDS: [&str; 3] =
     ["karpenter.sh_nodepools.yaml", "karpenter.sh_nodeclaims.yaml", "karpenter.k8s.aws_ec2nodeclasses.yaml"];
 
+/// The NodeOverlay CRD, installed with [`KARPENTER_CRDS`] when the `NodeOverlay` gate is on.
+pub const NODE_OVERLAY_CRD: &str = "karpenter.sh_nodeoverlays.yaml";
+
+impl Scenario {
+    /// Whether the controller runs with the `NodeOverlay` gate on at the start or after an
+    /// upgrade.
+    pub fn node_overlay_possible(&self) -> bool {
+        let ControllerSpec::Run(c) = &self.controller else { return false };
+        c.feature_gates
+            .iter()
+            .chain(c.upgrades.iter().filter_map(|u| u.feature_gates.as_ref()))
+            .any(|g| g.node_overlay == Some(true))
+    }
+}
+
 impl Loaded {
     /// Reads and validates a scenario file and the manifests it installs.
     pub fn from_file(path: &Path) -> Result<Loaded, LoadError> {
@@ -369,6 +384,11 @@ impl Loaded {
                 .map_err(|e| invalid(format!("finding Karpenter's CRDs: {e}")))?
                 .join("../crds");
             files.extend(KARPENTER_CRDS.iter().map(|f| dir.join(f)));
+            // The Helm chart always installs the NodeOverlay CRD; here only a run that can use
+            // it does, so the other runs' stores (and reports) stay as they were.
+            if scenario.node_overlay_possible() {
+                files.push(dir.join(NODE_OVERLAY_CRD));
+            }
         }
         files.extend(scenario.install.iter().map(|rel| base.join(rel)));
         for p in files {

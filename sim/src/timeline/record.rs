@@ -75,7 +75,7 @@ impl Recorder {
                 .pools
                 .iter()
                 .map(|(name, pool)| {
-                    let priced = self.offerings.priced(cloud, &pool.object, now);
+                    let priced = self.offerings.priced(cloud, &Default::default(), &pool.object, now);
                     (name.clone(), priced.into_iter().filter(|(_, available)| *available).map(|(o, _)| o).collect())
                 })
                 .collect();

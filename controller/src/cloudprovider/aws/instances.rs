@@ -54,6 +54,11 @@ pub struct FleetRequest {
     pub tags: BTreeMap<String, String>,
     /// `spec.context` of the class.
     pub context: Option<String>,
+    /// The claim's prices came through NodeOverlays (`karpenter.sh/price-overlay-applied`):
+    /// the fleet follows the overrides' priorities, on-demand `prioritized`, spot
+    /// `capacity-optimized-prioritized` (aws `pkg/providers/instance/instance.go` l. 376-378,
+    /// `types.go` l. 234 and 244).
+    pub prioritized: bool,
 }
 
 /// An ICE-class error for one offering, to be cached.
@@ -174,13 +179,25 @@ pub async fn create_fleet(
         .set_context(request.context.clone());
     call = if spot {
         call.spot_options(
-            SpotOptionsRequest::builder().allocation_strategy(SpotAllocationStrategy::PriceCapacityOptimized).build(),
+            SpotOptionsRequest::builder()
+                .allocation_strategy(if request.prioritized {
+                    SpotAllocationStrategy::CapacityOptimizedPrioritized
+                } else {
+                    SpotAllocationStrategy::PriceCapacityOptimized
+                })
+                .build(),
         )
     } else if request.capacity_block {
         call
     } else {
         call.on_demand_options(
-            OnDemandOptionsRequest::builder().allocation_strategy(FleetOnDemandAllocationStrategy::LowestPrice).build(),
+            OnDemandOptionsRequest::builder()
+                .allocation_strategy(if request.prioritized {
+                    FleetOnDemandAllocationStrategy::Prioritized
+                } else {
+                    FleetOnDemandAllocationStrategy::LowestPrice
+                })
+                .build(),
         )
     };
     for resource in [ResourceType::Instance, ResourceType::Volume, ResourceType::Fleet] {

@@ -347,6 +347,11 @@ impl AwsCloudProvider {
             overrides,
             tags,
             context: class.spec.context.clone(),
+            prioritized: claim
+                .metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(labels::PRICE_OVERLAY_APPLIED_ANNOTATION)),
         };
         let held = if reserved { reserved_launch::hold(&plan, &self.reservations) } else { Vec::new() };
         let result = self.fleets.create(request.clone()).await;

@@ -361,6 +361,7 @@ mod tests {
         assert!(parse_feature_gates("NodeRepair").unwrap_err().contains("Name=true|false"));
         assert!(parse_feature_gates("StaticCapacity=true").unwrap_err().contains("not supported"));
         assert_eq!(parse_feature_gates("StaticCapacity=false,NodeOverlay=false"), Ok(FeatureGates::default()));
+        assert!(parse_feature_gates("NodeOverlay=true").unwrap().node_overlay);
     }
 
     #[test]

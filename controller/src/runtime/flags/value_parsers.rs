@@ -31,7 +31,7 @@ pub fn parse_go_duration(s: &str) -> Result<Duration, String> {
 /// A message naming the bad pair and the known gates.
 pub fn parse_feature_gates(s: &str) -> Result<FeatureGates, String> {
     const KNOWN: &str = "known gates: NodeRepair, ReservedCapacity, SpotToSpotConsolidation, \
-                         NodeOverlay (false only), StaticCapacity (false only)";
+                         NodeOverlay, StaticCapacity (false only)";
     let mut gates = FeatureGates::default();
     for pair in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let Some((name, value)) = pair.split_once('=') else {
@@ -46,8 +46,9 @@ pub fn parse_feature_gates(s: &str) -> Result<FeatureGates, String> {
             "NodeRepair" => gates.node_repair = on,
             "ReservedCapacity" => gates.reserved_capacity = on,
             "SpotToSpotConsolidation" => gates.spot_to_spot_consolidation = on,
-            "NodeOverlay" | "StaticCapacity" if !on => {}
-            "NodeOverlay" | "StaticCapacity" => {
+            "NodeOverlay" => gates.node_overlay = on,
+            "StaticCapacity" if !on => {}
+            "StaticCapacity" => {
                 return Err(format!("{name}=true is not supported by Dovetail; {KNOWN}"));
             }
             other => return Err(format!("unknown feature gate {other:?}; {KNOWN}")),

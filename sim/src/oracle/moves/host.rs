@@ -216,7 +216,7 @@ pub fn hosts(
         let Some(instance) = instances.get(node.provider_id.as_str()) else { continue };
         let Some(info) = cloud.catalog().get(&instance.instance_type) else { continue };
         let spot = instance.capacity_type == CapacityType::Spot;
-        let price = crate::oracle::instance_price::instance_price(cloud, instance).unwrap_or(0.0);
+        let price = crate::oracle::instance_price::instance_price(cloud, &view.overlays, instance).unwrap_or(0.0);
         let facts = inputs.nodes.get(name).cloned().unwrap_or_default();
         let mut used = Resources::default();
         let mut movable = Vec::new();

@@ -226,7 +226,9 @@ pub fn assess(view: &View, pods: &[PodView], cloud: &FakeCloud, settings: &Setti
             let offerings = offerings.get_or_init(|| {
                 view.pools
                     .iter()
-                    .map(|(name, pool)| (name.as_str(), settings.offerings.priced(cloud, &pool.object, view.now)))
+                    .map(|(name, pool)| {
+                        (name.as_str(), settings.offerings.priced(cloud, &view.overlays, &pool.object, view.now))
+                    })
                     .collect::<BTreeMap<&str, _>>()
             });
             Replacements::new(offerings, &view.pools, settings.inputs.overhead, seen.clone(), pool_nodes.clone())

@@ -56,6 +56,12 @@ impl Observer {
         Self::with_clock(clock)
     }
 
+    /// Has the oracles price offerings through the store's NodeOverlays (the controller runs
+    /// with the `NodeOverlay` gate on): [`crate::oracle::node_overlay`].
+    pub fn price_through_node_overlays(&mut self) {
+        self.view.overlays = std::sync::Arc::new(crate::oracle::node_overlay::NodeOverlays::enabled());
+    }
+
     /// An observer whose pending times run by `clock`.
     pub fn with_clock(clock: PendingClock) -> Self {
         Self {
