@@ -11,10 +11,10 @@ use super::SPOT_TO_SPOT_MIN_TYPES;
 use super::candidates::Candidate;
 use super::command::{Command, Method};
 use super::input::DisruptionInput;
-use super::simulation::{SimulationError, pool_templates, simulate_with};
+use super::simulation::{Probes, SimulationError, simulate_with};
 use crate::apis::labels::{CAPACITY_TYPE_LABEL, CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT};
 use crate::cloudprovider::InstanceType;
-use crate::scheduling::{PlannedNodeClaim, PoolTemplates, Requirement, Requirements, truncate_instance_types};
+use crate::scheduling::{PlannedNodeClaim, Requirement, Requirements, truncate_instance_types};
 
 /// The price of the cheapest offering of `it` that `requirements` allow (the order of the
 /// options, core `InstanceTypes.OrderByPrice`).
@@ -136,22 +136,22 @@ pub enum Unconsolidatable {
 /// # Errors
 /// The reason consolidating these candidates is not possible or not worth it.
 pub fn compute(input: &DisruptionInput, method: Method, candidates: &[Candidate]) -> Result<Command, Unconsolidatable> {
-    compute_with(input, &pool_templates(input), method, candidates)
+    compute_with(input, &Probes::new(input), method, candidates)
 }
 
-/// [`compute`] with the pass's NodePool templates (`simulation::pool_templates(input)`) built
-/// already, so a pass's probes build them once.
+/// [`compute`] with the pass's [`Probes`] (`Probes::new(input)`) built already, so a pass's
+/// probes share them.
 ///
 /// # Errors
 /// The reason consolidating these candidates is not possible or not worth it.
 pub fn compute_with(
     input: &DisruptionInput,
-    templates: &PoolTemplates,
+    probes: &Probes<'_>,
     method: Method,
     candidates: &[Candidate],
 ) -> Result<Command, Unconsolidatable> {
     let refs: Vec<&Candidate> = candidates.iter().collect();
-    let results = simulate_with(input, templates, &refs)?;
+    let results = simulate_with(input, probes, &refs)?;
     let command = |replacements| Command { method, candidates: candidates.to_vec(), replacements };
     match results.new_node_claims.len() {
         0 => return Ok(command(Vec::new())),

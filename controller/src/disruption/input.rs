@@ -70,11 +70,6 @@ pub struct DisruptionInput {
     /// Snapshot key of each pod in [`Self::bound`] → its index there: a candidate's pods are
     /// parsed once per input, not once per candidate listing.
     pub(crate) bound_by_key: BTreeMap<String, usize>,
-    /// Indexes into [`Self::existing`] by node name, and for each pod of [`Self::bound`] the
-    /// index of a node named like its node (`None`: no such node): a probe drops its
-    /// candidates' nodes and pods by index instead of one name lookup per node and pod.
-    pub(crate) existing_by_name: BTreeMap<String, Vec<usize>>,
-    pub(crate) bound_node: Vec<Option<usize>>,
     pub(crate) daemon_set_pods: Vec<SchedulablePod>,
     /// Pods that need a place whatever happens: pending provisionable pods, and the pods of
     /// nodes already being deleted.
@@ -119,12 +114,6 @@ impl DisruptionInput {
         let keyed = scheduling_input::bound_pods_keyed(&snapshot);
         let bound_by_key = keyed.iter().enumerate().map(|(i, (key, _))| ((*key).clone(), i)).collect();
         let bound: Vec<BoundPod> = keyed.into_iter().map(|(_, bound)| bound).collect();
-        let mut existing_by_name: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-        for (index, node) in existing.iter().enumerate() {
-            existing_by_name.entry(node.name.clone()).or_default().push(index);
-        }
-        let bound_node =
-            bound.iter().map(|b| existing_by_name.get(&b.node_name).and_then(|nodes| nodes.first().copied())).collect();
         let daemon_set_pods = scheduling_input::daemon_set_pods(&snapshot);
         Self {
             snapshot,
@@ -136,8 +125,6 @@ impl DisruptionInput {
             existing,
             bound,
             bound_by_key,
-            existing_by_name,
-            bound_node,
             daemon_set_pods,
             must_place,
             pending_keys,

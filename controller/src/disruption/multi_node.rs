@@ -13,7 +13,7 @@ use super::command::{Command, Decision, Method};
 use super::consolidation::{compute_with, consolidation_blocker, filter_out_same_instance_type};
 use super::input::DisruptionInput;
 use super::report::Report;
-use super::simulation::pool_templates;
+use super::simulation::Probes;
 use super::{MULTI_NODE_MAX_CANDIDATES, MULTI_NODE_TIMEOUT};
 use crate::runtime::Clock;
 use crate::runtime::clock::add;
@@ -61,7 +61,7 @@ pub fn first_n_consolidation(
     let mut lo = 1usize;
     let mut hi = candidates.len().min(MULTI_NODE_MAX_CANDIDATES) - 1;
     let mut best = None;
-    let templates = pool_templates(input);
+    let probes = Probes::new(input);
     while lo <= hi {
         if clock.now() > deadline {
             tracing::debug!(
@@ -72,7 +72,7 @@ pub fn first_n_consolidation(
         }
         let mid = usize::midpoint(lo, hi);
         let prefix = &candidates[..=mid];
-        let valid = match compute_with(input, &templates, Method::MultiNode, prefix) {
+        let valid = match compute_with(input, &probes, Method::MultiNode, prefix) {
             Ok(mut command) => match command.decision() {
                 Decision::Delete => Some(command),
                 Decision::Replace => {

@@ -12,12 +12,7 @@ use std::collections::BTreeSet;
 
 use super::candidates::Candidate;
 use super::input::DisruptionInput;
-use crate::scheduling::{PoolTemplates, Results, SchedulingView, schedule_with};
-
-/// A disruption probe re-packs pending pods as upstream does: none is held on the in-flight
-/// node the provisioner nominated it to (that is the provisioner's own pass,
-/// `scheduling/scheduler_held.rs`).
-static NOTHING_HELD: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+use crate::scheduling::{ClusterBase, PoolTemplates, Results, schedule_without};
 
 /// Why the candidates' pods would not all find a place elsewhere.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -45,62 +40,58 @@ pub enum SimulationError {
 /// # Errors
 /// The first running pod that would not find a place.
 pub fn simulate(input: &DisruptionInput, candidates: &[&Candidate]) -> Result<Results, SimulationError> {
-    simulate_with(input, &pool_templates(input), candidates)
+    simulate_with(input, &Probes::new(input), candidates)
 }
 
-/// The NodePools' templates every simulation of `input` schedules with (they depend only on
-/// its NodePools, DaemonSets and minValues policy): built once per pass, shared by its probes.
-pub fn pool_templates(input: &DisruptionInput) -> PoolTemplates {
-    PoolTemplates::new(&input.pools, &input.daemon_set_pods, input.options.scheduler.min_values_policy)
+/// What every simulation of one disruption pass shares, built once per pass: the NodePools'
+/// templates (they depend only on its NodePools, DaemonSets and minValues policy) and the
+/// scheduler's view of the whole cluster, from which each probe only removes its candidates
+/// (a decision at 2,000 nodes probes ~7 times; docs/benchmarks-measured.md "Session 20").
+pub struct Probes<'a> {
+    templates: PoolTemplates,
+    base: ClusterBase<'a>,
 }
 
-/// [`simulate`] with `templates` = [`pool_templates`]`(input)` built already.
+impl<'a> Probes<'a> {
+    /// The shared part of `input`'s simulations.
+    pub fn new(input: &'a DisruptionInput) -> Self {
+        let templates =
+            PoolTemplates::new(&input.pools, &input.daemon_set_pods, input.options.scheduler.min_values_policy);
+        let base = ClusterBase::new(
+            &input.existing,
+            &input.bound,
+            &input.daemon_set_pods,
+            &input.options.scheduler,
+            &templates,
+        );
+        Self { templates, base }
+    }
+}
+
+/// [`simulate`] with the pass's [`Probes`]`::new(input)` built already.
 ///
 /// # Errors
 /// The first running pod that would not find a place.
 pub fn simulate_with(
     input: &DisruptionInput,
-    templates: &PoolTemplates,
+    probes: &Probes<'_>,
     candidates: &[&Candidate],
 ) -> Result<Results, SimulationError> {
+    // A node (and the pods bound to it) is left out when its name is a candidate's claim or
+    // node name.
     let removed: BTreeSet<&str> = candidates.iter().flat_map(|c| [c.name.as_str(), c.node_name.as_str()]).collect();
-    // A node (and the pods bound to it) is left out when its name is in `removed`: marked by
-    // index from the input's name index, so the probe makes one lookup per removed name
-    // rather than one per node and per bound pod.
-    let mut gone = vec![false; input.existing.len()];
-    for name in &removed {
-        for &index in input.existing_by_name.get(*name).into_iter().flatten() {
-            gone[index] = true;
-        }
-    }
-    let existing: Vec<_> = input.existing.iter().zip(&gone).filter(|(_, gone)| !**gone).map(|(n, _)| n).collect();
-    let uninitialized: BTreeSet<&str> = existing
-        .iter()
-        .copied()
+    let without = probes.base.without(removed.iter().copied());
+    let uninitialized: BTreeSet<&str> = probes
+        .base
+        .remaining_nodes(&without)
         .filter(|n| !n.initialized && !n.marked_for_deletion)
         .map(|n| n.name.as_str())
         .collect();
-    let bound = input
-        .bound
-        .iter()
-        .zip(&input.bound_node)
-        .filter(|(b, node)| match node {
-            Some(index) => !gone[*index],
-            None => !removed.contains(b.node_name.as_str()),
-        })
-        .map(|(b, _)| b)
-        .collect();
     let pods = input.must_place.iter().chain(candidates.iter().flat_map(|c| c.schedulable.iter())).collect();
-    // By reference: nothing of the pass's snapshot is copied per probe.
-    let scheduling = SchedulingView {
-        pods,
-        existing_nodes: existing,
-        bound_pods: bound,
-        daemon_set_pods: &input.daemon_set_pods,
-        options: &input.options.scheduler,
-        held: &NOTHING_HELD,
-    };
-    let results = schedule_with(&scheduling, templates);
+    // By reference: nothing of the pass's snapshot is copied per probe. Pending pods are
+    // re-packed as upstream does: none is held on the in-flight node the provisioner
+    // nominated it to (that is the provisioner's own pass, `scheduling/scheduler_held.rs`).
+    let results = schedule_without(&probes.base, &without, pods, &probes.templates);
     if let Some((pod, error)) = results.pod_errors.iter().find(|(key, _)| !input.pending_keys.contains(*key)) {
         return Err(SimulationError::PodWouldNotSchedule { pod: pod.clone(), reason: error.to_string() });
     }

@@ -12,7 +12,7 @@ use super::command::{Command, Method};
 use super::consolidation::{compute_with, consolidation_blocker};
 use super::input::DisruptionInput;
 use super::report::Report;
-use super::simulation::pool_templates;
+use super::simulation::Probes;
 use crate::runtime::Clock;
 use crate::runtime::clock::add;
 
@@ -57,7 +57,7 @@ pub fn single_node(
     let deadline = add(clock.now(), SINGLE_NODE_TIMEOUT);
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let all_pools: BTreeSet<String> = ordered.iter().map(|c| c.pool.clone()).collect();
-    let mut templates = None;
+    let mut probes = None;
     for candidate in &ordered {
         if clock.now() > deadline {
             *unseen = all_pools.difference(&seen).cloned().collect();
@@ -73,8 +73,8 @@ pub fn single_node(
         if !can_pass_threshold(&Scored::of(candidate), totals) {
             continue;
         }
-        let templates = templates.get_or_insert_with(|| pool_templates(input));
-        match compute_with(input, templates, Method::SingleNode, std::slice::from_ref(candidate)) {
+        let probes = probes.get_or_insert_with(|| Probes::new(input));
+        match compute_with(input, probes, Method::SingleNode, std::slice::from_ref(candidate)) {
             Ok(command) if !approve(&command, totals) => {}
             Ok(command) => {
                 unseen.clear();

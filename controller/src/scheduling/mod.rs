@@ -39,7 +39,7 @@ pub use pod::{AffinityTerm, HostPort, LabelSelector, Namespaces, PodShape, Sched
 pub use requirements::{Requirement, Requirements};
 pub use resources::Resources;
 pub use results::{PlannedNodeClaim, Results};
-pub use scheduler::{schedule, schedule_with};
+pub use scheduler::{ClusterBase, Without, schedule, schedule_with, schedule_without};
 pub use snapshot::{
     BoundPod, ExistingNode, NodePoolInput, PreferencePolicy, RequirementsCache, SchedulerOptions, SchedulingInput,
     SchedulingView,

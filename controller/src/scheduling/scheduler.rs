@@ -17,7 +17,7 @@ use super::instance_selection::{MinValuesPolicy, min_values_shortfall, truncate_
 use super::nodeclaim::{AddError, PlannedClaim};
 use super::pod::{PodShape, SchedulablePod};
 use super::preferences::{ignore_preferences, relax};
-use super::requirements::{Requirement, Requirements};
+use super::requirements::Requirement;
 use super::results::{PlannedNodeClaim, Results};
 use super::snapshot::{PreferencePolicy, SchedulerOptions, SchedulingInput, SchedulingView};
 use super::template::{NodeClaimTemplate, PoolTemplates, limit_usage, within_limits};
@@ -27,8 +27,16 @@ use crate::apis::labels;
 /// Prefix of the hostname placeholder each planned NodeClaim gets (core `hostname-placeholder`).
 pub const HOSTNAME_PLACEHOLDER_PREFIX: &str = "hostname-placeholder-";
 
+#[path = "scheduler_base.rs"]
+mod base;
 #[path = "scheduler_held.rs"]
 mod held;
+#[path = "scheduler_shapes.rs"]
+mod shapes;
+
+pub use base::{ClusterBase, Without, schedule_without};
+
+use shapes::Shapes;
 
 /// Runs one scheduling pass over a snapshot. Pure and deterministic: the same input gives the
 /// same output, ties broken by names and indexes.
@@ -45,91 +53,6 @@ pub fn schedule_with(input: &SchedulingView<'_>, templates: &PoolTemplates) -> R
     let mut pass = Pass::new(input, templates);
     pass.solve();
     pass.into_results()
-}
-
-/// A set of small integers (node or claim indexes).
-#[derive(Clone, Debug, Default)]
-struct BitSet {
-    words: Vec<u64>,
-    len: usize,
-}
-
-impl BitSet {
-    fn contains(&self, index: usize) -> bool {
-        self.words.get(index / 64).is_some_and(|w| w & (1 << (index % 64)) != 0)
-    }
-
-    fn insert(&mut self, index: usize) {
-        if self.words.len() <= index / 64 {
-            self.words.resize(index / 64 + 1, 0);
-        }
-        let bit = 1 << (index % 64);
-        if self.words[index / 64] & bit == 0 {
-            self.words[index / 64] |= bit;
-            self.len += 1;
-        }
-    }
-}
-
-/// Interned pod shapes and what is derived from them once.
-#[derive(Default)]
-struct Shapes {
-    ids: BTreeMap<PodShape, usize>,
-    shapes: Vec<PodShape>,
-    requirements: Vec<Requirements>,
-    closed_existing: Vec<BitSet>,
-    closed_claims: Vec<BitSet>,
-    /// For shapes most claims are closed to: the claims still open to them, so a pod of that
-    /// shape visits only those instead of scanning every claim.
-    open_claims: Vec<Option<BTreeSet<usize>>>,
-    /// Per shape and claim: 1 + the topology stamp at which the claim last rejected the shape
-    /// for a topology reason (0 = never). Same stamp ⇒ same answer, so the check is skipped.
-    topology_rejections: Vec<Vec<u64>>,
-}
-
-/// A shape gets an explicit open-claim set once it is closed to this many claims and to more
-/// than half of them; below that, scanning the global order is cheaper.
-const OPEN_SET_THRESHOLD: usize = 64;
-
-impl Shapes {
-    fn intern(&mut self, shape: &PodShape) -> usize {
-        if let Some(id) = self.ids.get(shape) {
-            return *id;
-        }
-        let id = self.shapes.len();
-        self.ids.insert(shape.clone(), id);
-        self.requirements.push(shape.requirements());
-        self.shapes.push(shape.clone());
-        self.closed_existing.push(BitSet::default());
-        self.closed_claims.push(BitSet::default());
-        self.open_claims.push(None);
-        self.topology_rejections.push(Vec::new());
-        id
-    }
-
-    /// Marks claim `index` closed to `shape_id`.
-    fn close_claim(&mut self, shape_id: usize, index: usize) {
-        self.closed_claims[shape_id].insert(index);
-        if let Some(open) = &mut self.open_claims[shape_id] {
-            open.remove(&index);
-        }
-    }
-
-    /// Builds the open set for `shape_id` when most of `claim_count` claims are closed to it.
-    fn maybe_index_open_claims(&mut self, shape_id: usize, claim_count: usize) {
-        let closed = &self.closed_claims[shape_id];
-        if self.open_claims[shape_id].is_none() && closed.len >= OPEN_SET_THRESHOLD && closed.len * 2 > claim_count {
-            let open = (0..claim_count).filter(|i| !closed.contains(*i)).collect();
-            self.open_claims[shape_id] = Some(open);
-        }
-    }
-
-    /// Records a new claim: it is open to every shape.
-    fn add_claim(&mut self, index: usize) {
-        for open in self.open_claims.iter_mut().flatten() {
-            open.insert(index);
-        }
-    }
 }
 
 struct Pass<'a> {
@@ -153,24 +76,19 @@ struct Pass<'a> {
 
 impl<'a> Pass<'a> {
     fn new(input: &'a SchedulingView<'a>, pool_templates: &'a PoolTemplates) -> Self {
-        let options = input.options.clone();
-        let templates = &pool_templates.templates;
-        let node_pool_errors = pool_templates.node_pool_errors.clone();
-        let tolerate_prefer_no_schedule = pool_templates.tolerate_prefer_no_schedule;
-
         // Existing nodes: initialized first, then by name; deleting nodes take nothing.
         let mut nodes: Vec<_> = input.existing_nodes.iter().filter(|n| !n.marked_for_deletion).collect();
         nodes.sort_by(|a, b| b.initialized.cmp(&a.initialized).then_with(|| a.name.cmp(&b.name)));
         let existing: Vec<ExistingNodeState> =
             nodes.iter().map(|n| ExistingNodeState::new(n, input.daemon_set_pods)).collect();
-        let existing_taints = existing.iter().map(|n| n.taints.clone()).collect();
 
         // Limits: remaining = limits − capacity of the pool's existing nodes that are not
         // marked for deletion: core counts only the `Active()` state nodes it schedules
         // against (`provisioning/provisioner.go` l. 372–374 and 411; `scheduling/scheduler.go`
         // `updateRemainingResources`, l. 835–842), as its pool resources leave out a node
         // `MarkedForDeletion` (`state/cluster.go` `updateNodePoolResources`, l. 806 and 810).
-        let remaining_limits = templates
+        let remaining_limits = pool_templates
+            .templates
             .iter()
             .map(|template| {
                 template.limits.clone().map(|mut remaining| {
@@ -183,26 +101,37 @@ impl<'a> Pass<'a> {
                 })
             })
             .collect();
+        let mut pass = Self::assemble(input, pool_templates, existing, remaining_limits);
+        pass.intern_pods();
+        pass.build_topology();
+        pass
+    }
 
-        let mut pass = Self {
+    /// A pass over `existing` (node states in pass order) with `remaining_limits` per template,
+    /// before its pods are interned and its topology built.
+    fn assemble(
+        input: &'a SchedulingView<'a>,
+        pool_templates: &'a PoolTemplates,
+        existing: Vec<ExistingNodeState>,
+        remaining_limits: Vec<Option<BTreeMap<String, i64>>>,
+    ) -> Self {
+        let existing_taints = existing.iter().map(|n| n.taints.clone()).collect();
+        Self {
             input,
-            options,
+            options: input.options.clone(),
             shapes: Shapes::default(),
             pod_shape: Vec::with_capacity(input.pods.len()),
-            templates,
+            templates: &pool_templates.templates,
             remaining_limits,
-            node_pool_errors,
-            tolerate_prefer_no_schedule,
+            node_pool_errors: pool_templates.node_pool_errors.clone(),
+            tolerate_prefer_no_schedule: pool_templates.tolerate_prefer_no_schedule,
             topology: Topology::new(),
             existing,
             existing_taints,
             claims: Vec::new(),
             claim_order: BTreeSet::new(),
             pod_errors: BTreeMap::new(),
-        };
-        pass.intern_pods();
-        pass.build_topology();
-        pass
+        }
     }
 
     fn intern_pods(&mut self) {
@@ -221,10 +150,7 @@ impl<'a> Pass<'a> {
     /// Creates every topology group up front (so counts include everything), declares the
     /// domains NodePools and nodes offer, and counts the pods already bound.
     fn build_topology(&mut self) {
-        let pending_shapes = self.shapes.shapes.clone();
-        for shape in &pending_shapes {
-            self.topology.ensure_groups(shape);
-        }
+        self.ensure_pending_groups();
         let input = self.input;
         let mut bound_ids = Vec::with_capacity(input.bound_pods.len());
         // Replicas share a shape: each distinct bound shape is reduced and interned once
@@ -235,43 +161,14 @@ impl<'a> Pass<'a> {
                 bound_ids.push(id);
                 continue;
             }
-            // Only required anti-affinity of running pods constrains newcomers (inverse groups).
-            let shape = PodShape {
-                spreads: Vec::new(),
-                affinity: Vec::new(),
-                preferred_affinity: Vec::new(),
-                preferred_anti_affinity: Vec::new(),
-                ..bound.pod.shape.clone()
-            };
+            let shape = reduced_shape(&bound.pod.shape);
             self.topology.ensure_groups(&shape);
             let id = self.shapes.intern(&shape);
             reduced.insert(&bound.pod.shape, id);
             bound_ids.push(id);
         }
-        let mut keys: BTreeSet<String> = BTreeSet::from([labels::TOPOLOGY_ZONE_LABEL.to_owned()]);
-        for shape in &self.shapes.shapes {
-            keys.extend(shape.spreads.iter().map(|s| s.topology_key.clone()));
-            keys.extend(shape.enforced_affinity_terms().map(|(_, t)| t.topology_key.clone()));
-        }
-        keys.remove(labels::HOSTNAME_LABEL);
-        for template in self.templates {
-            for key in &keys {
-                for instance_type in &template.instance_types {
-                    if let Some(values) = instance_type.requirements.get(key)
-                        && !values.is_complement()
-                    {
-                        for value in values.values() {
-                            if template.requirements.allows(key, value) {
-                                self.topology.register_domain(key, value);
-                            }
-                        }
-                    }
-                }
-                if let Some(value) = template.requirements.get(key).and_then(Requirement::single_value) {
-                    self.topology.register_domain(key, value);
-                }
-            }
-        }
+        let keys = self.domain_keys();
+        self.register_template_domains(&keys);
         let nodes: BTreeMap<&str, usize> =
             self.input.existing_nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i)).collect();
         for node in &self.input.existing_nodes {
@@ -297,6 +194,48 @@ impl<'a> Pass<'a> {
             let node = &self.input.existing_nodes[index];
             let requirements = node.shared_requirements();
             self.topology.record(shape_id, &self.shapes.shapes[shape_id], &requirements, &node.taints);
+        }
+    }
+
+    /// The groups of the shapes this pass places, created first.
+    fn ensure_pending_groups(&mut self) {
+        let pending_shapes = self.shapes.shapes.clone();
+        for shape in &pending_shapes {
+            self.topology.ensure_groups(shape);
+        }
+    }
+
+    /// The topology keys whose domains the pass declares: zone, and every key a shape
+    /// spreads or (anti-)affines over, except hostname (every node declares its own).
+    fn domain_keys(&self) -> BTreeSet<String> {
+        let mut keys: BTreeSet<String> = BTreeSet::from([labels::TOPOLOGY_ZONE_LABEL.to_owned()]);
+        for shape in &self.shapes.shapes {
+            keys.extend(shape.spreads.iter().map(|s| s.topology_key.clone()));
+            keys.extend(shape.enforced_affinity_terms().map(|(_, t)| t.topology_key.clone()));
+        }
+        keys.remove(labels::HOSTNAME_LABEL);
+        keys
+    }
+
+    /// Declares the domains of `keys` the NodePools can launch in.
+    fn register_template_domains(&mut self, keys: &BTreeSet<String>) {
+        for template in self.templates {
+            for key in keys {
+                for instance_type in &template.instance_types {
+                    if let Some(values) = instance_type.requirements.get(key)
+                        && !values.is_complement()
+                    {
+                        for value in values.values() {
+                            if template.requirements.allows(key, value) {
+                                self.topology.register_domain(key, value);
+                            }
+                        }
+                    }
+                }
+                if let Some(value) = template.requirements.get(key).and_then(Requirement::single_value) {
+                    self.topology.register_domain(key, value);
+                }
+            }
         }
     }
 
@@ -579,6 +518,18 @@ impl<'a> Pass<'a> {
             }
         }
         Results { new_node_claims, existing_node_assignments, pod_errors, node_pool_errors: self.node_pool_errors }
+    }
+}
+
+/// What of a bound pod's shape constrains newcomers: only required anti-affinity of running
+/// pods does (inverse groups), so spreads, affinity and preferences are dropped.
+fn reduced_shape(shape: &PodShape) -> PodShape {
+    PodShape {
+        spreads: Vec::new(),
+        affinity: Vec::new(),
+        preferred_affinity: Vec::new(),
+        preferred_anti_affinity: Vec::new(),
+        ..shape.clone()
     }
 }
 

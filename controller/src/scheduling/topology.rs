@@ -139,6 +139,24 @@ impl Topology {
         }
     }
 
+    /// Declares `domains` under `key` at once (every node's hostname, for a pass prepared from
+    /// a `ClusterBase`): the same as [`Self::register_domain`] for each.
+    pub fn register_domains(&mut self, key: &str, domains: BTreeSet<String>) {
+        match self.universe.get_mut(key) {
+            Some(known) => known.extend(domains),
+            None => {
+                self.universe.insert(key.to_owned(), domains);
+            }
+        }
+    }
+
+    /// Whether [`Self::record`]ing a pod of `shape` changes any count (some group selects it
+    /// or it owns an inverse group): when not, a pass may skip recording its bound pods.
+    pub fn records_anything(&mut self, shape_id: usize, shape: &PodShape) -> bool {
+        let groups = self.groups_for(shape_id, shape);
+        !groups.selected_by.is_empty() || !groups.owns_inverse.is_empty()
+    }
+
     /// Creates the groups for every constraint of `shape` (preferences included: they are
     /// enforced until relaxed) and an inverse group per anti-affinity term.
     pub fn ensure_groups(&mut self, shape: &PodShape) {

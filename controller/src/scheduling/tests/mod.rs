@@ -1,5 +1,6 @@
 //! Scheduler tests: one file per family of rules, with shared fixtures here.
 
+mod base;
 mod properties;
 mod rules;
 mod topology_rules;
