@@ -109,6 +109,16 @@ impl Store {
             .map(|s| &s.obj)
     }
 
+    /// Which state the dependents of `owner_uid` are in: the resourceVersion of the last
+    /// write that added, changed or removed an object with an ownerReference to it, or
+    /// `None` while it has no dependents. Every mutation takes a new resourceVersion, so
+    /// while this answer is unchanged every object [`Store::dependents_of`] yields for the
+    /// owner is unchanged too: a controller may keep what it computed from them (the
+    /// ReplicaSet's pod counts) instead of walking them again on every pass.
+    pub fn dependents_version(&self, owner_uid: &str) -> Option<u64> {
+        self.dependents_rv.get(owner_uid).copied()
+    }
+
     pub(super) fn has_dependents(&self, obj: &Value) -> bool {
         obj["metadata"]["uid"].as_str().and_then(|u| self.dependents.get(u)).is_some_and(|d| !d.is_empty())
     }
@@ -118,6 +128,7 @@ impl Store {
             self.uids.insert(uid.to_string(), r.clone());
         }
         for owner in owner_uids(obj) {
+            self.dependents_rv.insert(owner.clone(), self.rv);
             self.dependents.entry(owner).or_default().insert(r.clone());
         }
     }
@@ -132,6 +143,9 @@ impl Store {
                 set.remove(r);
                 if set.is_empty() {
                     self.dependents.remove(&owner);
+                    self.dependents_rv.remove(&owner);
+                } else {
+                    self.dependents_rv.insert(owner, self.rv);
                 }
             }
         }

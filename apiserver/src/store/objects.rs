@@ -50,6 +50,9 @@ pub struct Store {
     pub(super) watchers: Vec<Watcher>,
     /// owner uid -> dependents.
     pub(super) dependents: BTreeMap<String, BTreeSet<ObjRef>>,
+    /// owner uid -> the resourceVersion of the last write that added, changed or removed one
+    /// of its dependents (kept while it has any): [`Store::dependents_version`].
+    pub(super) dependents_rv: BTreeMap<String, u64>,
     pub(super) uids: BTreeMap<String, ObjRef>,
     pub(super) clock: Clock,
     pub(super) rng: SimRng,
@@ -68,6 +71,7 @@ impl Store {
             config,
             watchers: Vec::new(),
             dependents: BTreeMap::new(),
+            dependents_rv: BTreeMap::new(),
             uids: BTreeMap::new(),
             clock,
             rng,

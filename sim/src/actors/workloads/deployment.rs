@@ -8,9 +8,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::pods::{
-    PodCounts, at, controlled, controller_ref, int_or_percent, pod_change_matters, pod_counts, ty, write_status,
-};
+use super::counts_memo::CountsMemo;
+use super::pods::{PodCounts, at, controlled, controller_ref, int_or_percent, pod_change_matters, ty, write_status};
 use crate::actors::runtime::Reconciler;
 use crate::apiserver::resources::ResourceKey;
 use crate::apiserver::store::{DeleteOptions, EventType, Part, Store, WriteOptions};
@@ -23,7 +22,10 @@ const DEFAULT_HISTORY: usize = 10;
 
 /// Reconciles every Deployment.
 #[derive(Default)]
-pub struct DeploymentController;
+pub struct DeploymentController {
+    /// Each ReplicaSet's pod counts, walked again only when one of its pods changed.
+    counts: CountsMemo,
+}
 
 impl Reconciler for DeploymentController {
     fn name(&self) -> &'static str {
@@ -45,9 +47,12 @@ impl Reconciler for DeploymentController {
         let all: Vec<Arc<Value>> = store.iter(&dt.key(), None).cloned().collect();
         for d in all {
             if at(&d, &["metadata", "deletionTimestamp"]).is_none() {
-                reconcile_one(store, &d);
+                reconcile_one(store, &d, &mut self.counts);
             }
         }
+        let rst = ty(store, "apps", "replicasets");
+        let live: Vec<Arc<Value>> = store.iter(&rst.key(), None).cloned().collect();
+        self.counts.retain(&live.iter().filter_map(|rs| rs["metadata"]["uid"].as_str()).collect());
         None
     }
 }
@@ -59,7 +64,7 @@ pub fn template_hash(template: &Value) -> String {
     digest.iter().take(10).map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char).collect()
 }
 
-fn reconcile_one(store: &mut Store, d: &Value) {
+fn reconcile_one(store: &mut Store, d: &Value, memo: &mut CountsMemo) {
     let rst = ty(store, "apps", "replicasets");
     let ns = d["metadata"]["namespace"].as_str().unwrap_or("").to_string();
     let name = d["metadata"]["name"].as_str().unwrap_or("").to_string();
@@ -94,7 +99,7 @@ fn reconcile_one(store: &mut Store, d: &Value) {
     let counts: BTreeMap<String, PodCounts> = owned
         .iter()
         .filter_map(|r| r["metadata"]["uid"].as_str())
-        .map(|u| (u.to_string(), pod_counts(store, &ns, u)))
+        .map(|u| (u.to_string(), memo.counts(store, &ns, u)))
         .collect();
     let count_of = |r: &Value| -> PodCounts {
         r["metadata"]["uid"].as_str().and_then(|u| counts.get(u)).copied().unwrap_or_default()

@@ -2,6 +2,7 @@
 //! ReplicaSets, ReplicaSets keep pods, Jobs run pods to completion, DaemonSets put a pod
 //! on every eligible node, StatefulSets keep a named pod and its claims per ordinal.
 
+mod counts_memo;
 mod daemonset;
 mod deployment;
 mod job;
@@ -22,8 +23,8 @@ use super::runtime::Reconciler;
 /// Every workload controller, in a fixed order.
 pub fn controllers() -> Vec<Box<dyn Reconciler>> {
     vec![
-        Box::new(DeploymentController),
-        Box::new(ReplicaSetController),
+        Box::new(DeploymentController::default()),
+        Box::new(ReplicaSetController::default()),
         Box::new(JobController::default()),
         Box::new(DaemonSetController),
         Box::new(StatefulSetController),
